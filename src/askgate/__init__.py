@@ -1,0 +1,3 @@
+"""askgate: a permission gateway for AI coding agents."""
+
+__version__ = "0.1.0"

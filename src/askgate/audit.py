@@ -1,0 +1,151 @@
+"""The review log: one JSON object per line for every outcome.
+
+File mode 0600 in a 0700 directory; values under secret-looking keys are masked;
+every string is bounded in length so a hostile 1 MB command cannot bloat the log.
+A failure to write is reported to the caller's logger and never changes a decision
+(the decision has already been made, and it is never loosened by a logging fault).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from askgate.outcome import Outcome
+
+log = logging.getLogger("askgate.audit")
+
+MAX_FIELD = 1_000
+MAX_DEPTH = 6
+MAX_ITEMS = 50
+_SECRET_KEY = re.compile(
+    r"token|secret|passw(or)?d|passphrase|authorization|auth_header|credential|cookie|"
+    r"api[_-]?key|private[_-]?key|session[_-]?key|access[_-]?key",
+    re.IGNORECASE,
+)
+# Inline secrets in free text: "Authorization: Bearer x", "--password=x", "API_KEY=x".
+_SECRET_INLINE = re.compile(
+    r"(?i)(bearer\s+|(?:token|secret|passw(?:or)?d|api[_-]?key|authorization)\s*[=:]\s*)"
+    r"(['\"]?)[^\s'\"]{4,}"
+)
+REDACTED = "[redacted]"
+
+
+def bound(text: str, limit: int = MAX_FIELD) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"…[+{len(text) - limit} chars]"
+
+
+def mask_text(text: str) -> str:
+    return _SECRET_INLINE.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+
+
+def sanitize(value: Any, depth: int = 0) -> Any:
+    """JSON-safe, secret-masked, bounded copy of a tool input."""
+    if depth > MAX_DEPTH:
+        return "[too deep]"
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for i, (k, v) in enumerate(value.items()):
+            if i >= MAX_ITEMS:
+                out["…"] = f"[+{len(value) - MAX_ITEMS} keys]"
+                break
+            key = bound(str(k), 100)
+            out[key] = REDACTED if _SECRET_KEY.search(key) else sanitize(v, depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        items = [sanitize(v, depth + 1) for v in value[:MAX_ITEMS]]
+        if len(value) > MAX_ITEMS:
+            items.append(f"[+{len(value) - MAX_ITEMS} items]")
+        return items
+    if isinstance(value, str):
+        return bound(mask_text(value))
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return bound(repr(value), 200)
+
+
+def record_for(
+    outcome: Outcome,
+    *,
+    tool: str | None = None,
+    tool_input: Mapping[str, Any] | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+) -> dict[str, Any]:
+    rule = outcome.decision.rule
+    return {
+        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
+        "event": "decision",
+        "request_id": bound(outcome.request_id, 200),
+        "tool": bound(tool, 200) if tool else None,
+        "surface": str(outcome.decision.surface),
+        "value": bound(mask_text(outcome.decision.value)),
+        "policy_action": str(outcome.decision.action),
+        "action": str(outcome.action),
+        "resolution": str(outcome.resolution),
+        "reason": bound(mask_text(outcome.reason)),
+        "denial_reason": bound(outcome.denial_reason) if outcome.denial_reason else None,
+        "rule": None
+        if rule is None
+        else {
+            "surface": str(rule.surface),
+            "pattern": bound(rule.pattern, 300),
+            "action": str(rule.action),
+            "origin": str(rule.origin),
+            "source": bound(rule.source, 300),
+            "line": rule.line,
+        },
+        "units": [
+            {"command": bound(mask_text(u.command), 300), "action": str(u.action)}
+            for u in outcome.decision.units[:MAX_ITEMS]
+        ],
+        "agent": bound(agent, 200) if agent else None,
+        "session": bound(session, 200) if session else None,
+        "input": sanitize(tool_input or {}),
+    }
+
+
+def default_log_path(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    if env.get("ASKGATE_AUDIT_LOG"):
+        return env["ASKGATE_AUDIT_LOG"]
+    state = env.get("XDG_STATE_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".local", "state"
+    )
+    return os.path.join(state, "askgate", "review.jsonl")
+
+
+class AuditLog:
+    """Appends records to a JSONL file (created 0600, parent 0700)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._encoder = msgspec.json.Encoder()
+
+    def write(self, record: Mapping[str, Any]) -> bool:
+        line = self._encoder.encode(record) + b"\n"
+        try:
+            with self._lock:
+                os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, line)
+                finally:
+                    os.close(fd)
+            return True
+        except OSError as exc:
+            log.error("askgate: cannot write the review log %s: %s", self.path, exc)
+            return False
+
+    def outcome(self, outcome: Outcome, **context: Any) -> bool:
+        return self.write(record_for(outcome, **context))

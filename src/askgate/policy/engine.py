@@ -1,0 +1,391 @@
+"""From a (surface, value) to a Decision: which surfaces are consulted and how they combine.
+
+Pure apart from reading the filesystem to resolve symlinks (paths.resolve) and
+loading policy files (Policy.load). No prompting, no events, no logging: the gate
+does that.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from askgate.policy import paths
+from askgate.policy.model import (
+    Action,
+    Check,
+    Decision,
+    Origin,
+    Rule,
+    RuleRef,
+    ShellAnalysis,
+    Surface,
+    Unit,
+    UnitDecision,
+)
+from askgate.policy.rules import Evaluation, RuleSet
+
+if TYPE_CHECKING:
+    from askgate.policy.config import LoadedPolicy
+
+MAX_VALUE_LENGTH = 100_000
+
+
+class Policy:
+    """An immutable, evaluated-ready policy: rules plus the settings that go with them."""
+
+    def __init__(
+        self,
+        rules: Iterable[Rule],
+        *,
+        project_root: str,
+        default: Action = Action.ASK,
+        default_origin: Origin = Origin.BUILTIN,
+        yolo: bool = False,
+        infrastructure_read_paths: Sequence[str] = (),
+        extra_directories: Sequence[str] = (),
+        errors: Sequence[str] = (),
+        warnings: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.env = dict(os.environ if env is None else env)
+        self.home = paths.home_directory(self.env)
+        self.project_root = project_root
+        self.rules = RuleSet(rules, home=self.home)
+        self.default = default
+        self.default_origin = default_origin
+        self.yolo = yolo
+        self.extra_directories = tuple(
+            paths.normalize(d, project_root, self.env) for d in extra_directories
+        )
+        self._roots = paths.inside_roots(project_root, self.extra_directories)
+        self.infrastructure_read_paths = tuple(
+            paths.normalize(p, project_root, self.env) for p in infrastructure_read_paths
+        )
+        # A policy file that failed to load could have constrained anything: while
+        # any error stands, no answer may be "allow" (fail closed).
+        self.errors = tuple(errors)
+        self.warnings = tuple(warnings)
+
+    @classmethod
+    def from_rules(cls, rules: Iterable[Rule], **kwargs: object) -> Policy:
+        kwargs.setdefault("project_root", os.getcwd())
+        return cls(rules, **kwargs)  # type: ignore[arg-type]
+
+    @classmethod
+    def load(
+        cls,
+        cwd: str,
+        *,
+        config_files: Sequence[str] = (),
+        agent: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Policy:
+        from askgate.policy.config import load_policy
+
+        loaded = load_policy(cwd, config_files=config_files, agent=agent, env=env)
+        return cls.from_loaded(loaded, env=env)
+
+    @classmethod
+    def from_loaded(cls, loaded: LoadedPolicy, *, env: Mapping[str, str] | None = None) -> Policy:
+        return cls(
+            loaded.rules,
+            project_root=loaded.project_root,
+            default=loaded.default,
+            default_origin=loaded.default_origin,
+            yolo=loaded.yolo,
+            infrastructure_read_paths=loaded.infrastructure_read_paths,
+            extra_directories=loaded.extra_directories,
+            errors=[str(e) for e in loaded.errors],
+            warnings=loaded.warnings,
+            env=env,
+        )
+
+    # --- public --------------------------------------------------------------------
+
+    def decide(
+        self,
+        surface: Surface | str,
+        value: str,
+        *,
+        cwd: str | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        analysis: ShellAnalysis | None = None,
+    ) -> Decision:
+        """Evaluate one value on one surface. `tool` names the tool whose `tool` rule is
+        the fallback for path and mcp surfaces. Never raises for hostile values: they
+        come back as ask with the reason."""
+        surface = Surface(surface)
+        cwd = cwd or self.project_root
+        if not isinstance(value, str) or len(value) > MAX_VALUE_LENGTH or "\x00" in value:
+            decision = _refuse(surface, str(value)[:200], "value is malformed or too long")
+        elif surface is Surface.BASH:
+            decision = self._decide_bash(value, cwd, agent, analysis)
+        elif surface.is_path:
+            decision = self._decide_path(surface, value, cwd, agent, tool)
+        else:
+            decision = self._decide_name(surface, value, agent, tool)
+        return self._clamp(decision)
+
+    # --- surfaces --------------------------------------------------------------------
+
+    def _lookup(
+        self, surface: Surface, value: str, agent: str | None
+    ) -> tuple[Action | None, Check | None]:
+        ev: Evaluation = self.rules.evaluate(surface, value, agent)
+        if ev.rule is None or ev.action is None:
+            return None, None
+        return ev.action, Check(
+            surface=surface, value=value, action=ev.action, rule=RuleRef.of(ev.rule)
+        )
+
+    def _default_check(self, surface: Surface, value: str) -> Check:
+        return Check(
+            surface=surface,
+            value=value,
+            action=self.default,
+            rule=None,
+            basis="default",
+            note=f"no rule matches; default is {self.default} ({self.default_origin})",
+        )
+
+    def _with_fallback(self, chain: Sequence[tuple[Surface, str]], agent: str | None) -> Check:
+        for surface, value in chain:
+            _, check = self._lookup(surface, value, agent)
+            if check is not None:
+                return check
+        return self._default_check(*chain[0])
+
+    def _decide_name(
+        self, surface: Surface, value: str, agent: str | None, tool: str | None
+    ) -> Decision:
+        chain = [(surface, value)]
+        if surface is not Surface.TOOL and tool:
+            chain.append((Surface.TOOL, tool))
+        check = self._with_fallback(chain, agent)
+        return _decision(surface, value, check.action, [check], units=())
+
+    def _path_checks(
+        self,
+        surface: Surface,
+        forms: paths.PathForms,
+        agent: str | None,
+        fallback: Sequence[tuple[Surface, str]],
+        *,
+        stricter_only: bool,
+    ) -> list[Check]:
+        """Checks for one path on one path surface, each symlink form separately.
+
+        An allow must hold for the link and its target; a deny or ask from either form
+        applies. `stricter_only`: an unmatched form adds nothing and a matching allow
+        is recorded but cannot loosen (used for paths inside a bash command)."""
+        checks: list[Check] = []
+        for form in forms.forms:
+            action, check = self._lookup(surface, form, agent)
+            if check is None:
+                if not stricter_only:
+                    checks.append(self._with_fallback([(surface, form), *fallback], agent))
+                continue
+            if stricter_only and action is Action.ALLOW:
+                checks.append(_ignored(check))
+                continue
+            checks.append(check)
+        return checks
+
+    def _external_checks(self, forms: paths.PathForms, agent: str | None) -> list[Check]:
+        if paths.is_safe_device(forms.lexical):
+            return []
+        out: list[Check] = []
+        for form in forms.forms:
+            if any(paths.is_inside(form, root) for root in self._roots):
+                continue
+            _, check = self._lookup(Surface.EXTERNAL_DIRECTORY, form, agent)
+            out.append(check or self._default_check(Surface.EXTERNAL_DIRECTORY, form))
+        return out
+
+    def _resolve(self, path: str, cwd: str) -> paths.PathForms | Check:
+        try:
+            return paths.resolve(path, cwd, self.env)
+        except (ValueError, OSError) as exc:
+            return Check(
+                surface=Surface.READ,
+                value=path[:200],
+                action=Action.ASK,
+                rule=None,
+                basis="floor",
+                note=f"path cannot be checked: {exc}",
+            )
+
+    def _decide_path(
+        self, surface: Surface, value: str, cwd: str, agent: str | None, tool: str | None
+    ) -> Decision:
+        forms = self._resolve(value, cwd)
+        if isinstance(forms, Check):
+            return _decision(surface, value, Action.ASK, [forms], units=())
+        fallback = [(Surface.TOOL, tool)] if tool else []
+        checks = self._path_checks(surface, forms, agent, fallback, stricter_only=False)
+        if surface is not Surface.EXTERNAL_DIRECTORY:
+            checks += self._external_checks(forms, agent)
+        action = Action.strictest(*(c.action for c in checks if c.basis != "ignored"))
+        return _decision(surface, forms.lexical, action, checks, units=())
+
+    def _decide_bash(
+        self, command: str, cwd: str, agent: str | None, analysis: ShellAnalysis | None
+    ) -> Decision:
+        if analysis is None:
+            from askgate.policy.shell import analyze
+
+            analysis = analyze(command)
+        units = [self._decide_unit(u, cwd, agent) for u in analysis.units]
+        checks: list[Check] = []
+        if analysis.floor is not None:
+            checks.append(
+                Check(
+                    surface=Surface.BASH,
+                    value=command[:500],
+                    action=analysis.floor,
+                    rule=None,
+                    basis="floor",
+                    note=analysis.floor_reason,
+                )
+            )
+        if not units and not checks:
+            # Nothing runs (empty, or assignments only): the bash rule for the whole
+            # string decides, else the default.
+            checks.append(self._with_fallback([(Surface.BASH, command.strip())], agent))
+        actions = [u.action for u in units] + [c.action for c in checks]
+        action = Action.strictest(*actions)
+        decision = _decision(Surface.BASH, command, action, checks, units=tuple(units))
+        return decision
+
+    def _decide_unit(self, unit: Unit, cwd: str, agent: str | None) -> UnitDecision:
+        checks: list[Check] = [self._with_fallback([(Surface.BASH, unit.command)], agent)]
+        for alternate in unit.alternates:
+            action, check = self._lookup(Surface.BASH, alternate, agent)
+            if check is not None:
+                checks.append(check if action is not Action.ALLOW else _ignored(check))
+        if unit.floor is not None:
+            checks.append(
+                Check(
+                    surface=Surface.BASH,
+                    value=unit.command,
+                    action=unit.floor,
+                    rule=None,
+                    basis="floor",
+                    note=unit.floor_reason,
+                )
+            )
+        unit_cwd = os.path.join(cwd, unit.cwd) if unit.cwd else cwd
+        for path in unit.reads:
+            checks += self._command_path_checks(Surface.READ, path, unit_cwd, agent)
+        for path in unit.writes:
+            checks += self._command_path_checks(Surface.WRITE, path, unit_cwd, agent)
+        effective = [c for c in checks if c.basis != "ignored"]
+        action = Action.strictest(*(c.action for c in effective))
+        decisive = next(c for c in effective if c.action is action)
+        return UnitDecision(
+            command=unit.command,
+            action=action,
+            rule=decisive.rule,
+            reason=_check_reason(decisive),
+            checks=tuple(checks),
+            context=unit.context,
+        )
+
+    def _command_path_checks(
+        self, surface: Surface, path: str, cwd: str, agent: str | None
+    ) -> list[Check]:
+        forms = self._resolve(path, cwd)
+        if isinstance(forms, Check):
+            return [forms]
+        if paths.is_safe_device(forms.lexical):
+            return []
+        # A read inside a command can only tighten; a write falls back to the default
+        # when no write rule matches (a redirect is a file write like any other).
+        checks = self._path_checks(surface, forms, agent, (), stricter_only=surface is Surface.READ)
+        return checks + self._external_checks(forms, agent)
+
+    def _clamp(self, decision: Decision) -> Decision:
+        if not self.errors or decision.action is not Action.ALLOW:
+            return decision
+        note = (
+            "a policy file failed to load, so nothing is allowed without asking: "
+            + (self.errors[0])
+        )
+        return Decision(
+            action=Action.ASK,
+            reason=note,
+            surface=decision.surface,
+            value=decision.value,
+            rule=decision.rule,
+            units=decision.units,
+            checks=decision.checks,
+            clamped=True,
+        )
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _ignored(check: Check) -> Check:
+    return Check(
+        surface=check.surface,
+        value=check.value,
+        action=check.action,
+        rule=check.rule,
+        basis="ignored",
+        note="an allow here cannot loosen the command",
+    )
+
+
+def _refuse(surface: Surface, value: str, why: str) -> Decision:
+    check = Check(
+        surface=surface, value=value, action=Action.ASK, rule=None, basis="floor", note=why
+    )
+    return Decision(
+        action=Action.ASK, reason=why, surface=surface, value=value, rule=None, checks=(check,)
+    )
+
+
+def _check_reason(check: Check) -> str:
+    if check.basis == "floor":
+        return check.note or "needs a human"
+    if check.rule is None:
+        return f"no {check.surface} rule matches {check.value!r}; {check.note or 'default applies'}"
+    rule = check.rule
+    where = f" ({rule.origin}: {rule.source}:{rule.line})" if rule.source else f" ({rule.origin})"
+    text = f"{check.surface} rule {rule.pattern!r} = {rule.action} matches {check.value!r}{where}"
+    if rule.reason:
+        text += f": {rule.reason}"
+    return text
+
+
+def _decision(
+    surface: Surface,
+    value: str,
+    action: Action,
+    checks: Sequence[Check],
+    *,
+    units: tuple[UnitDecision, ...],
+) -> Decision:
+    decisive_unit = next((u for u in units if u.action is action), None)
+    effective = [c for c in checks if c.basis != "ignored" and c.action is action]
+    if decisive_unit is not None and (not effective or effective[0].basis == "default"):
+        reason = f"{decisive_unit.command!r}: {decisive_unit.reason}"
+        rule = decisive_unit.rule
+    elif effective:
+        reason = _check_reason(effective[0])
+        rule = effective[0].rule
+    else:
+        reason, rule = "no rule applies", None
+    return Decision(
+        action=action,
+        reason=reason,
+        surface=surface,
+        value=value,
+        rule=rule,
+        units=units,
+        checks=tuple(checks),
+    )

@@ -1,0 +1,291 @@
+"""Pattern compilation, matching and containment.
+
+Two pattern kinds:
+
+* **wildcard** (surfaces tool, bash, mcp, skill): anchored; ``*`` is any run of
+  characters (``/`` included), ``?`` is one character; a trailing ``" *"`` is
+  optional, so ``git *`` matches ``git`` as well as ``git status``.
+* **path glob** (surfaces read, write, external_directory): anchored; ``*`` and
+  ``?`` stay inside one path segment, ``**`` crosses segments; ``dir/**`` also
+  matches ``dir`` itself and ``**/x`` matches ``x`` at any depth (zero
+  directories included).
+
+Both kinds denote regular languages, so whether every value one pattern matches
+is also matched by another (containment) is decidable. We decide it with a
+product of the two patterns' automata over a finite alphabet: every literal
+character of either pattern, ``/``, and one symbol standing for "any other
+character". Containment is only ever computed among the few rules that match a
+value, and results are cached.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from askgate.policy.model import Surface
+
+PatternKind = Literal["wildcard", "path"]
+
+MAX_PATTERN_LENGTH = 1_000
+
+# Automaton edge labels: a literal character, ANY (every character) or
+# NOT_SLASH (every character but "/").
+_ANY = "\x00any"
+_NOT_SLASH = "\x00nsl"
+_OTHER = "\x00other"  # alphabet symbol: a character appearing in neither pattern
+
+
+def kind_of(surface: Surface) -> PatternKind:
+    return "path" if surface.is_path else "wildcard"
+
+
+# --- the pattern language, as a small AST ------------------------------------
+# A pattern is a sequence of items; an item is a literal character (str of len 1),
+# ("one", slash_ok), ("star", slash_ok) or ("opt", sequence).
+
+Item = object
+
+
+def _parse_wildcard(pattern: str) -> list[Item]:
+    optional_tail = pattern.endswith(" *") and len(pattern) > 2
+    body = pattern[:-2] if optional_tail else pattern
+    items: list[Item] = []
+    for ch in body:
+        if ch == "*":
+            items.append(("star", True))
+        elif ch == "?":
+            items.append(("one", True))
+        else:
+            items.append(ch)
+    if optional_tail:
+        items.append(("opt", (" ", ("star", True))))
+    return items
+
+
+def _parse_path(pattern: str) -> list[Item]:
+    items: list[Item] = []
+    i = 0
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if pattern.startswith("**", i):
+            j = i
+            while j < n and pattern[j] == "*":
+                j += 1
+            at_segment_start = i == 0 or pattern[i - 1] == "/"
+            if at_segment_start and j < n and pattern[j] == "/":
+                # "**/" : zero or more whole directories
+                items.append(("opt", (("star", True), "/")))
+                i = j + 1
+                continue
+            if j == n and items and items[-1] == "/":
+                # trailing "/**": the directory itself or anything below it
+                items.pop()  # the "/" we already emitted
+                items.append(("opt", ("/", ("star", True))))
+                i = j
+                continue
+            items.append(("star", True))
+            i = j
+            continue
+        if ch == "*":
+            items.append(("star", False))
+        elif ch == "?":
+            items.append(("one", False))
+        else:
+            items.append(ch)
+        i += 1
+    return items
+
+
+def _to_regex(items: Iterable[Item]) -> str:
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(re.escape(item))
+            continue
+        tag, arg = item  # type: ignore[misc]
+        if tag == "star":
+            out.append(".*" if arg else "[^/]*")
+        elif tag == "one":
+            out.append("." if arg else "[^/]")
+        else:  # opt
+            out.append("(?:" + _to_regex(arg) + ")?")
+    return "".join(out)
+
+
+def _literal_prefix(items: list[Item]) -> str:
+    prefix: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            break
+        prefix.append(item)
+    return "".join(prefix)
+
+
+def _literals(items: Iterable[Item]) -> set[str]:
+    chars: set[str] = set()
+    for item in items:
+        if isinstance(item, str):
+            chars.add(item)
+        elif item[0] == "opt":  # type: ignore[index]
+            chars |= _literals(item[1])  # type: ignore[index]
+    return chars
+
+
+# --- compiled patterns ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pattern:
+    """A compiled pattern. `text` is the pattern after ~/$HOME/root expansion."""
+
+    kind: PatternKind
+    text: str
+    items: tuple[Item, ...]
+    regex: re.Pattern[str]
+    literal_prefix: str
+
+    def matches(self, value: str) -> bool:
+        return self.regex.fullmatch(value) is not None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pattern) and (self.kind, self.text) == (other.kind, other.text)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.text))
+
+
+def validate_pattern(surface: Surface, pattern: str) -> None:
+    """Raise ValueError with a one-line message when `pattern` cannot be a rule."""
+    if not isinstance(pattern, str):
+        raise ValueError("pattern must be a string")
+    if not pattern:
+        raise ValueError("pattern is empty")
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise ValueError(f"pattern is longer than {MAX_PATTERN_LENGTH} characters")
+    if any((ord(c) < 32 and c not in "\t") or c == "\x7f" for c in pattern):
+        raise ValueError("pattern contains a control character")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in pattern):
+        raise ValueError("pattern contains an invalid character (lone surrogate)")
+    if surface.is_path and "***" in pattern:
+        raise ValueError("'***' is not a valid path glob (use '**')")
+
+
+@lru_cache(maxsize=65_536)
+def compile_pattern(kind: PatternKind, text: str) -> Pattern:
+    items = _parse_path(text) if kind == "path" else _parse_wildcard(text)
+    regex = re.compile(_to_regex(items), re.DOTALL)
+    return Pattern(kind, text, tuple(items), regex, _literal_prefix(items))
+
+
+# --- automata and containment ------------------------------------------------------
+
+
+class _Nfa:
+    """Thompson-style NFA: labelled edges plus epsilon edges; one accept state."""
+
+    __slots__ = ("accept", "edges", "eps")
+
+    def __init__(self, items: Iterable[Item]) -> None:
+        self.edges: list[list[tuple[str, int]]] = [[]]
+        self.eps: list[list[int]] = [[]]
+        end = self._build(list(items), 0)
+        self.accept = end
+
+    def _new(self) -> int:
+        self.edges.append([])
+        self.eps.append([])
+        return len(self.edges) - 1
+
+    def _build(self, items: list[Item], start: int) -> int:
+        cur = start
+        for item in items:
+            if isinstance(item, str):
+                nxt = self._new()
+                self.edges[cur].append((item, nxt))
+                cur = nxt
+                continue
+            tag, arg = item  # type: ignore[misc]
+            if tag == "one":
+                nxt = self._new()
+                self.edges[cur].append((_ANY if arg else _NOT_SLASH, nxt))
+                cur = nxt
+            elif tag == "star":
+                # Separate entry, loop and exit states so that an epsilon edge into
+                # the exit (from an enclosing optional group) cannot reach the loop.
+                loop = self._new()
+                self.eps[cur].append(loop)
+                self.edges[loop].append((_ANY if arg else _NOT_SLASH, loop))
+                exit_ = self._new()
+                self.eps[loop].append(exit_)
+                cur = exit_
+            else:  # opt
+                start = self._new()
+                self.eps[cur].append(start)
+                end = self._build(list(arg), start)
+                join = self._new()
+                self.eps[end].append(join)
+                self.eps[cur].append(join)
+                cur = join
+        return cur
+
+    def closure(self, states: Iterable[int]) -> frozenset[int]:
+        seen = set(states)
+        stack = list(seen)
+        while stack:
+            s = stack.pop()
+            for t in self.eps[s]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def step(self, states: frozenset[int], symbol: str) -> frozenset[int]:
+        nxt: set[int] = set()
+        for s in states:
+            for label, t in self.edges[s]:
+                if label in (symbol, _ANY) or (label == _NOT_SLASH and symbol != "/"):
+                    nxt.add(t)
+        return self.closure(nxt) if nxt else frozenset()
+
+
+@lru_cache(maxsize=262_144)
+def contains(outer: Pattern, inner: Pattern) -> bool:
+    """True when every value `inner` matches is also matched by `outer`."""
+    if outer.kind != inner.kind:
+        raise ValueError("cannot compare a wildcard with a path glob")
+    if outer.text == inner.text:
+        return True
+    a = _Nfa(inner.items)
+    b = _Nfa(outer.items)
+    alphabet = sorted(_literals(list(inner.items)) | _literals(list(outer.items)) | {"/"})
+    alphabet.append(_OTHER)
+    start = (a.closure([0]), b.closure([0]))
+    seen = {start}
+    stack = [start]
+    while stack:
+        sa, sb = stack.pop()
+        if a.accept in sa and b.accept not in sb:
+            return False
+        for symbol in alphabet:
+            na = a.step(sa, symbol)
+            if not na:
+                continue  # inner cannot continue: nothing to check on this branch
+            pair = (na, b.step(sb, symbol))
+            if pair not in seen:
+                seen.add(pair)
+                stack.append(pair)
+    return True
+
+
+def strictly_narrower(narrow: Pattern, wide: Pattern) -> bool:
+    """`narrow` matches a proper subset of what `wide` matches."""
+    return contains(wide, narrow) and not contains(narrow, wide)
+
+
+def equivalent(a: Pattern, b: Pattern) -> bool:
+    return contains(a, b) and contains(b, a)

@@ -1,0 +1,177 @@
+"""The evaluator: which rule wins for one (surface, value).
+
+1. Collect every rule that matches the value.
+2. Drop each rule that is overridden: another matching, trusted rule whose pattern
+   is strictly narrower and whose rank is the same or higher, or an equivalent
+   pattern from a strictly higher rank.
+3. The answer is the strictest action left standing (deny > ask > allow).
+
+Order in a file never matters. Rules are indexed by the literal prefix of their
+pattern in a character trie, so a lookup walks at most the length of the value
+and only tests the rules whose prefix the value actually starts with (plus the
+rules with no literal prefix at all, such as ``*``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import msgspec
+
+from askgate.policy.model import Action, Origin, Rule, Surface
+from askgate.policy.patterns import (
+    Pattern,
+    compile_pattern,
+    equivalent,
+    kind_of,
+    strictly_narrower,
+)
+
+__all__ = [
+    "Action",
+    "CompiledRule",
+    "Evaluation",
+    "Origin",
+    "Rule",
+    "RuleSet",
+    "Surface",
+    "expand_path_pattern",
+]
+
+
+def expand_path_pattern(pattern: str, *, home: str, base_dir: str | None) -> str:
+    """Make a path glob absolute: ``~``/``$HOME`` expand, relative joins `base_dir`.
+
+    A pattern that starts with ``**`` matches at any depth anywhere, so it is
+    left alone rather than being pinned under the project root.
+    """
+    for prefix in ("${HOME}", "$HOME", "~"):
+        if pattern == prefix:
+            return home
+        if pattern.startswith(prefix + "/"):
+            return home.rstrip("/") + pattern[len(prefix) :]
+    if pattern.startswith(("/", "**")):
+        return pattern
+    if base_dir:
+        stripped = pattern[2:] if pattern.startswith("./") else pattern
+        return base_dir.rstrip("/") + "/" + stripped
+    return pattern
+
+
+class CompiledRule(msgspec.Struct, frozen=True):
+    rule: Rule
+    pattern: Pattern
+
+
+class Evaluation(msgspec.Struct, frozen=True):
+    """The result of one lookup. `action`/`rule` are None when nothing matched."""
+
+    action: Action | None
+    rule: Rule | None
+    matched: tuple[Rule, ...] = ()
+    standing: tuple[Rule, ...] = ()
+
+
+_NO_MATCH = Evaluation(None, None)
+
+
+class _Trie:
+    __slots__ = ("children", "rules")
+
+    def __init__(self) -> None:
+        self.children: dict[str, _Trie] = {}
+        self.rules: list[CompiledRule] = []
+
+    def add(self, key: str, item: CompiledRule) -> None:
+        node = self
+        for ch in key:
+            nxt = node.children.get(ch)
+            if nxt is None:
+                nxt = node.children[ch] = _Trie()
+            node = nxt
+        node.rules.append(item)
+
+    def candidates(self, value: str) -> list[CompiledRule]:
+        found = list(self.rules)
+        node = self
+        for ch in value:
+            node = node.children.get(ch)  # type: ignore[assignment]
+            if node is None:
+                break
+            if node.rules:
+                found.extend(node.rules)
+        return found
+
+
+class RuleSet:
+    """An immutable, indexed set of rules. Build once per policy load."""
+
+    def __init__(self, rules: Iterable[Rule], *, home: str | None = None) -> None:
+        self._home = home if home is not None else os.path.expanduser("~")
+        self._index: dict[tuple[Surface, str | None], _Trie] = {}
+        self._rules: list[Rule] = []
+        for rule in rules:
+            self.add(rule)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return tuple(self._rules)
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def compile(self, rule: Rule) -> Pattern:
+        text = rule.pattern
+        if rule.surface.is_path:
+            text = expand_path_pattern(text, home=self._home, base_dir=rule.base_dir)
+        return compile_pattern(kind_of(rule.surface), text)
+
+    def add(self, rule: Rule) -> None:
+        pattern = self.compile(rule)
+        key = (rule.surface, rule.agent)
+        trie = self._index.get(key)
+        if trie is None:
+            trie = self._index[key] = _Trie()
+        trie.add(pattern.literal_prefix, CompiledRule(rule, pattern))
+        self._rules.append(rule)
+
+    def matching(self, surface: Surface, value: str, agent: str | None) -> list[CompiledRule]:
+        found: list[CompiledRule] = []
+        for key in ((surface, None), (surface, agent)) if agent else ((surface, None),):
+            trie = self._index.get(key)
+            if trie is not None:
+                found.extend(c for c in trie.candidates(value) if c.pattern.matches(value))
+        return found
+
+    def evaluate(self, surface: Surface, value: str, agent: str | None = None) -> Evaluation:
+        matched = self.matching(surface, value, agent)
+        if not matched:
+            return _NO_MATCH
+        standing = [c for c in matched if not _overridden(c, matched)]
+        winner = max(standing, key=_winner_key)
+        return Evaluation(
+            winner.rule.action,
+            winner.rule,
+            tuple(c.rule for c in matched),
+            tuple(c.rule for c in standing),
+        )
+
+
+def _overrides(other: CompiledRule, rule: CompiledRule) -> bool:
+    """Does `other` override `rule`? (both already match the value)"""
+    if not other.rule.trusted or other.rule.rank < rule.rule.rank:
+        return False
+    if strictly_narrower(other.pattern, rule.pattern):
+        return True
+    # An equivalent pattern overrides only from a strictly higher rank.
+    return other.rule.rank > rule.rule.rank and equivalent(other.pattern, rule.pattern)
+
+
+def _overridden(rule: CompiledRule, matched: list[CompiledRule]) -> bool:
+    return any(other is not rule and _overrides(other, rule) for other in matched)
+
+
+def _winner_key(c: CompiledRule) -> tuple[int, int, int]:
+    # Strictest first; among equals, report the highest-ranked, most literal rule.
+    return (c.rule.action.strictness, c.rule.rank, len(c.pattern.literal_prefix))

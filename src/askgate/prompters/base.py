@@ -1,0 +1,72 @@
+"""The contract between the gate and whatever reaches a human."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+import msgspec
+
+
+class PromptState(StrEnum):
+    """How an ask ended. The first four are a human's answers (pi's dialog states)."""
+
+    APPROVED = "approved"
+    APPROVED_FOR_SESSION = "approved_for_session"
+    DENIED = "denied"
+    DENIED_WITH_REASON = "denied_with_reason"
+    # Nobody could be reached (no UI, no parent serving, transport failure).
+    UNAVAILABLE = "unavailable"
+    # Somebody could have answered but did not within the budget.
+    TIMED_OUT = "timed_out"
+
+
+class PromptRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What is shown to the human."""
+
+    request_id: str
+    surface: str
+    value: str
+    message: str
+    agent: str | None = None
+    session: str | None = None
+    # Pattern that "Yes, for this session" would approve, and its label; None when
+    # no safe session pattern exists (then the option is not offered).
+    session_pattern: str | None = None
+    session_label: str | None = None
+
+
+class PromptReply(msgspec.Struct, frozen=True, kw_only=True):
+    state: PromptState
+    denial_reason: str | None = None
+    # Free-form detail for logs ("nobody is serving session X", "no_ui" …).
+    detail: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        return self.state in (PromptState.APPROVED, PromptState.APPROVED_FOR_SESSION)
+
+
+@runtime_checkable
+class Prompter(Protocol):
+    """Reaches a human. Implementations must never raise for a normal failure:
+    they return UNAVAILABLE or TIMED_OUT instead (the gate still guards with
+    try/except and fails closed)."""
+
+    def available(self) -> bool:
+        """True when a prompt could reach somebody right now."""
+        ...
+
+    def prompt(self, request: PromptRequest, timeout: float | None = None) -> PromptReply:
+        """Block until the human answers or `timeout` seconds pass."""
+        ...
+
+
+class NoPrompter:
+    """Used when nothing can reach a human: every ask resolves as unavailable."""
+
+    def available(self) -> bool:
+        return False
+
+    def prompt(self, request: PromptRequest, timeout: float | None = None) -> PromptReply:
+        return PromptReply(state=PromptState.UNAVAILABLE, detail="no prompter configured")

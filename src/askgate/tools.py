@@ -1,0 +1,81 @@
+"""Which surface a tool call is decided on, and with which value: the one table.
+
+Claude Code's tools (``Bash Read Edit Write MultiEdit NotebookEdit Glob Grep WebFetch
+mcp__server__tool``) and pi's (``bash read edit write grep find ls``) map here; any
+other tool is decided by its ``tool`` rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from askgate.policy.model import Surface
+
+
+class ToolTarget(msgspec.Struct, frozen=True):
+    """What the policy is asked about for one tool call."""
+
+    surface: Surface
+    value: str
+    read_only: bool = False  # may take the infrastructure-read shortcut
+
+
+class ToolInputError(ValueError):
+    """The tool input lacks the field its surface needs, or it has the wrong type."""
+
+
+# tool name -> (surface, input keys to try in order, read_only, path optional)
+_TABLE: dict[str, tuple[Surface, tuple[str, ...], bool, bool]] = {
+    # Claude Code
+    "Bash": (Surface.BASH, ("command",), False, False),
+    "Read": (Surface.READ, ("file_path",), True, False),
+    "Edit": (Surface.WRITE, ("file_path",), False, False),
+    "Write": (Surface.WRITE, ("file_path",), False, False),
+    "MultiEdit": (Surface.WRITE, ("file_path",), False, False),
+    "NotebookEdit": (Surface.WRITE, ("notebook_path",), False, False),
+    "Glob": (Surface.READ, ("path",), True, True),
+    "Grep": (Surface.READ, ("path",), True, True),
+    "Skill": (Surface.SKILL, ("skill", "name"), False, False),
+    # pi
+    "bash": (Surface.BASH, ("command",), False, False),
+    "read": (Surface.READ, ("path", "file_path"), True, False),
+    "edit": (Surface.WRITE, ("path", "file_path"), False, False),
+    "write": (Surface.WRITE, ("path", "file_path"), False, False),
+    "grep": (Surface.READ, ("path",), True, True),
+    "find": (Surface.READ, ("path",), True, True),
+    "ls": (Surface.READ, ("path",), True, True),
+    "skill": (Surface.SKILL, ("name", "skill"), False, False),
+}
+
+MCP_PREFIX = "mcp__"
+
+
+def target_for(tool: str, tool_input: Mapping[str, Any], cwd: str) -> ToolTarget:
+    """Map one tool call to the surface and value the policy decides on."""
+    if tool.startswith(MCP_PREFIX):
+        server, sep, name = tool[len(MCP_PREFIX) :].partition("__")
+        if not sep or not server or not name:
+            raise ToolInputError(f"malformed MCP tool name {tool!r} (want mcp__SERVER__TOOL)")
+        return ToolTarget(Surface.MCP, f"{server}:{name}")
+    entry = _TABLE.get(tool)
+    if entry is None:
+        return ToolTarget(Surface.TOOL, tool)
+    surface, keys, read_only, optional = entry
+    for key in keys:
+        if key in tool_input:
+            value = tool_input[key]
+            if not isinstance(value, str):
+                raise ToolInputError(f"{tool}: input field {key!r} must be a string")
+            if surface.is_path and not value:
+                break
+            return ToolTarget(surface, value, read_only)
+    if optional:
+        return ToolTarget(surface, cwd, read_only)
+    raise ToolInputError(f"{tool}: input has no {' or '.join(repr(k) for k in keys)} field")
+
+
+def known_tools() -> tuple[str, ...]:
+    return tuple(_TABLE)
