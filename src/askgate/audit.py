@@ -14,11 +14,14 @@ import os
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from askgate.outcome import Outcome
+
+if TYPE_CHECKING:
+    from askgate.gate import Pending
 
 log = logging.getLogger("askgate.audit")
 
@@ -111,6 +114,26 @@ def record_for(
         "agent": bound(agent, 200) if agent else None,
         "session": bound(session, 200) if session else None,
         "input": sanitize(tool_input or {}),
+    }
+
+
+def delegated_record(pending: Pending, *, to: str) -> dict[str, Any]:
+    """An ask handed to the agent's own UI, whose answer askgate never sees."""
+    decision = pending.decision
+    request = pending.request
+    return {
+        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
+        "event": "ask_delegated",
+        "delegated_to": to,
+        "request_id": bound(pending.request_id, 200),
+        "tool": bound(request.tool, 200),
+        "surface": str(decision.surface),
+        "value": bound(mask_text(decision.value)),
+        "policy_action": str(decision.action),
+        "reason": bound(mask_text(decision.reason)),
+        "agent": bound(request.agent, 200) if request.agent else None,
+        "session": bound(request.session, 200) if request.session else None,
+        "input": sanitize(request.input if isinstance(request.input, Mapping) else {}),
     }
 
 

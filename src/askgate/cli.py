@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("directory", nargs="?", default=None)
 
+    hook = sub.add_parser("hook", help="agent hooks: claude-code (PreToolUse)", add_help=False)
+    hook.add_argument("rest", nargs=argparse.REMAINDER)
     fwd = sub.add_parser("forward", help="subagent forwarding: serve | status", add_help=False)
     fwd.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
@@ -72,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["hook", "claude-code"]:
+        from askgate.adapters.claude_code import main as hook_main
+
+        return hook_main(argv[2:])
     if argv[:1] == ["forward"]:
         from askgate.forwarding.cli import main as forward_main
 
@@ -101,6 +107,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _config(args)
     if args.command == "schema":
         return _schema(args.which)
+    if args.command == "hook":
+        raise UsageError("usage: askgate hook claude-code [--config FILE]... < hook.json")
     if args.command in ("trust", "untrust"):
         return _trust(args.command, args.directory)
     raise UsageError(f"unknown command {args.command!r}")
@@ -194,20 +202,24 @@ def _schema(which: str) -> int:
 
 def _trust(command: str, directory: str | None) -> int:
     from askgate.policy.config import find_project_root, trust_project, untrust_project
+    from askgate.policy.trust import TrustError
 
     start = os.path.abspath(directory or os.getcwd())
     if not os.path.isdir(start):
         raise UsageError(f"{directory!r} is not a directory")
     root = find_project_root(start)
-    if command == "trust":
-        policy_file = os.path.join(root, ".askgate", "policy.toml")
-        if not os.path.isfile(policy_file):
-            raise UsageError(f"no project policy file at {policy_file}")
-        trust_project(root)
-        print(f"trusted {policy_file} (editing the file revokes trust)")
-    else:
-        untrust_project(root)
-        print(f"untrusted {root}")
+    try:
+        if command == "trust":
+            policy_file = os.path.join(root, ".askgate", "policy.toml")
+            if not os.path.isfile(policy_file):
+                raise UsageError(f"no project policy file at {policy_file}")
+            trust_project(root)
+            print(f"trusted {policy_file} (editing the file revokes trust)")
+        else:
+            removed = untrust_project(root)
+            print(f"untrusted {root}" if removed else f"{root} was not trusted")
+    except TrustError as exc:
+        raise UsageError(str(exc)) from None
     return 0
 
 

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from askgate.outcome import Outcome, Resolution, ToolRequest
 from askgate.policy import paths
 from askgate.policy.engine import Policy
@@ -29,7 +31,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("askgate.gate")
 
-__all__ = ["Gate", "Outcome", "Resolution", "ToolRequest"]
+__all__ = ["Gate", "Outcome", "Pending", "Resolution", "ToolRequest"]
+
+
+class Pending(msgspec.Struct, frozen=True, kw_only=True):
+    """An ask that needs a human: what the policy said, for whom."""
+
+    request_id: str
+    request: ToolRequest
+    decision: Decision
 
 
 def new_request_id() -> str:
@@ -81,8 +91,25 @@ class Gate:
     # --- deciding ------------------------------------------------------------------------
 
     def decide(self, request: ToolRequest) -> Outcome:
+        """Resolve a request, asking the prompter when the policy says ask."""
+        result = self.preflight(request)
+        if isinstance(result, Pending):
+            try:
+                outcome = self._ask_human(result)
+            except Exception as exc:  # fail closed, loudly
+                log.exception("askgate: internal error while asking about %s", request.tool)
+                outcome = _failed(result.request_id, request, f"askgate internal error: {exc!r}")
+        else:
+            outcome = result
+        self._publish(outcome, request)
+        return outcome
+
+    def preflight(self, request: ToolRequest) -> Outcome | Pending:
+        """Everything short of asking a human: an Outcome when the policy, a session
+        approval, an infrastructure read or yolo settles it, else a Pending ask.
+        Nothing is published (an adapter that hands the ask to its agent's own UI
+        publishes nothing, or calls `publish`)."""
         request_id = request.request_id or new_request_id()
-        target: ToolTarget | None = None
         try:
             target = target_for(request.tool, request.input, request.cwd)
             decision = self.policy.decide(
@@ -92,14 +119,16 @@ class Gate:
                 agent=request.agent,
                 tool=request.tool,
             )
-            outcome = self._resolve(request_id, request, target, decision)
+            return self._settle(request_id, request, target, decision)
         except ToolInputError as exc:
-            outcome = _failed(request_id, request, f"malformed tool input: {exc}")
+            return _failed(request_id, request, f"malformed tool input: {exc}")
         except Exception as exc:  # fail closed, loudly
             log.exception("askgate: internal error while deciding %s", request.tool)
-            outcome = _failed(request_id, request, f"askgate internal error: {exc!r}"[:500])
+            return _failed(request_id, request, f"askgate internal error: {exc!r}")
+
+    def publish(self, outcome: Outcome, request: ToolRequest) -> None:
+        """Broadcast and audit an outcome (decide() does this itself)."""
         self._publish(outcome, request)
-        return outcome
 
     def check(
         self,
@@ -121,24 +150,22 @@ class Gate:
 
     # --- internals -----------------------------------------------------------------------
 
-    def _resolve(
+    def _settle(
         self, request_id: str, request: ToolRequest, target: ToolTarget, decision: Decision
-    ) -> Outcome:
-        def outcome(action: Action, resolution: Resolution, reason: str, **kw: Any) -> Outcome:
+    ) -> Outcome | Pending:
+        def outcome(action: Action, resolution: Resolution, reason: str) -> Outcome:
             return Outcome(
                 request_id=request_id,
                 action=action,
                 resolution=resolution,
                 decision=decision,
                 reason=reason,
-                **kw,
             )
 
         if decision.action is Action.ALLOW:
             return outcome(Action.ALLOW, Resolution.POLICY_ALLOW, decision.reason)
         if decision.action is Action.DENY:
             return outcome(Action.DENY, Resolution.POLICY_DENY, _deny_text(request, decision))
-
         if target.read_only and self._infrastructure_read(target, request.cwd, decision):
             return outcome(
                 Action.ALLOW,
@@ -152,6 +179,20 @@ class Gate:
             )
         if self.policy.yolo and not decision.clamped:
             return outcome(Action.ALLOW, Resolution.AUTO_APPROVED, "yolo mode approves asks")
+        return Pending(request_id=request_id, request=request, decision=decision)
+
+    def _ask_human(self, pending: Pending) -> Outcome:
+        request, decision = pending.request, pending.decision
+
+        def outcome(action: Action, resolution: Resolution, reason: str, **kw: Any) -> Outcome:
+            return Outcome(
+                request_id=pending.request_id,
+                action=action,
+                resolution=resolution,
+                decision=decision,
+                reason=reason,
+                **kw,
+            )
 
         what = _describe(request, decision)
         try:
@@ -163,7 +204,7 @@ class Gate:
                 )
             patterns = self._session_patterns(decision)
             prompt = PromptRequest(
-                request_id=request_id,
+                request_id=pending.request_id,
                 surface=str(decision.surface),
                 value=decision.value,
                 message=_prompt_message(request, decision),
@@ -346,6 +387,7 @@ def _with_action(decision: Decision, action: Action, reason: str) -> Decision:
 
 
 def _failed(request_id: str, request: ToolRequest, why: str) -> Outcome:
+    why = why[:500]
     surface = Surface.BASH if request.tool in ("Bash", "bash") else Surface.TOOL
     raw = request.input if isinstance(request.input, dict) else {}
     value = raw.get("command") if surface is Surface.BASH else request.tool

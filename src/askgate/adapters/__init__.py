@@ -1,0 +1,1 @@
+"""Adapters: how agents talk to the gate."""

@@ -1,0 +1,286 @@
+"""RPC handlers a gate serves on an event bus: `rpc:check`, `rpc:prompt`, `rpc:ping`.
+
+Each request is a dict; it is validated with msgspec, and every problem becomes an error
+reply on `<channel>:reply:<requestId>` (never an exception in the emitter, never an
+approval). A request without a usable `requestId` cannot be answered: it is logged and
+dropped, and the caller's timeout turns it into a denial.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from askgate.events import (
+    CHANNEL_RPC_CHECK,
+    CHANNEL_RPC_PING,
+    CHANNEL_RPC_PROMPT,
+    ERROR_INTERNAL,
+    ERROR_INVALID_REQUEST,
+    ERROR_NO_UI,
+    ERROR_SHUTDOWN,
+    ERROR_TIMED_OUT,
+    ERROR_UNKNOWN_SURFACE,
+    PERMISSIONS_PROTOCOL_VERSION,
+    EventBus,
+    PermissionsCheckReplyData,
+    PermissionsCheckRequest,
+    PermissionsPingReplyData,
+    PermissionsPingRequest,
+    PermissionsPromptReplyData,
+    PermissionsPromptRequest,
+    emit_ready,
+    error_reply,
+    ok_reply,
+    reply_channel,
+)
+from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+
+if TYPE_CHECKING:
+    from askgate.gate import Gate
+
+logger = logging.getLogger("askgate.events")
+
+_HUMAN_ANSWERS = frozenset(
+    {
+        PromptState.APPROVED,
+        PromptState.APPROVED_FOR_SESSION,
+        PromptState.DENIED,
+        PromptState.DENIED_WITH_REASON,
+    }
+)
+_MAX_REQUEST_ID = 512
+
+
+def _request_id(data: Any) -> str | None:
+    if isinstance(data, msgspec.Struct):
+        data = msgspec.to_builtins(data)
+    if not isinstance(data, dict):
+        return None
+    request_id = data.get("requestId")
+    if isinstance(request_id, str) and 0 < len(request_id) <= _MAX_REQUEST_ID:
+        return request_id
+    return None
+
+
+def _as_dict(data: Any) -> dict[str, Any]:
+    return msgspec.to_builtins(data) if isinstance(data, msgspec.Struct) else data
+
+
+def prompt_reply_envelope(reply: PromptReply) -> dict[str, Any]:
+    """A prompter's reply as the `rpc:prompt` reply envelope.
+
+    Only a human's answer travels as data; unavailable and timed out are errors, so no
+    caller can mistake them for a user's denial.
+    """
+    if reply.state in _HUMAN_ANSWERS:
+        return ok_reply(
+            PermissionsPromptReplyData(
+                approved=reply.approved,
+                state=reply.state.value,  # type: ignore[arg-type]
+                denial_reason=reply.denial_reason,
+            )
+        )
+    if reply.state is PromptState.TIMED_OUT:
+        return error_reply(ERROR_TIMED_OUT)
+    return error_reply(ERROR_NO_UI)
+
+
+class _SerialPromptWorker:
+    """Shows one prompt at a time on a daemon thread (a terminal is one dialog at a
+    time), so `emit` on the prompt channel returns at once. On close, prompts still
+    queued are answered `shutdown` instead of being left to time out."""
+
+    def __init__(self, run: Callable[[str, PromptRequest], None], cancel: Callable[[str], None]):
+        self._run = run
+        self._cancel = cancel
+        self._queue: queue.SimpleQueue[tuple[str, PromptRequest] | None] = queue.SimpleQueue()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, request_id: str, request: PromptRequest) -> bool:
+        with self._lock:
+            if self._closed.is_set():
+                return False
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="askgate-rpc-prompt", daemon=True
+                )
+                self._thread.start()
+            self._queue.put((request_id, request))
+            return True
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            request_id, request = item
+            if self._closed.is_set():
+                self._cancel(request_id)
+            else:
+                self._run(request_id, request)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed.set()
+            self._queue.put(None)
+
+
+class _GateRpc:
+    def __init__(self, bus: EventBus, gate: Gate, prompt_timeout: float | None):
+        self.bus = bus
+        self.gate = gate
+        self.prompt_timeout = prompt_timeout
+        self.worker = _SerialPromptWorker(self._show_prompt, self._reply_shutdown)
+
+    def _reply(self, channel: str, request_id: str, envelope: dict[str, Any]) -> None:
+        self.bus.emit(reply_channel(channel, request_id), envelope)
+
+    def _answerable(self, channel: str, data: Any) -> str | None:
+        request_id = _request_id(data)
+        if request_id is None:
+            logger.warning(
+                "dropped a %s request without a string requestId (nowhere to reply)", channel
+            )
+        return request_id
+
+    # -- ping
+
+    def on_ping(self, data: Any) -> None:
+        request_id = self._answerable(CHANNEL_RPC_PING, data)
+        if request_id is None:
+            return
+        try:
+            msgspec.convert(_as_dict(data), PermissionsPingRequest)
+        except msgspec.ValidationError as exc:
+            self._reply(
+                CHANNEL_RPC_PING, request_id, error_reply(f"{ERROR_INVALID_REQUEST}: {exc}")
+            )
+            return
+        self._reply(
+            CHANNEL_RPC_PING,
+            request_id,
+            ok_reply(PermissionsPingReplyData(protocol_version=PERMISSIONS_PROTOCOL_VERSION)),
+        )
+
+    # -- check
+
+    def on_check(self, data: Any) -> None:
+        request_id = self._answerable(CHANNEL_RPC_CHECK, data)
+        if request_id is None:
+            return
+        self._reply(CHANNEL_RPC_CHECK, request_id, self._check(data))
+
+    def _check(self, data: Any) -> dict[str, Any]:
+        try:
+            request = msgspec.convert(_as_dict(data), PermissionsCheckRequest)
+        except msgspec.ValidationError as exc:
+            return error_reply(f"{ERROR_INVALID_REQUEST}: {exc}")
+        try:
+            decision = self.gate.check(request.surface, request.value, agent=request.agent_name)
+        except ValueError as exc:
+            from askgate.policy.model import Surface
+
+            known = {surface.value for surface in Surface}
+            code = ERROR_INVALID_REQUEST if request.surface in known else ERROR_UNKNOWN_SURFACE
+            return error_reply(f"{code}: {exc}")
+        except Exception:
+            logger.exception("rpc:check failed for surface %r", request.surface)
+            return error_reply(ERROR_INTERNAL)
+        rule = decision.rule
+        return ok_reply(
+            PermissionsCheckReplyData(
+                result=str(decision.action),  # type: ignore[arg-type]
+                matched_pattern=rule.pattern if rule is not None else None,
+                origin=str(rule.origin) if rule is not None else None,
+            )
+        )
+
+    # -- prompt
+
+    def on_prompt(self, data: Any) -> None:
+        request_id = self._answerable(CHANNEL_RPC_PROMPT, data)
+        if request_id is None:
+            return
+        try:
+            request = msgspec.convert(_as_dict(data), PermissionsPromptRequest)
+        except msgspec.ValidationError as exc:
+            self._reply(
+                CHANNEL_RPC_PROMPT, request_id, error_reply(f"{ERROR_INVALID_REQUEST}: {exc}")
+            )
+            return
+        try:
+            reachable = self.gate.prompter.available()
+        except Exception:
+            logger.exception("prompter.available() failed; answering no_ui")
+            reachable = False
+        if not reachable:
+            self._reply(CHANNEL_RPC_PROMPT, request_id, error_reply(ERROR_NO_UI))
+            return
+        prompt = PromptRequest(
+            request_id=request.request_id,
+            surface=request.surface,
+            value=request.value,
+            message=request.message,
+            agent=request.agent_name,
+            session=self.gate.session,
+            session_pattern=request.session_pattern or request.session_label,
+            session_label=request.session_label,
+        )
+        logger.info(
+            "rpc prompt %s from agent %r for %s %r",
+            request_id,
+            request.agent_name,
+            request.surface,
+            request.value,
+        )
+        if not self.worker.submit(request_id, prompt):
+            self._reply_shutdown(request_id)
+
+    def _show_prompt(self, request_id: str, prompt: PromptRequest) -> None:
+        try:
+            reply = self.gate.prompter.prompt(prompt, self.prompt_timeout)
+            envelope = prompt_reply_envelope(reply)
+        except Exception:
+            logger.exception("prompter failed on rpc prompt %s", request_id)
+            envelope = error_reply(ERROR_INTERNAL)
+        self._reply(CHANNEL_RPC_PROMPT, request_id, envelope)
+
+    def _reply_shutdown(self, request_id: str) -> None:
+        self._reply(CHANNEL_RPC_PROMPT, request_id, error_reply(ERROR_SHUTDOWN))
+
+
+def attach_gate(bus: EventBus, gate: Gate) -> Callable[[], None]:
+    """Register the RPC handlers for `gate`, emit `permissions:ready`, return detach.
+
+    A gate whose prompter itself forwards over this bus (an in-process child, see
+    `askgate.prompters.bus.BusPrompter`) serves nothing and announces nothing: it would
+    otherwise answer its own forwarded prompts, or race its parent with `no_ui`.
+    """
+    if getattr(gate.prompter, "forwards_to_bus", None) is bus:
+        return lambda: None
+    rpc = _GateRpc(bus, gate, getattr(gate, "prompt_timeout", None))
+    unsubscribers = [
+        bus.on(CHANNEL_RPC_CHECK, rpc.on_check),
+        bus.on(CHANNEL_RPC_PROMPT, rpc.on_prompt),
+        bus.on(CHANNEL_RPC_PING, rpc.on_ping),
+    ]
+    emit_ready(bus)
+    detached = threading.Event()
+
+    def detach() -> None:
+        if detached.is_set():
+            return
+        detached.set()
+        for unsubscribe in unsubscribers:
+            unsubscribe()
+        rpc.worker.close()
+
+    return detach

@@ -1,0 +1,158 @@
+"""`askgate forward serve|status`: serve a session's forwarded asks from a terminal, and
+show who is serving what."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn, TextIO
+
+from askgate.forwarding.env import default_forwarding_root
+from askgate.forwarding.io import HOST, list_json, now_ms, pid_alive, read_limited
+from askgate.forwarding.protocol import (
+    MAX_HEARTBEAT_BYTES,
+    InvalidSessionId,
+    Layout,
+    decode_heartbeat,
+    heartbeat_is_fresh,
+)
+
+PROG = "askgate forward"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not usage + traceback
+        raise _UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Permission forwarding between agent sessions.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    serve = commands.add_parser("serve", help="answer a session's forwarded asks in this terminal")
+    serve.add_argument("--session", required=True, help="session id the children forward to")
+    serve.add_argument("--root", type=Path, help="forwarding directory (default: pi's)")
+    serve.add_argument("--poll", action="store_true", help="poll instead of using inotify")
+    serve.add_argument(
+        "--poll-interval", type=float, default=0.25, metavar="SECONDS", help="default 0.25"
+    )
+    serve.add_argument(
+        "--prompt-timeout", type=float, default=None, metavar="SECONDS", help="per prompt"
+    )
+    status = commands.add_parser("status", help="list serving sessions and pending requests")
+    status.add_argument("--root", type=Path, help="forwarding directory (default: pi's)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except _UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    root: Path = args.root if args.root is not None else default_forwarding_root()
+    if args.command == "serve":
+        if args.poll_interval <= 0:
+            print(f"{PROG}: --poll-interval must be positive", file=sys.stderr)
+            return 2
+        return _serve(args, root)
+    try:
+        return status(root, sys.stdout)
+    except OSError as exc:
+        print(f"{PROG}: cannot read {root}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _serve(args: argparse.Namespace, root: Path) -> int:
+    from askgate.forwarding.server import ForwardingError, ForwardingServer
+
+    try:
+        from askgate.prompters.terminal import TerminalPrompter
+    except ImportError as exc:
+        print(f"{PROG}: no terminal prompter available ({exc})", file=sys.stderr)
+        return 1
+    try:
+        server = ForwardingServer(
+            args.session,
+            TerminalPrompter(stdin=sys.stdin, stdout=sys.stderr),
+            root=root,
+            mode="poll" if args.poll else "watch",
+            poll_interval=args.poll_interval,
+            prompt_timeout=args.prompt_timeout,
+        )
+        server.start()
+    except (ForwardingError, InvalidSessionId) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    stopping = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    print(
+        f"serving forwarded permission requests for session {args.session} under {root} "
+        "(Ctrl-C to stop)",
+        file=sys.stderr,
+    )
+    try:
+        while not stopping.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.stop()
+    return 0
+
+
+def status(root: Path, out: TextIO) -> int:
+    """One line per heartbeat and per session directory holding requests."""
+    layout = Layout(root)
+    if not root.is_dir():
+        print(f"no forwarding directory at {root}", file=out)
+        return 0
+    now = now_ms()
+    print(f"forwarding directory: {root}", file=out)
+    heartbeats = list_json(layout.serving_dir)
+    if not heartbeats:
+        print("serving: nobody", file=out)
+    for info in sorted(heartbeats, key=lambda item: item.name):
+        try:
+            heartbeat = decode_heartbeat(
+                read_limited(layout.serving_dir / info.name, MAX_HEARTBEAT_BYTES)
+            )
+        except OSError:
+            heartbeat = None
+        if heartbeat is None:
+            print(f"serving: {info.name}: unreadable heartbeat", file=out)
+            continue
+        age = max(0, now - heartbeat.refreshed_at) / 1000
+        if heartbeat.host == HOST and not pid_alive(heartbeat.pid):
+            state = "dead (process gone)"
+        elif heartbeat_is_fresh(heartbeat, now):
+            state = "serving"
+        else:
+            state = "stale"
+        print(
+            f"serving: session {heartbeat.session_id!r} pid {heartbeat.pid} on {heartbeat.host}, "
+            f"refreshed {age:.1f}s ago: {state}",
+            file=out,
+        )
+    sessions = layout.sessions_dir
+    if sessions.is_dir():
+        for session_dir in sorted(p for p in sessions.iterdir() if p.is_dir()):
+            pending = len(list_json(session_dir / "requests"))
+            answered = len(list_json(session_dir / "responses"))
+            if pending or answered:
+                print(
+                    f"session dir {session_dir.name}: {pending} pending request(s), "
+                    f"{answered} unread response(s)",
+                    file=out,
+                )
+    return 0

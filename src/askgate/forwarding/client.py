@@ -1,0 +1,215 @@
+"""Child side: a Prompter that forwards each ask to the parent session's files.
+
+Writes `requests/<id>.json`, waits for `responses/<id>.json`, and gives up early when
+no fresh heartbeat says the parent is serving ("nobody is serving session X") rather
+than stalling for the full timeout. Whatever happens, both files are removed and the
+empty directories cleaned up before `prompt` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from askgate.forwarding.env import (
+    default_forwarding_root,
+    is_subagent,
+    log_unresolved,
+    resolve_forwarding,
+    unresolved_message,
+)
+from askgate.forwarding.io import (
+    ChangeWaiter,
+    Mode,
+    atomic_write,
+    cleanup_empty,
+    ensure_dir,
+    is_served,
+    now_ms,
+    read_limited,
+    remove_quietly,
+)
+from askgate.forwarding.protocol import (
+    DEFAULT_TIMEOUT,
+    MAX_RESPONSE_BYTES,
+    POLL_INTERVAL,
+    SERVING_GRACE,
+    ClientExchange,
+    Finished,
+    ForwardedRequest,
+    InvalidSessionId,
+    Layout,
+    SessionApproval,
+    encode,
+    new_request_id,
+    quote_session_id,
+)
+from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+
+logger = logging.getLogger("askgate.forwarding")
+
+
+class ForwardingPrompter:
+    """Prompter of a subagent with no UI: the parent session's human answers."""
+
+    def __init__(
+        self,
+        target_session: str | None,
+        *,
+        requester_session: str | None = None,
+        agent_name: str | None = None,
+        root: str | Path | None = None,
+        mode: Mode = "watch",
+        poll_interval: float = POLL_INTERVAL,
+        serving_grace: float = SERVING_GRACE,
+        default_timeout: float = DEFAULT_TIMEOUT,
+        require_heartbeat: bool = True,
+        check_interval: float = 0.25,
+        step_ms: int = 2,
+        unresolved_detail: str | None = None,
+    ) -> None:
+        self.target_session = target_session
+        self.requester_session = requester_session
+        self.agent_name = agent_name
+        self.layout = Layout(root if root is not None else default_forwarding_root())
+        self.mode: Mode = mode
+        self.poll_interval = poll_interval
+        self.serving_grace = serving_grace
+        self.default_timeout = default_timeout
+        # pi parents before the heartbeat (gg 5.x) publish none: set False to serve them,
+        # at the price of waiting the whole timeout when nobody is there.
+        self.require_heartbeat = require_heartbeat
+        self.check_interval = check_interval
+        self.step_ms = step_ms
+        self.unresolved_detail = unresolved_detail or "no parent session to forward to"
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        current_session_id: str | None,
+        env: Mapping[str, str] | None = None,
+        session_dir: str | os.PathLike[str] | None = None,
+        root: str | Path | None = None,
+        **options: object,
+    ) -> ForwardingPrompter:
+        """A prompter for this process as a headless child: target from the
+        environment (seed 001). When no parent resolves, every prompt is unavailable
+        and one structured log entry names the variables checked."""
+        child = is_subagent(env, session_dir)
+        resolution = resolve_forwarding(
+            has_ui=False, is_subagent=child, current_session_id=current_session_id, env=env
+        )
+        detail = None
+        if resolution.target is None:
+            if child:
+                log_unresolved(resolution, current_session_id=current_session_id)
+                detail = unresolved_message(resolution)
+            else:
+                detail = "not a subagent: no parent session to forward to"
+        return cls(
+            resolution.target,
+            requester_session=current_session_id,
+            root=root if root is not None else default_forwarding_root(env),
+            unresolved_detail=detail,
+            **options,  # type: ignore[arg-type]
+        )
+
+    def available(self) -> bool:
+        if self.target_session is None:
+            return False
+        try:
+            quote_session_id(self.target_session)
+        except InvalidSessionId:
+            return False
+        return not self.require_heartbeat or is_served(self.layout, self.target_session)
+
+    def prompt(self, request: PromptRequest, timeout: float | None = None) -> PromptReply:
+        target = self.target_session
+        if target is None:
+            return PromptReply(state=PromptState.UNAVAILABLE, detail=self.unresolved_detail)
+        try:
+            session_dir = self.layout.session_dir(target)
+        except InvalidSessionId as exc:
+            return PromptReply(state=PromptState.UNAVAILABLE, detail=str(exc))
+        started = now_ms()
+        forwarded = ForwardedRequest(
+            id=new_request_id(started, os.getpid()),
+            created_at=started,
+            requester_session_id=request.session or self.requester_session or "unknown",
+            target_session_id=target,
+            requester_agent_name=request.agent or self.agent_name or "unknown",
+            message=request.message,
+            surface=request.surface,
+            value=request.value,
+            session_approval=SessionApproval(
+                surface=request.surface, patterns=(request.session_pattern,)
+            )
+            if request.session_pattern
+            else None,
+        )
+        budget = self.default_timeout if timeout is None else max(0.0, timeout)
+        exchange = ClientExchange(
+            forwarded,
+            started_ms=started,
+            timeout_ms=int(budget * 1000),
+            grace_ms=int(self.serving_grace * 1000),
+            require_heartbeat=self.require_heartbeat,
+        )
+        request_path = self.layout.request_path(target, forwarded.id)
+        response_path = self.layout.response_path(target, forwarded.id)
+        waiter: ChangeWaiter | None = None
+        try:
+            ensure_dir(self.layout.requests_dir(target))
+            ensure_dir(self.layout.responses_dir(target))
+            # Watch before writing, so the answer cannot slip in unseen.
+            waiter = ChangeWaiter(
+                session_dir, mode=self.mode, poll_interval=self.poll_interval, step_ms=self.step_ms
+            )
+            atomic_write(request_path, encode(forwarded))
+            logger.info(
+                "forwarded request %s to session %s",
+                forwarded.id,
+                target,
+                extra={"event": "forwarded_permission.request_created"},
+            )
+            finished = self._await(exchange, waiter, response_path)
+        except OSError as exc:
+            logger.warning("permission forwarding to session %s failed: %s", target, exc)
+            finished = Finished(
+                PromptReply(state=PromptState.UNAVAILABLE, detail=f"forwarding failed: {exc}"),
+                "io_error",
+            )
+        finally:
+            if waiter is not None:
+                waiter.close()
+            remove_quietly(request_path)
+            remove_quietly(response_path)
+            cleanup_empty(self.layout, target)
+        logger.info(
+            "request %s: %s (%s)",
+            forwarded.id,
+            finished.reply.state.value,
+            finished.reply.detail or finished.event,
+            extra={"event": f"forwarded_permission.{finished.event}"},
+        )
+        return finished.reply
+
+    def _await(self, exchange: ClientExchange, waiter: ChangeWaiter, response: Path) -> Finished:
+        target = exchange.request.target_session_id
+        while True:
+            try:
+                data: bytes | None = read_limited(response, MAX_RESPONSE_BYTES)
+            except FileNotFoundError:
+                data = None
+            except OSError as exc:
+                # There but unreadable (a symlink, a FIFO …): an unusable answer.
+                data = f"unreadable: {exc}".encode()
+            serving = self.require_heartbeat and is_served(self.layout, target)
+            step = exchange.step(now_ms(), response=data, serving=serving)
+            if isinstance(step, Finished):
+                return step
+            remaining = (step.until_ms - now_ms()) / 1000
+            waiter.wait(max(0.001, min(remaining, self.check_interval)))

@@ -1,0 +1,302 @@
+"""Policy files: discovery, project trust, and the merge of every scope into one policy.
+
+This module produces `Rule`s and settings; it never evaluates them (`rules.py` does).
+Parsing one file lives in `policy_file`; trust in `trust`; both are re-exported here.
+Scopes, lowest to highest rank:
+
+    user            $XDG_CONFIG_HOME/askgate/policy.toml        rank 100
+    project         <project root>/.askgate/policy.toml         rank 200
+    user agents     [agent.NAME.*] of the user file             rank 300
+    project agents  [agent.NAME.*] of the project file          rank 400
+    managed         /etc/askgate/policy.toml                    rank 600
+    managed agents  [agent.NAME.*] of the managed file          rank 800
+
+`--config FILE` (repeatable) replaces the user and project files: file i loads at rank
+100 + i and its agent sections at 300 + i, so every config file's agent sections sit
+above all config files' base sections, mirroring user/project. The managed file still
+applies on top: an administrator's floor cannot be bypassed with `--config`.
+
+Relative path patterns and relative `extra_directories` of every file (user, managed and
+`--config` files included) are relative to the project root of the working directory —
+the one project the policy is being loaded for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from askgate.policy.model import Action, Origin, Rule
+from askgate.policy.paths import check_path_text, fold_lexically, home_directory, normalize
+from askgate.policy.policy_file import (
+    ConfigError,
+    PolicyFile,
+    one_line,
+    parse_policy_bytes,
+    parse_policy_text,
+)
+from askgate.policy.schema import MAX_FILE_BYTES, policy_json_schema
+from askgate.policy.trust import (
+    TrustError,
+    is_trusted,
+    is_trusted_digest,
+    policy_digest,
+    project_policy_path,
+    read_regular_file,
+    trust_project,
+    trust_store_path,
+    untrust_project,
+)
+
+__all__ = [
+    "ConfigError",
+    "LoadedPolicy",
+    "PolicyFile",
+    "TrustError",
+    "discover_paths",
+    "find_project_root",
+    "is_trusted",
+    "load_policy",
+    "managed_policy_path",
+    "merge_files",
+    "parse_policy_bytes",
+    "parse_policy_text",
+    "policy_json_schema",
+    "project_policy_path",
+    "trust_project",
+    "trust_store_path",
+    "untrust_project",
+    "user_policy_path",
+]
+
+RANK_USER = 100
+RANK_PROJECT = 200
+RANK_USER_AGENT = 300
+RANK_PROJECT_AGENT = 400
+RANK_MANAGED = 600
+RANK_MANAGED_AGENT = 800
+RANK_CONFIG = 100  # + index of the --config file
+RANK_CONFIG_AGENT = 300  # + index of the --config file
+MAX_CONFIG_FILES = 100  # keeps config ranks below the next scope's
+
+DEFAULT_MANAGED_POLICY = "/etc/askgate/policy.toml"
+
+
+class LoadedPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Every file that loaded, merged; `errors` non-empty means the caller must fail closed."""
+
+    files: tuple[PolicyFile, ...]
+    errors: tuple[ConfigError, ...]
+    warnings: tuple[str, ...]
+    rules: tuple[Rule, ...]  # sorted by rank; agent rules only for `agent`
+    default: Action
+    default_origin: Origin
+    yolo: bool
+    infrastructure_read_paths: tuple[str, ...]
+    extra_directories: tuple[str, ...]
+    project_root: str
+    agent: str | None
+
+
+# --- discovery ------------------------------------------------------------------------
+
+
+def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def config_home(env: Mapping[str, str] | None = None) -> str:
+    """`$XDG_CONFIG_HOME`, or `~/.config` when unset or not absolute (XDG spec)."""
+    configured = _environ(env).get("XDG_CONFIG_HOME", "")
+    if configured.startswith("/") and "\x00" not in configured:
+        return configured
+    return os.path.join(home_directory(env), ".config")
+
+
+def user_policy_path(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(config_home(env), "askgate", "policy.toml")
+
+
+def managed_policy_path(env: Mapping[str, str] | None = None) -> str:
+    """`/etc/askgate/policy.toml`; `ASKGATE_MANAGED_POLICY` overrides it (for tests)."""
+    return _environ(env).get("ASKGATE_MANAGED_POLICY") or DEFAULT_MANAGED_POLICY
+
+
+def find_project_root(cwd: str) -> str:
+    """The nearest ancestor of `cwd` holding `.git` (directory or file), else `cwd`."""
+    check_path_text(cwd)
+    start = fold_lexically(cwd if cwd.startswith("/") else os.path.join(os.getcwd(), cwd))
+    directory = start
+    while True:
+        if os.path.lexists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return start
+        directory = parent
+
+
+def discover_paths(cwd: str, env: Mapping[str, str] | None = None) -> list[tuple[Origin, str]]:
+    """Candidate policy files in scope order (user, project, managed), existing or not.
+
+    The user file is left out when neither XDG_CONFIG_HOME nor HOME says where it is.
+    """
+    candidates: list[tuple[Origin, str]] = []
+    with contextlib.suppress(ValueError):  # neither XDG_CONFIG_HOME nor HOME known
+        candidates.append((Origin.USER, user_policy_path(env)))
+    candidates.append((Origin.PROJECT, project_policy_path(find_project_root(cwd))))
+    candidates.append((Origin.MANAGED, managed_policy_path(env)))
+    return candidates
+
+
+# --- loading and merging --------------------------------------------------------------
+
+
+class _Source(msgspec.Struct, frozen=True):
+    origin: Origin
+    path: str
+    rank: int
+    agent_rank: int
+    required: bool  # named explicitly: a missing file is an error
+
+
+def _sources(
+    cwd: str, config_files: Sequence[str], env: Mapping[str, str] | None, errors: list[ConfigError]
+) -> list[_Source]:
+    sources: list[_Source] = []
+    if config_files:
+        if len(config_files) > MAX_CONFIG_FILES:
+            errors.append(
+                ConfigError("--config", None, None, f"more than {MAX_CONFIG_FILES} files")
+            )
+        for index, name in enumerate(config_files[:MAX_CONFIG_FILES]):
+            try:
+                path = normalize(name, fold_lexically(os.path.join(os.getcwd(), cwd)), env)
+            except ValueError as error:
+                errors.append(ConfigError(one_line(str(name)), None, None, str(error)))
+                continue
+            rank, agent_rank = RANK_CONFIG + index, RANK_CONFIG_AGENT + index
+            sources.append(_Source(Origin.CONFIG, path, rank, agent_rank, required=True))
+    else:
+        for origin, path in discover_paths(cwd, env):
+            if origin is Origin.USER:
+                sources.append(_Source(origin, path, RANK_USER, RANK_USER_AGENT, required=False))
+            elif origin is Origin.PROJECT:
+                sources.append(_Source(origin, path, RANK_PROJECT, RANK_PROJECT_AGENT, False))
+    managed = managed_policy_path(env)
+    sources.append(_Source(Origin.MANAGED, managed, RANK_MANAGED, RANK_MANAGED_AGENT, False))
+    return sources
+
+
+def _load_file(
+    source: _Source, root: str, env: Mapping[str, str] | None
+) -> tuple[PolicyFile | None, ConfigError | None]:
+    try:
+        data = read_regular_file(source.path, MAX_FILE_BYTES)
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        return None, ConfigError(source.path, None, None, f"cannot read: {reason}")
+    if data is None:
+        missing = ConfigError(source.path, None, None, "file not found")
+        return None, missing if source.required else None
+    trusted = True
+    if source.origin is Origin.PROJECT:
+        trusted = is_trusted_digest(root, policy_digest(data), env)
+    try:
+        loaded = parse_policy_bytes(
+            data,
+            path=source.path,
+            origin=source.origin,
+            rank_base=source.rank,
+            agent_rank=source.agent_rank,
+            trusted=trusted,
+            base_dir=root,
+            env=env,
+        )
+    except ConfigError as error:
+        return None, error
+    return loaded, None
+
+
+def _untrusted_warning(policy: PolicyFile) -> str:
+    ignored = f"; ignored {len(policy.ignored)}: {', '.join(policy.ignored[:5])}"
+    more = " …" if len(policy.ignored) > 5 else ""
+    return one_line(
+        f"{policy.path}: project policy is not trusted (run `askgate trust` after reviewing it):"
+        f" loaded its {len(policy.rules)} deny/ask rules only, overriding nothing"
+        + (ignored + more if policy.ignored else "")
+    )
+
+
+def load_policy(
+    cwd: str,
+    *,
+    config_files: Sequence[str] = (),
+    agent: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LoadedPolicy:
+    """Discover, parse and merge every scope for `cwd`. Never raises for a bad file.
+
+    A file that fails to load contributes nothing and is listed in `errors`; the caller
+    must then fail closed (the CLI exits 2, the gate clamps every allow to ask).
+    """
+    root = find_project_root(cwd)
+    errors: list[ConfigError] = []
+    warnings: list[str] = []
+    files: list[PolicyFile] = []
+    for source in _sources(cwd, config_files, env, errors):
+        loaded, error = _load_file(source, root, env)
+        if error is not None:
+            errors.append(error)
+        if loaded is not None:
+            files.append(loaded)
+            if not loaded.trusted:
+                warnings.append(_untrusted_warning(loaded))
+    return merge_files(files, errors=errors, warnings=warnings, project_root=root, agent=agent)
+
+
+def merge_files(
+    files: Sequence[PolicyFile],
+    *,
+    errors: Sequence[ConfigError] = (),
+    warnings: Sequence[str] = (),
+    project_root: str,
+    agent: str | None = None,
+) -> LoadedPolicy:
+    """Merge parsed files: rules of all scopes, settings from the highest scope setting them."""
+    ordered = sorted(files, key=lambda policy: policy.rank_base)
+    rules = [
+        rule
+        for policy in ordered
+        for rule in policy.rules
+        if rule.agent is None or (agent is not None and rule.agent == agent)
+    ]
+    rules.sort(key=lambda rule: rule.rank)
+    default, default_origin, yolo = Action.ASK, Origin.BUILTIN, False
+    infrastructure: list[str] = []
+    extra: list[str] = []
+    for policy in ordered:
+        if not policy.trusted:
+            continue  # belt and braces: parse_policy_text already dropped its settings
+        if policy.default is not None:
+            default, default_origin = policy.default, policy.origin
+        if policy.yolo is not None:
+            yolo = policy.yolo
+        infrastructure += [p for p in policy.infrastructure_read_paths if p not in infrastructure]
+        extra += [p for p in policy.extra_directories if p not in extra]
+    return LoadedPolicy(
+        files=tuple(ordered),
+        errors=tuple(errors),
+        warnings=tuple(warnings),
+        rules=tuple(rules),
+        default=default,
+        default_origin=default_origin,
+        yolo=yolo,
+        infrastructure_read_paths=tuple(infrastructure),
+        extra_directories=tuple(extra),
+        project_root=project_root,
+        agent=agent,
+    )

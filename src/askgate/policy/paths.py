@@ -1,0 +1,219 @@
+"""Path normalisation for policy checks: `~`/`$HOME` expansion, lexical folding, symlinks.
+
+Every function treats its input as hostile: a NUL byte, a lone surrogate or an absurd
+length is a `ValueError` with a one-line message (the gate turns it into *ask*), never a
+crash and never a silently wrong path. Only `resolve` and `is_external` touch the
+filesystem (to follow symlinks); `normalize` is purely lexical.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+# Longest input we even try to fold; far above PATH_MAX so a real path never hits it,
+# low enough that a hostile megabyte of `a/../` cannot cost much.
+MAX_INPUT_LENGTH = 65_536
+# Linux PATH_MAX: the kernel refuses longer paths, so nothing longer can be opened.
+MAX_PATH_LENGTH = 4096
+
+# Device files a command may use freely: writing to them touches nothing outside.
+SAFE_DEVICE_PATHS: frozenset[str] = frozenset(
+    {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"}
+)
+_SAFE_FD_PATH = re.compile(r"/dev/fd/[0-9]{1,9}")
+
+_VARIABLE_PREFIX = re.compile(r"\$(?:\{(HOME|PWD)\}|(HOME|PWD)(?![A-Za-z0-9_]))")
+
+
+class PathForms(msgspec.Struct, frozen=True):
+    """A path as written (lexically normalised) and with its symlinks resolved."""
+
+    lexical: str
+    resolved: str
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The distinct forms, lexical first."""
+        if self.lexical == self.resolved:
+            return (self.lexical,)
+        return (self.lexical, self.resolved)
+
+
+def check_path_text(path: str) -> None:
+    """Raise ValueError if `path` is not a string a filesystem could hold."""
+    if not isinstance(path, str):
+        raise ValueError(f"path must be a string, not {type(path).__name__}")
+    if "\x00" in path:
+        raise ValueError("path contains a NUL byte")
+    if len(path) > MAX_INPUT_LENGTH:
+        raise ValueError(f"path is longer than {MAX_INPUT_LENGTH} characters")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("path contains invalid characters (lone surrogate)") from None
+
+
+def home_directory(env: Mapping[str, str] | None = None) -> str:
+    """`$HOME` from `env`; with the real environment, fall back to the password database.
+
+    An explicit `env` without HOME is an error rather than a silent guess, so tests never
+    reach the real home directory.
+    """
+    if env is None:
+        home = os.environ.get("HOME")
+        if not home:
+            try:
+                home = pwd.getpwuid(os.getuid()).pw_dir
+            except (KeyError, OSError):
+                home = None
+    else:
+        home = env.get("HOME")
+    if not home:
+        raise ValueError("HOME is not set, cannot expand '~' or '$HOME'")
+    check_path_text(home)
+    if not home.startswith("/"):
+        raise ValueError(f"HOME is not an absolute path: {home!r}")
+    return home
+
+
+def expand_user(path: str, env: Mapping[str, str] | None = None, *, cwd: str | None = None) -> str:
+    """Expand a leading `~`, `~/`, `~user`, `$HOME`, `${HOME}` and (given `cwd`) `$PWD`, `~+`.
+
+    Only a leading occurrence is expanded, as the shell would for a path word. `$PWD`
+    without a `cwd` is left alone: the gate's own working directory says nothing about
+    the agent's. `~user` for an unknown user stays literal, as in bash.
+    """
+    check_path_text(path)
+    if path == "~" or path.startswith("~/"):
+        return home_directory(env) + path[1:]
+    if path.startswith("~"):
+        name, slash, rest = path[1:].partition("/")
+        if name in ("+", "-"):
+            # `~+` is $PWD and `~-` is $OLDPWD in bash; the latter is unknowable here.
+            if name == "-" or cwd is None:
+                raise ValueError(f"cannot expand '~{name}' in {path!r}")
+            check_path_text(cwd)
+            return cwd + slash + rest
+        try:
+            home = pwd.getpwnam(name).pw_dir
+        except (KeyError, OSError, ValueError):
+            return path
+        return home + slash + rest
+    match = _VARIABLE_PREFIX.match(path)
+    if match is None:
+        return path
+    variable = match.group(1) or match.group(2)
+    rest = path[match.end() :]
+    if variable == "HOME":
+        return home_directory(env) + rest
+    if cwd is None:
+        return path
+    check_path_text(cwd)
+    return cwd + rest
+
+
+def fold_lexically(path: str) -> str:
+    """Fold `.`, `..` and repeated slashes of an absolute path; `..` at `/` stays at `/`."""
+    parts: list[str] = []
+    for segment in path.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(segment)
+    return "/" + "/".join(parts)
+
+
+def normalize(path: str, cwd: str, env: Mapping[str, str] | None = None) -> str:
+    """Absolute, `~`/`$HOME`/`$PWD` expanded, `.`/`..`/`//` folded lexically.
+
+    Never touches the filesystem. `cwd` must be absolute.
+    """
+    check_path_text(path)
+    check_path_text(cwd)
+    if not cwd.startswith("/"):
+        raise ValueError(f"working directory is not absolute: {cwd!r}")
+    expanded = expand_user(path, env, cwd=cwd)
+    if not expanded:
+        raise ValueError("path is empty")
+    absolute = expanded if expanded.startswith("/") else cwd + "/" + expanded
+    folded = fold_lexically(absolute)
+    if len(folded) > MAX_PATH_LENGTH:
+        raise ValueError(f"path is longer than {MAX_PATH_LENGTH} characters")
+    return folded
+
+
+def _realpath(path: str) -> str:
+    # Non-strict realpath keeps a missing tail and leaves a symlink loop unresolved
+    # instead of raising; anything else it throws means we cannot vouch for the path.
+    try:
+        resolved = os.path.realpath(path)
+    except (OSError, RuntimeError, ValueError) as error:
+        raise ValueError(f"cannot resolve symlinks in {path!r}: {error}") from None
+    return fold_lexically(resolved)
+
+
+def resolve(path: str, cwd: str, env: Mapping[str, str] | None = None) -> PathForms:
+    """`normalize` plus the symlink-resolved form (non-existent tail kept)."""
+    lexical = normalize(path, cwd, env)
+    return PathForms(lexical=lexical, resolved=_realpath(lexical))
+
+
+def is_inside(path: str, root: str) -> bool:
+    """True when `path` is `root` or below it, compared segment by segment.
+
+    Both must be absolute (they are folded lexically first): `/a/bc` is not inside `/a/b`.
+    """
+    check_path_text(path)
+    check_path_text(root)
+    if not (path.startswith("/") and root.startswith("/")):
+        raise ValueError("is_inside needs absolute paths")
+    path, root = fold_lexically(path), fold_lexically(root)
+    if root == "/":
+        return True
+    return path == root or path.startswith(root + "/")
+
+
+def is_safe_device(path: str) -> bool:
+    """`/dev/null`, the standard streams, the terminal and `/dev/fd/N`."""
+    return path in SAFE_DEVICE_PATHS or _SAFE_FD_PATH.fullmatch(path) is not None
+
+
+def inside_roots(root: str, extra_directories: Sequence[str] = ()) -> tuple[str, ...]:
+    """The project root, its added directories, and each one's symlink-resolved form."""
+    roots: list[str] = []
+    for directory in (root, *extra_directories):
+        check_path_text(directory)
+        if not directory.startswith("/"):
+            raise ValueError(f"project directory is not absolute: {directory!r}")
+        for form in (fold_lexically(directory), _realpath(directory)):
+            if form not in roots:
+                roots.append(form)
+    return tuple(roots)
+
+
+def is_external(path: str | PathForms, root: str, extra_directories: Sequence[str] = ()) -> bool:
+    """True when `path` lies outside the project root and its added directories.
+
+    Both the lexical and the resolved form must be inside (a symlink in the project that
+    points outside is external). A plain string must be absolute; it is resolved here.
+    Safe device paths are never external.
+    """
+    if isinstance(path, str):
+        check_path_text(path)
+        if not path.startswith("/"):
+            raise ValueError(f"is_external needs an absolute path, got {path!r}")
+        forms = resolve(path, "/")
+    else:
+        forms = path
+    if is_safe_device(forms.lexical):
+        return False
+    roots = inside_roots(root, extra_directories)
+    return not all(any(is_inside(form, r) for r in roots) for form in forms.forms)

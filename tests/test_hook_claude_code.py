@@ -1,0 +1,119 @@
+"""`askgate hook claude-code` as a real subprocess, the way Claude Code runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+POLICY = """
+default = "ask"
+[bash]
+"git status *" = "allow"
+"rm -rf /*" = { action = "deny", reason = "never" }
+[read]
+"**" = "allow"
+"""
+
+
+def run_hook(payload: bytes | dict, tmp_path, *args: str) -> subprocess.CompletedProcess:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),
+        "ASKGATE_AUDIT_LOG": str(tmp_path / "review.jsonl"),
+    }
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "askgate.cli",
+            "hook",
+            "claude-code",
+            "--config",
+            str(policy),
+            *args,
+        ],
+        input=data,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def hook_payload(tmp_path, tool="Bash", **tool_input) -> dict:
+    return {
+        "session_id": "f6b377db",
+        "cwd": str(tmp_path),
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_1",
+        "permission_mode": "default",
+    }
+
+
+@pytest.mark.parametrize(
+    ("command", "decision"),
+    [
+        ("git status", "allow"),
+        ("git status && rm -rf /", "deny"),
+        ("make deploy", "ask"),
+    ],
+)
+def test_bash_decisions(tmp_path, command: str, decision: str) -> None:
+    proc = run_hook(hook_payload(tmp_path, command=command), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PreToolUse"
+    assert out["permissionDecision"] == decision
+    log = [json.loads(x) for x in (tmp_path / "review.jsonl").read_text().splitlines()]
+    assert log[-1]["event"] == ("ask_delegated" if decision == "ask" else "decision")
+
+
+def test_deny_reason_reaches_the_model(tmp_path) -> None:
+    proc = run_hook(hook_payload(tmp_path, command="rm -rf /"), tmp_path)
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny" and "never" in out["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"not json",
+        b"\xff\xfe\x00garbage",
+        b'{"hook_event_name": "PreToolUse"}',
+        b'{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {}, "cwd": "/"}',
+        b"[1, 2, 3]",
+    ],
+)
+def test_bad_input_blocks_the_call(tmp_path, payload: bytes) -> None:
+    proc = run_hook(payload, tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    assert b"askgate: blocked" in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+def test_bad_policy_file_never_allows(tmp_path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[bash]\n"git status *" = "alow"\n')
+    proc = run_hook(hook_payload(tmp_path, command="git status"), tmp_path, "--config", str(bad))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "ask"
+    assert "failed to load" in out["permissionDecisionReason"]
+
+
+def test_malformed_tool_input_is_denied(tmp_path) -> None:
+    proc = run_hook(hook_payload(tmp_path, tool="Read", file_path=42), tmp_path)
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
