@@ -53,6 +53,7 @@ class Policy:
         self.home = paths.home_directory(self.env)
         self.project_root = project_root
         self.rules = RuleSet(rules, home=self.home)
+        self._refs: dict[int, RuleRef] = {}  # id(rule) -> its reported form
         self.default = default
         self.default_origin = default_origin
         self.yolo = yolo
@@ -137,9 +138,10 @@ class Policy:
         ev: Evaluation = self.rules.evaluate(surface, value, agent)
         if ev.rule is None or ev.action is None:
             return None, None
-        return ev.action, Check(
-            surface=surface, value=value, action=ev.action, rule=RuleRef.of(ev.rule)
-        )
+        ref = self._refs.get(id(ev.rule))
+        if ref is None:
+            ref = self._refs[id(ev.rule)] = RuleRef.of(ev.rule)
+        return ev.action, Check(surface=surface, value=value, action=ev.action, rule=ref)
 
     def _default_check(self, surface: Surface, value: str) -> Check:
         return Check(

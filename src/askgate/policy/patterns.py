@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
@@ -139,24 +138,48 @@ def _literals(items: Iterable[Item]) -> set[str]:
 # --- compiled patterns ----------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Pattern:
-    """A compiled pattern. `text` is the pattern after ~/$HOME/root expansion."""
+    """A compiled pattern. `text` is the pattern after ~/$HOME/root expansion.
 
-    kind: PatternKind
-    text: str
-    items: tuple[Item, ...]
-    regex: re.Pattern[str]
-    literal_prefix: str
+    The regular expression is compiled on first use: a rule set of thousands of
+    patterns loads fast, and only the rules whose literal prefix a value reaches
+    ever pay for a regex.
+    """
+
+    __slots__ = ("_hash", "_regex", "items", "kind", "literal_prefix", "text")
+
+    def __init__(
+        self, kind: PatternKind, text: str, items: tuple[Item, ...], literal_prefix: str
+    ) -> None:
+        self.kind = kind
+        self.text = text
+        self.items = items
+        self.literal_prefix = literal_prefix
+        self._regex: re.Pattern[str] | None = None
+        self._hash = hash((kind, text))
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        if self._regex is None:
+            self._regex = re.compile(_to_regex(self.items), re.DOTALL)
+        return self._regex
+
+    @property
+    def is_literal(self) -> bool:
+        return len(self.literal_prefix) == len(self.items)
 
     def matches(self, value: str) -> bool:
-        return self.regex.fullmatch(value) is not None
+        regex = self._regex or self.regex
+        return regex.fullmatch(value) is not None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Pattern) and (self.kind, self.text) == (other.kind, other.text)
 
     def __hash__(self) -> int:
-        return hash((self.kind, self.text))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.kind!r}, {self.text!r})"
 
 
 def validate_pattern(surface: Surface, pattern: str) -> None:
@@ -178,8 +201,7 @@ def validate_pattern(surface: Surface, pattern: str) -> None:
 @lru_cache(maxsize=65_536)
 def compile_pattern(kind: PatternKind, text: str) -> Pattern:
     items = _parse_path(text) if kind == "path" else _parse_wildcard(text)
-    regex = re.compile(_to_regex(items), re.DOTALL)
-    return Pattern(kind, text, tuple(items), regex, _literal_prefix(items))
+    return Pattern(kind, text, tuple(items), _literal_prefix(items))
 
 
 # --- automata and containment ------------------------------------------------------
@@ -253,12 +275,37 @@ class _Nfa:
         return self.closure(nxt) if nxt else frozenset()
 
 
-@lru_cache(maxsize=262_144)
+_CONTAINS_CACHE: dict[tuple[Pattern, Pattern], bool] = {}
+_CONTAINS_CACHE_LIMIT = 262_144
+
+
 def contains(outer: Pattern, inner: Pattern) -> bool:
     """True when every value `inner` matches is also matched by `outer`."""
-    if outer.kind != inner.kind:
-        raise ValueError("cannot compare a wildcard with a path glob")
+    key = (outer, inner)
+    cached = _CONTAINS_CACHE.get(key)
+    if cached is None:
+        if outer.kind != inner.kind:
+            raise ValueError("cannot compare a wildcard with a path glob")
+        cached = _contains(outer, inner)
+        if len(_CONTAINS_CACHE) >= _CONTAINS_CACHE_LIMIT:
+            _CONTAINS_CACHE.clear()
+        _CONTAINS_CACHE[key] = cached
+    return cached
+
+
+def _contains(outer: Pattern, inner: Pattern) -> bool:
     if outer.text == inner.text:
+        return True
+    # Fast paths for the common shapes; the automaton below decides the rest.
+    if inner.is_literal:  # a single value
+        return outer.matches(inner.text)
+    if outer.is_literal:  # a single value cannot hold a pattern that matches several
+        return False
+    if (
+        len(outer.items) == len(outer.literal_prefix) + 1
+        and outer.items[-1] == ("star", True)
+        and inner.literal_prefix.startswith(outer.literal_prefix)
+    ):  # "PREFIX*" holds everything that starts with PREFIX
         return True
     a = _Nfa(inner.items)
     b = _Nfa(outer.items)

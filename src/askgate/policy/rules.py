@@ -7,7 +7,7 @@
 3. The answer is the strictest action left standing (deny > ask > allow).
 
 Order in a file never matters. Rules are indexed by the literal prefix of their
-pattern in a character trie, so a lookup walks at most the length of the value
+pattern in a dict per prefix, so a lookup probes each distinct prefix length once
 and only tests the rules whose prefix the value actually starts with (plus the
 rules with no literal prefix at all, such as ``*``).
 """
@@ -74,33 +74,42 @@ class Evaluation(msgspec.Struct, frozen=True):
 
 
 _NO_MATCH = Evaluation(None, None)
+_MATCHED_CACHE_LIMIT = 65_536
 
 
-class _Trie:
-    __slots__ = ("children", "rules")
+class _PrefixIndex:
+    """Rules bucketed by their literal prefix.
+
+    A lookup tries each distinct prefix length once (a slice and a dict probe),
+    so its cost follows the number of distinct prefix lengths that fit the
+    value, never the number of rules.
+    """
+
+    __slots__ = ("buckets", "lengths")
 
     def __init__(self) -> None:
-        self.children: dict[str, _Trie] = {}
-        self.rules: list[CompiledRule] = []
+        self.buckets: dict[str, list[CompiledRule]] = {}
+        self.lengths: list[int] = []
 
     def add(self, key: str, item: CompiledRule) -> None:
-        node = self
-        for ch in key:
-            nxt = node.children.get(ch)
-            if nxt is None:
-                nxt = node.children[ch] = _Trie()
-            node = nxt
-        node.rules.append(item)
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            bucket = self.buckets[key] = []
+            if len(key) not in self.lengths:
+                self.lengths.append(len(key))
+                self.lengths.sort()
+        bucket.append(item)
 
     def candidates(self, value: str) -> list[CompiledRule]:
-        found = list(self.rules)
-        node = self
-        for ch in value:
-            node = node.children.get(ch)  # type: ignore[assignment]
-            if node is None:
+        found: list[CompiledRule] = []
+        buckets = self.buckets
+        size = len(value)
+        for length in self.lengths:
+            if length > size:
                 break
-            if node.rules:
-                found.extend(node.rules)
+            bucket = buckets.get(value[:length])
+            if bucket is not None:
+                found.extend(bucket)
         return found
 
 
@@ -109,8 +118,9 @@ class RuleSet:
 
     def __init__(self, rules: Iterable[Rule], *, home: str | None = None) -> None:
         self._home = home if home is not None else os.path.expanduser("~")
-        self._index: dict[tuple[Surface, str | None], _Trie] = {}
+        self._index: dict[tuple[Surface, str | None], _PrefixIndex] = {}
         self._rules: list[Rule] = []
+        self._by_matched: dict[tuple[int, ...], Evaluation] = {}
         for rule in rules:
             self.add(rule)
 
@@ -132,30 +142,44 @@ class RuleSet:
         key = (rule.surface, rule.agent)
         trie = self._index.get(key)
         if trie is None:
-            trie = self._index[key] = _Trie()
+            trie = self._index[key] = _PrefixIndex()
         trie.add(pattern.literal_prefix, CompiledRule(rule, pattern))
         self._rules.append(rule)
+        self._by_matched.clear()
 
     def matching(self, surface: Surface, value: str, agent: str | None) -> list[CompiledRule]:
         found: list[CompiledRule] = []
         for key in ((surface, None), (surface, agent)) if agent else ((surface, None),):
-            trie = self._index.get(key)
-            if trie is not None:
-                found.extend(c for c in trie.candidates(value) if c.pattern.matches(value))
+            index = self._index.get(key)
+            if index is None:
+                continue
+            for candidate in index.candidates(value):
+                pattern = candidate.pattern
+                if (pattern._regex or pattern.regex).fullmatch(value) is not None:
+                    found.append(candidate)
         return found
 
     def evaluate(self, surface: Surface, value: str, agent: str | None = None) -> Evaluation:
         matched = self.matching(surface, value, agent)
         if not matched:
             return _NO_MATCH
-        standing = [c for c in matched if not _overridden(c, matched)]
-        winner = max(standing, key=_winner_key)
-        return Evaluation(
-            winner.rule.action,
-            winner.rule,
-            tuple(c.rule for c in matched),
-            tuple(c.rule for c in standing),
-        )
+        # Which rules stand depends only on the set that matched, not on the value:
+        # remember the answer per set (values that hit the same rules share it).
+        key = tuple(map(id, matched))
+        evaluation = self._by_matched.get(key)
+        if evaluation is None:
+            standing = [c for c in matched if not _overridden(c, matched)]
+            winner = max(standing, key=_winner_key)
+            evaluation = Evaluation(
+                winner.rule.action,
+                winner.rule,
+                tuple(c.rule for c in matched),
+                tuple(c.rule for c in standing),
+            )
+            if len(self._by_matched) >= _MATCHED_CACHE_LIMIT:
+                self._by_matched.clear()
+            self._by_matched[key] = evaluation
+        return evaluation
 
 
 def _overrides(other: CompiledRule, rule: CompiledRule) -> bool:
