@@ -7,13 +7,13 @@ import os
 import stat
 
 import pytest
-from conftest import ScriptedPrompter, policy_for
 
 from askgate.audit import AuditLog
 from askgate.gate import Gate
 from askgate.outcome import Resolution, ToolRequest
 from askgate.policy.model import Action
 from askgate.prompters.base import PromptReply, PromptState
+from conftest import ScriptedPrompter, policy_for
 
 
 def req(project, tool="Read", **inp):
@@ -159,7 +159,9 @@ def test_audit_log_records_every_outcome(project, home, tmp_path) -> None:
     path = tmp_path / "logs" / "review.jsonl"
     gate = Gate(policy_for(project, home, [("read", "**", "allow")]), audit=AuditLog(str(path)))
     gate.decide(req(project, file_path=str(project / "src" / "a.py")))
-    gate.decide(req(project, tool="WebFetch", url="https://x", headers={"Authorization": "t0ps3cret"}))
+    gate.decide(
+        req(project, tool="WebFetch", url="https://x", headers={"Authorization": "t0ps3cret"})
+    )
     lines = path.read_text().splitlines()
     assert len(lines) == 2
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

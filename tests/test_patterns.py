@@ -132,7 +132,9 @@ def _brute_contains(outer, inner) -> bool | None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_wild_tokens, min_size=1, max_size=5), st.lists(_wild_tokens, min_size=1, max_size=5))
+@given(
+    st.lists(_wild_tokens, min_size=1, max_size=5), st.lists(_wild_tokens, min_size=1, max_size=5)
+)
 def test_wildcard_containment_agrees_with_brute_force(a: list[str], b: list[str]) -> None:
     pa, pb = w("".join(a)), w("".join(b))
     verdict = contains(pa, pb)
@@ -146,7 +148,9 @@ def test_wildcard_containment_agrees_with_brute_force(a: list[str], b: list[str]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_path_tokens, min_size=1, max_size=4), st.lists(_path_tokens, min_size=1, max_size=4))
+@given(
+    st.lists(_path_tokens, min_size=1, max_size=4), st.lists(_path_tokens, min_size=1, max_size=4)
+)
 def test_path_containment_agrees_with_brute_force(a: list[str], b: list[str]) -> None:
     pa, pb = p("".join(a)), p("".join(b))
     verdict = contains(pa, pb)

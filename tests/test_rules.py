@@ -52,8 +52,14 @@ def test_cross_cutting_deny_not_lifted_by_unrelated_allow() -> None:
 
 def test_narrower_rule_from_lower_scope_does_not_override() -> None:
     rules = [
-        rule("**", "deny", surface=Surface.WRITE, origin=Origin.USER_AGENT, agent="rev",
-             base_dir="/p"),
+        rule(
+            "**",
+            "deny",
+            surface=Surface.WRITE,
+            origin=Origin.USER_AGENT,
+            agent="rev",
+            base_dir="/p",
+        ),
         rule("src/**", "allow", surface=Surface.WRITE, origin=Origin.USER, base_dir="/p"),
     ]
     assert answer(rules, "/p/src/a.py", Surface.WRITE, agent="rev")[0] is Action.DENY
@@ -76,9 +82,15 @@ def test_equal_pattern_overridden_only_from_higher_scope() -> None:
 
 
 def test_untrusted_rules_override_nothing() -> None:
-    rules = [rule("rm *", "deny"), rule("rm -rf ./build", "ask", origin=Origin.PROJECT, trusted=False)]
+    rules = [
+        rule("rm *", "deny"),
+        rule("rm -rf ./build", "ask", origin=Origin.PROJECT, trusted=False),
+    ]
     assert answer(rules, "rm -rf ./build")[0] is Action.DENY
-    rules = [rule("git *", "allow"), rule("git push *", "deny", origin=Origin.PROJECT, trusted=False)]
+    rules = [
+        rule("git *", "allow"),
+        rule("git push *", "deny", origin=Origin.PROJECT, trusted=False),
+    ]
     assert answer(rules, "git push x")[0] is Action.DENY
 
 
@@ -145,9 +157,7 @@ def test_adding_a_rule_that_is_not_narrower_never_loosens(rules, extra, value) -
     matching = [r for r in rules if compile_pattern("wildcard", r.pattern).matches(value)]
     assume(matching)  # with no match the default applies, and any rule may replace it
     extra_p = compile_pattern("wildcard", extra.pattern)
-    assume(
-        not any(contains(compile_pattern("wildcard", r.pattern), extra_p) for r in matching)
-    )
+    assume(not any(contains(compile_pattern("wildcard", r.pattern), extra_p) for r in matching))
     before = answer(rules, value)[0]
     after = answer([*rules, extra], value)[0]
     assert after.strictness >= before.strictness

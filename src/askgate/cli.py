@@ -8,13 +8,20 @@ one-line error on bad usage or a bad policy file, 1 for an unexpected failure
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 SURFACES = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
+COMMANDS = ("check", "explain", "config", "schema", "trust", "untrust", "hook", "forward")
+# A VALUE read with --stdin larger than this is refused outright; anything over the
+# engine's own limit (far smaller) is answered "ask" without being analysed.
+MAX_STDIN_BYTES = 16 * 1024 * 1024
+# Error lines are kept readable even when they quote a hostile 1,000-character key.
+MAX_ERROR_LINE = 600
 
 
 class UsageError(Exception):
@@ -40,7 +47,7 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="askgate", description="Permission gateway for AI coding agents.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     for name, text in (
         ("check", "evaluate one value on one surface"),
@@ -50,8 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
         _policy_options(p)
         if name == "check":
             p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument(
+            "--stdin",
+            action="store_true",
+            help="read VALUE from standard input (one trailing newline is dropped)",
+        )
         p.add_argument("surface", choices=SURFACES, metavar="SURFACE", help=" | ".join(SURFACES))
-        p.add_argument("value", metavar="VALUE", help="command, path, tool name …")
+        p.add_argument("value", nargs="?", metavar="VALUE", help="command, path, tool name …")
 
     cfg = sub.add_parser("config", help="show, validate or locate policy files")
     cfg.add_argument("action", choices=("show", "validate", "paths"))
@@ -82,22 +94,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         from askgate.forwarding.cli import main as forward_main
 
         return forward_main(argv[1:])
+    _tolerate_undecodable_output()
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            build_parser().print_help(sys.stderr)
-            return 2
+            raise UsageError(f"a command is required: {', '.join(COMMANDS)} (see askgate --help)")
         return _dispatch(args)
     except UsageError as exc:
-        print(f"askgate: error: {exc}", file=sys.stderr)
+        print(f"askgate: error: {error_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
         if os.environ.get("ASKGATE_DEBUG"):
             raise
-        print(f"askgate: internal error: {exc!r}", file=sys.stderr)
+        print(f"askgate: internal error: {error_line(repr(exc))}", file=sys.stderr)
         return 1
+
+
+def error_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
+    """`text` on one line and at most `limit` characters, keeping both ends (where the
+    file name and the actual complaint are)."""
+    # Escape what is not printable (as policy_file.one_line does) without importing the
+    # policy machinery: a usage error should not pay for it.
+    text = "".join(
+        char if char.isprintable() else char.encode("unicode_escape", "backslashreplace").decode()
+        for char in text
+    )
+    if len(text) <= limit:
+        return text
+    tail = limit // 3
+    return f"{text[: limit - tail - 1]}…{text[-tail:]}"
+
+
+def _tolerate_undecodable_output() -> None:
+    # Arguments that are not valid UTF-8 arrive as lone surrogates; echoing one to a
+    # strict UTF-8 stream would crash after the answer was computed. Escape instead.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -114,70 +149,134 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise UsageError(f"unknown command {args.command!r}")
 
 
+# --- shared option handling ----------------------------------------------------------
+
+
 def _cwd(args: argparse.Namespace) -> str:
-    cwd = os.path.abspath(args.cwd or os.getcwd())
+    if args.cwd == "":
+        raise UsageError("--cwd is empty")
+    from askgate.policy.paths import check_path_text
+
+    cwd = os.path.abspath(os.getcwd() if args.cwd is None else args.cwd)
+    name = "the working directory" if args.cwd is None else f"--cwd {args.cwd!r}"
+    try:
+        check_path_text(cwd)  # the engine refuses such paths; say so up front
+    except ValueError as exc:
+        raise UsageError(f"{name}: {exc}") from None
     if not os.path.isdir(cwd):
-        raise UsageError(f"--cwd {args.cwd!r} is not a directory")
+        raise UsageError(f"{name} is not a directory")
     return cwd
+
+
+def _agent(args: argparse.Namespace) -> str | None:
+    from askgate.policy.schema import AGENT_NAME, MAX_AGENT_NAME_LENGTH
+
+    agent = args.agent
+    if agent is not None and (
+        len(agent) > MAX_AGENT_NAME_LENGTH or not AGENT_NAME.fullmatch(agent)
+    ):
+        raise UsageError(
+            f"--agent {agent[:200]!r}: an agent name is 1-{MAX_AGENT_NAME_LENGTH}"
+            " of A-Z a-z 0-9 _ . -"
+        )
+    return agent
+
+
+def _config_files(args: argparse.Namespace) -> list[str]:
+    # Relative to where the user typed the command, not to --cwd: that is what every
+    # other command-line tool does with a file argument.
+    return [os.path.abspath(path) if path else path for path in args.config]
+
+
+def _require_config_files(files: Sequence[str]) -> None:
+    for path in files:
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            raise UsageError(f"--config {path!r}: no such file") from None
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--config {path!r}: cannot read: {exc}") from None
+        if stat.S_ISDIR(mode):
+            raise UsageError(f"--config {path!r} is a directory, not a policy file")
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"--config {path!r} is not a regular file")
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from askgate.policy.config import load_policy
     from askgate.policy.engine import Policy
 
-    for path in args.config:
-        if not os.path.isfile(path):
-            raise UsageError(f"--config {path!r}: no such file")
-    cwd = _cwd(args)
-    loaded = load_policy(cwd, config_files=args.config, agent=args.agent)
+    files = _config_files(args)
+    _require_config_files(files)
+    cwd, agent = _cwd(args), _agent(args)
+    loaded = load_policy(cwd, config_files=files, agent=agent)
     if loaded.errors:
         raise UsageError(str(loaded.errors[0]))
-    policy = Policy.from_loaded(loaded)
-    return cwd, loaded, policy
+    return cwd, loaded, Policy.from_loaded(loaded)
+
+
+def _read_value(args: argparse.Namespace) -> str:
+    if args.stdin:
+        if args.value is not None:
+            raise UsageError("give VALUE as an argument or with --stdin, not both")
+        data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+        if len(data) > MAX_STDIN_BYTES:
+            raise UsageError(f"VALUE on stdin is larger than {MAX_STDIN_BYTES} bytes")
+        # Same decoding as the command line: undecodable bytes become lone surrogates,
+        # which the engine refuses to allow.
+        value = data.decode("utf-8", "surrogateescape")
+        return value[:-1] if value.endswith("\n") else value
+    if args.value is None:
+        raise UsageError("the following arguments are required: VALUE (or --stdin)")
+    return args.value
+
+
+# --- commands ------------------------------------------------------------------------
 
 
 def _check(args: argparse.Namespace) -> int:
-    from askgate.report import decision_to_json, render_check, render_explain
+    from askgate.report import dump_json, render_check, render_explain
 
-    if "\x00" in args.value:
-        raise UsageError("VALUE contains a NUL byte")
+    value = _read_value(args)
     cwd, loaded, policy = _load(args)
-    decision = policy.decide(args.surface, args.value, cwd=cwd, agent=args.agent)
+    # A NUL byte (only possible via --stdin) is a hostile value, not bad usage: the
+    # engine answers it with ask like any other value it refuses to analyse.
+    decision = policy.decide(args.surface, value, cwd=cwd, agent=loaded.agent)
     for warning in loaded.warnings:
-        print(f"askgate: warning: {warning}", file=sys.stderr)
+        print(f"askgate: warning: {error_line(warning)}", file=sys.stderr)
     if args.command == "explain":
-        render_explain(decision, policy, agent=args.agent)
+        render_explain(decision, policy, agent=loaded.agent)
     elif args.json:
-        print(json.dumps(decision_to_json(decision), ensure_ascii=False))
+        from askgate.report import decision_to_json
+
+        print(dump_json(decision_to_json(decision)))
     else:
         render_check(decision)
     return 0
 
 
 def _config(args: argparse.Namespace) -> int:
-    from askgate.policy.config import discover_paths, load_policy
+    from askgate.policy.config import discover_paths, load_policy, managed_policy_path
+    from askgate.report import dump_json
 
-    cwd = _cwd(args)
+    cwd, agent, files = _cwd(args), _agent(args), _config_files(args)
     if args.action == "paths":
-        found = [("config", p) for p in args.config] if args.config else discover_paths(cwd)
+        if files:
+            # --config replaces user and project discovery; the managed file still applies.
+            found = [*(("config", p) for p in files), ("managed", managed_policy_path())]
+        else:
+            found = discover_paths(cwd)
         rows = [{"origin": str(o), "path": p, "exists": os.path.isfile(p)} for o, p in found]
         if args.json:
-            print(json.dumps(rows))
+            print(dump_json(rows))
         else:
             for row in rows:
                 mark = "found  " if row["exists"] else "missing"
                 print(f"{mark} {row['origin']:<10} {row['path']}")
         return 0
-    loaded = load_policy(cwd, config_files=args.config, agent=args.agent)
+    loaded = load_policy(cwd, config_files=files, agent=agent)
     if args.action == "validate":
-        for err in loaded.errors:
-            print(f"askgate: error: {err}", file=sys.stderr)
-        for warning in loaded.warnings:
-            print(f"askgate: warning: {warning}", file=sys.stderr)
-        if loaded.errors:
-            return 2
-        print(f"ok: {len(loaded.files)} file(s), {len(loaded.rules)} rule(s)")
-        return 0
+        return _validate(loaded, as_json=args.json)
     if loaded.errors:
         raise UsageError(str(loaded.errors[0]))
     from askgate.report import render_config
@@ -186,7 +285,35 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate(loaded: Any, *, as_json: bool) -> int:
+    from askgate.report import dump_json
+
+    if as_json:
+        print(
+            dump_json(
+                {
+                    "ok": not loaded.errors,
+                    "files": [f.path for f in loaded.files],
+                    "rules": len(loaded.rules),
+                    "errors": [str(e) for e in loaded.errors],
+                    "warnings": list(loaded.warnings),
+                },
+                indent=2,
+            )
+        )
+    else:
+        for err in loaded.errors:
+            print(f"askgate: error: {error_line(str(err))}", file=sys.stderr)
+        for warning in loaded.warnings:
+            print(f"askgate: warning: {error_line(warning)}", file=sys.stderr)
+        if not loaded.errors:
+            print(f"ok: {len(loaded.files)} file(s), {len(loaded.rules)} rule(s)")
+    return 2 if loaded.errors else 0
+
+
 def _schema(which: str) -> int:
+    from askgate.report import dump_json
+
     schema: dict[str, Any]
     if which == "policy":
         from askgate.policy.config import policy_json_schema
@@ -196,7 +323,7 @@ def _schema(which: str) -> int:
         from askgate.events import events_json_schema
 
         schema = events_json_schema()
-    print(json.dumps(schema, indent=2))
+    print(dump_json(schema, indent=2))
     return 0
 
 
@@ -204,11 +331,11 @@ def _trust(command: str, directory: str | None) -> int:
     from askgate.policy.config import find_project_root, trust_project, untrust_project
     from askgate.policy.trust import TrustError
 
-    start = os.path.abspath(directory or os.getcwd())
-    if not os.path.isdir(start):
+    start = os.path.abspath(os.getcwd() if directory is None else directory)
+    if directory == "" or not os.path.isdir(start):
         raise UsageError(f"{directory!r} is not a directory")
-    root = find_project_root(start)
     try:
+        root = find_project_root(start)
         if command == "trust":
             policy_file = os.path.join(root, ".askgate", "policy.toml")
             if not os.path.isfile(policy_file):
@@ -218,7 +345,7 @@ def _trust(command: str, directory: str | None) -> int:
         else:
             removed = untrust_project(root)
             print(f"untrusted {root}" if removed else f"{root} was not trusted")
-    except TrustError as exc:
+    except (TrustError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return 0
 

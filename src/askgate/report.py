@@ -3,13 +3,53 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from askgate.policy.engine import Policy
-from askgate.policy.model import Check, Decision, RuleRef
+from askgate.policy.model import Check, Decision, Rule, RuleRef
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 JSON_VERSION = 1
+# Wide enough for a path, a pattern and a status side by side when stdout is a pipe or a
+# file (rich would assume 80 columns and fold every cell).
+PIPE_WIDTH = 120
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+
+def _text(value: str) -> str:
+    """`value` as valid Unicode: bytes that were not UTF-8 (lone surrogates from the
+    command line or stdin) become visible `\\xNN` escapes instead of breaking the JSON."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        try:
+            raw = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return raw.decode("utf-8", "backslashreplace")
+
+
+def json_safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, dict):
+        return {_text(str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dump_json(value: Any, *, indent: int | None = None) -> str:
+    """JSON text that is always valid UTF-8, whatever bytes the input carried."""
+    return json.dumps(json_safe(value), ensure_ascii=False, indent=indent)
 
 
 def rule_to_json(rule: RuleRef | None) -> dict[str, Any] | None:
@@ -65,7 +105,25 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
     return out
 
 
+# --- text ---------------------------------------------------------------------------------
+
 _STYLE = {"allow": "green", "ask": "yellow", "deny": "red"}
+
+
+def console_width(environ: dict[str, str] | None = None, *, is_terminal: bool) -> int | None:
+    """None lets rich follow `COLUMNS` or the terminal; a pipe gets `PIPE_WIDTH`."""
+    columns = (os.environ if environ is None else environ).get("COLUMNS", "")
+    if columns.isdigit() or is_terminal:
+        return None
+    return PIPE_WIDTH
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    is_terminal = sys.stdout.isatty()
+    width = console_width(is_terminal=is_terminal)
+    return Console(file=sys.stdout, soft_wrap=True, highlight=False, width=width)
 
 
 def render_check(decision: Decision) -> None:
@@ -74,40 +132,112 @@ def render_check(decision: Decision) -> None:
         print(f"  {unit.action:<5} {unit.command}  ({unit.reason})")
 
 
-def render_explain(decision: Decision, policy: Policy, *, agent: str | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def display_path(path: str, *, cwd: str | None = None, home: str | None = None) -> str:
+    """`path` as a person would type it: relative below the working directory, `~/…`
+    below the home directory, else absolute. For tables only; JSON keeps absolute paths."""
+    cwd = os.getcwd() if cwd is None else cwd
+    home = os.environ.get("HOME", "") if home is None else home
+    for base, prefix in ((cwd, ""), (home, "~/")):
+        if base and base != "/" and path.startswith(base.rstrip("/") + "/"):
+            return prefix + path[len(base.rstrip("/")) + 1 :]
+    return path
 
-    console = Console(file=sys.stdout, soft_wrap=True, highlight=False)
+
+def _where(rule: Rule) -> str:
+    where = str(rule.origin) + ("" if rule.trusted else " (untrusted)")
+    return where + (f" {display_path(rule.source)}:{rule.line}" if rule.source else "")
+
+
+def _overriders(policy: Policy, check: Check, rule: Rule, agent: str | None) -> list[str]:
+    """Patterns of the matching rules that override `rule` (for naming them only: whether
+    a rule is overridden comes from the evaluator's own answer)."""
+    from askgate.policy.rules import overrides
+
+    matching = policy.rules.matching(check.surface, check.value, agent)
+    target = next((c for c in matching if c.rule is rule), None)
+    if target is None:
+        return []
+    return [repr(c.rule.pattern) for c in matching if c is not target and overrides(c, target)]
+
+
+def _status(policy: Policy, check: Check, rule: Rule, agent: str | None, ev: Any) -> str:
+    if rule is ev.rule:
+        if check.basis == "ignored":
+            return "WINNER, but an allow here cannot loosen the command"
+        return "WINNER (strictest standing)"
+    if any(rule is r for r in ev.standing):
+        if rule.action is ev.action:
+            return "standing, same action"
+        return "standing, less strict"
+    names = _overriders(policy, check, rule, agent)
+    if names:
+        return f"overridden by {', '.join(names)}"
+    return "overridden by a narrower rule"
+
+
+def _explain_rows(policy: Policy, check: Check, agent: str | None) -> list[tuple[str, ...]]:
+    """One row per candidate rule of one lookup (a single row for a default or floor)."""
+    if check.basis in ("default", "floor"):
+        return [("-", str(check.action), check.note or check.basis, check.basis)]
+    ev = policy.rules.evaluate(check.surface, check.value, agent)
+    return [
+        (rule.pattern, str(rule.action), _status(policy, check, rule, agent, ev), _where(rule))
+        for rule in ev.matched
+    ]
+
+
+def _plain(*cells: str) -> list[Text]:
+    # Commands, patterns and paths are hostile text: never let rich read "[/]" or
+    # "[red]" in them as markup (an error, or text silently restyled away).
+    from rich.text import Text
+
+    return [Text(cell) for cell in cells]
+
+
+_EXPLAIN_COLUMNS = ("lookup", "candidate rule", "action", "status", "from")
+
+
+def _explain_no_wrap(rows: list[list[str]], width: int) -> list[bool]:
+    """Keep the rule and its status on one line when they fit, folding the lookup and the
+    file name instead: the rule and its status are what the table is read for."""
+    longest = [max((len(row[i]) for row in rows), default=0) for i in range(len(_EXPLAIN_COLUMNS))]
+    padding = 2 * len(_EXPLAIN_COLUMNS) + len(_EXPLAIN_COLUMNS) + 1  # cells and borders
+    others = 12 + 12 + max(longest[2], len("action"))  # lookup and from: 12 each at least
+    fits = padding + others + longest[1] + longest[3] <= width
+    return [False, fits, False, fits, False]
+
+
+def render_explain(decision: Decision, policy: Policy, *, agent: str | None) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
     style = _STYLE[str(decision.action)]
-    console.print(f"[bold {style}]{decision.action}[/] {decision.surface} {decision.value!r}")
+    console.print(f"[bold {style}]{decision.action}[/] ", end="")
+    console.print(f"{decision.surface} {decision.value!r}", markup=False)
     console.print(f"because: {decision.reason}", markup=False)
     groups: list[tuple[str, tuple[Check, ...]]] = [("request", decision.checks)]
-    groups += [(f"unit {u.command!r} [{u.context}]", u.checks) for u in decision.units]
+    groups += [
+        (f"unit {u.command!r} ({u.context}) -> {u.action}", u.checks) for u in decision.units
+    ]
     for title, checks in groups:
         if not checks:
             continue
-        table = Table(title=title, title_justify="left", show_lines=False)
-        for col in ("lookup", "candidate rule", "action", "origin", "status"):
-            table.add_column(col, overflow="fold")
+        rows: list[list[str]] = []
         for check in checks:
             lookup = f"{check.surface} {check.value!r}"
-            if check.basis in ("default", "floor"):
-                table.add_row(lookup, "-", str(check.action), check.basis, check.note or "")
-                continue
-            ev = policy.rules.evaluate(check.surface, check.value, agent)
-            standing = {id(r) for r in ev.standing}
-            for rule in ev.matched:
-                if rule is ev.rule:
-                    status = "WINNER (strictest standing)"
-                    if check.basis == "ignored":
-                        status += "; cannot loosen a command"
-                elif id(rule) in standing:
-                    status = "standing, less strict"
-                else:
-                    status = "overridden by a narrower rule of equal or higher scope"
-                where = f"{rule.origin}" + (f" {rule.source}:{rule.line}" if rule.source else "")
-                table.add_row(lookup, rule.pattern, str(rule.action), where, status)
+            for index, row in enumerate(_explain_rows(policy, check, agent)):
+                # The lookup is named once; its candidates follow on the next rows.
+                rows.append([lookup if index == 0 else "", *row])
+        if not rows:
+            continue
+        table = Table(title=Text(title, style="bold"), title_justify="left")
+        for col, no_wrap in zip(
+            _EXPLAIN_COLUMNS, _explain_no_wrap(rows, console.width), strict=True
+        ):
+            table.add_column(col, overflow="fold", no_wrap=no_wrap)
+        for row in rows:
+            table.add_row(*_plain(*row))
         console.print(table)
 
 
@@ -137,12 +267,11 @@ def render_config(loaded: Any, *, as_json: bool) -> None:
         "rules": rows,
     }
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(dump_json(summary, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, soft_wrap=True, highlight=False)
+    console = _console()
     console.print(
         f"project root: {loaded.project_root}\ndefault: {loaded.default} "
         f"({loaded.default_origin})  yolo: {loaded.yolo}",
@@ -155,11 +284,13 @@ def render_config(loaded: Any, *, as_json: bool) -> None:
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(
-            r["surface"],
-            r["pattern"],
-            r["action"],
-            r["origin"] + ("" if r["trusted"] else " (untrusted)"),
-            r["agent"] or "",
-            f"{r['source']}:{r['line']}",
+            *_plain(
+                r["surface"],
+                r["pattern"],
+                r["action"],
+                r["origin"] + ("" if r["trusted"] else " (untrusted)"),
+                r["agent"] or "",
+                f"{display_path(r['source'])}:{r['line']}" if r["source"] else "",
+            )
         )
     console.print(table)

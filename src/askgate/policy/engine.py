@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy
 
 MAX_VALUE_LENGTH = 100_000
+SHELL_RESERVED_WORDS = frozenset(
+    {
+        "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
+        "do", "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]",
+    }
+)  # fmt: skip
 
 
 class Policy:
@@ -120,8 +126,9 @@ class Policy:
         come back as ask with the reason."""
         surface = Surface(surface)
         cwd = cwd or self.project_root
-        if not isinstance(value, str) or len(value) > MAX_VALUE_LENGTH or "\x00" in value:
-            decision = _refuse(surface, str(value)[:200], "value is malformed or too long")
+        problem = _value_problem(surface, value)
+        if problem is not None:
+            decision = _refuse(surface, _printable(value), problem)
         elif surface is Surface.BASH:
             decision = self._decide_bash(value, cwd, agent, analysis)
         elif surface.is_path:
@@ -268,6 +275,20 @@ class Policy:
             action, check = self._lookup(Surface.BASH, alternate, agent)
             if check is not None:
                 checks.append(check if action is not Action.ALLOW else _ignored(check))
+        first_word = unit.command.split(" ", 1)[0]
+        if first_word in SHELL_RESERVED_WORDS:
+            # A reserved word where a command name should be means the parse did not
+            # see the structure bash will run (`time if …; then rm …; fi`): never allow.
+            checks.append(
+                Check(
+                    surface=Surface.BASH,
+                    value=unit.command,
+                    action=Action.ASK,
+                    rule=None,
+                    basis="floor",
+                    note=f"the shell keyword {first_word!r} in command position was not understood",
+                )
+            )
         if unit.floor is not None:
             checks.append(
                 Check(
@@ -329,6 +350,32 @@ class Policy:
 
 
 # --- helpers -----------------------------------------------------------------------------
+
+
+def _value_problem(surface: Surface, value: object) -> str | None:
+    """Why a value cannot be matched safely, or None. (A bash command is analysed even
+    with NULs or bad bytes: the analysis floors it to ask and still shows denies its
+    units.)"""
+    if not isinstance(value, str):
+        return "value is not a string"
+    if len(value) > MAX_VALUE_LENGTH:
+        return f"value is longer than {MAX_VALUE_LENGTH} characters"
+    if surface is Surface.BASH:
+        return None
+    if "\x00" in value:
+        return "value contains a NUL byte"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "value contains bytes that are not valid UTF-8"
+    if not surface.is_path and any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "name contains a control character"
+    return None
+
+
+def _printable(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text[:200].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _ignored(check: Check) -> Check:

@@ -182,7 +182,7 @@ class RuleSet:
         return evaluation
 
 
-def _overrides(other: CompiledRule, rule: CompiledRule) -> bool:
+def overrides(other: CompiledRule, rule: CompiledRule) -> bool:
     """Does `other` override `rule`? (both already match the value)"""
     if not other.rule.trusted or other.rule.rank < rule.rule.rank:
         return False
@@ -193,7 +193,7 @@ def _overrides(other: CompiledRule, rule: CompiledRule) -> bool:
 
 
 def _overridden(rule: CompiledRule, matched: list[CompiledRule]) -> bool:
-    return any(other is not rule and _overrides(other, rule) for other in matched)
+    return any(other is not rule and overrides(other, rule) for other in matched)
 
 
 def _winner_key(c: CompiledRule) -> tuple[int, int, int]:

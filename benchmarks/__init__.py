@@ -1,0 +1,14 @@
+"""Side-by-side performance suite: `python -m benchmarks` (see docs/performance.md).
+
+Each area module has `NAME`, `TITLE` and `run(quick: bool) -> AreaReport`. An area
+whose askgate part cannot be imported still runs and says "not built yet" for
+askgate's figures, measuring whatever baselines it can.
+"""
+
+from __future__ import annotations
+
+from benchmarks import approval, forwarding, hook, policy, rpc_codec
+
+AREAS = (policy, hook, approval, forwarding, rpc_codec)
+
+__all__ = ["AREAS"]

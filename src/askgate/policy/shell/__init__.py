@@ -1,0 +1,145 @@
+"""Bash command analysis: every command a string can run, as policy units.
+
+`analyze(command)` never raises and never touches the filesystem. It parses with
+tree-sitter-bash (loaded lazily on first use, so importing this module is cheap)
+and returns a ShellAnalysis whose units the policy engine matches one by one.
+See docs/bash.md for what counts as a unit, which wrappers are seen through, and
+when a unit is floored to ask.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from askgate.policy.model import Action, ShellAnalysis
+from askgate.policy.shell.commands import Frame
+from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.walker import Sink, Walker
+
+__all__ = ["DEFAULT_MAX_LENGTH", "analyze"]
+
+DEFAULT_MAX_LENGTH = 10_000
+# Beyond max_length the command is ask anyway; units are still extracted (so denies
+# apply) up to this many times max_length, past that nothing is parsed at all.
+ANALYSE_LIMIT_FACTOR = 5
+
+_BIG_TREE = 5_000  # nodes
+_SWEEP_BUDGET_SECONDS = 0.25
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_BLANK = " \t\n\r\f\v"
+_COMMAND_TYPES = frozenset({"command", "declaration_command", "unset_command", "test_command"})
+_COMMAND_QUERY = f"[{' '.join(f'({t})' for t in sorted(_COMMAND_TYPES))}] @c"
+
+_tools: tuple[Any, Any] | None = None  # (parser, query cursor); built on first use
+
+
+def _load() -> tuple[Any, Any]:
+    global _tools
+    if _tools is None:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser, Query, QueryCursor
+
+        language = Language(tree_sitter_bash.language())
+        _tools = (Parser(language), QueryCursor(Query(language, _COMMAND_QUERY)))
+    return _tools
+
+
+# tree-sitter-bash can read unmapped memory (SIGSEGV) when a `{` is followed, anywhere
+# later, by a 4-byte UTF-8 character (tree-sitter/tree-sitter-bash#337, open). Such
+# characters are plain word characters to bash, so the parser gets a copy where each is
+# replaced by two U+00B7 (also 4 bytes: every byte offset stays valid) while the walker
+# slices the real text from the original bytes.
+_FOUR_BYTE_CHARACTER = re.compile(rb"[\xf0-\xf7][\x80-\xbf]{3}")
+_SAFE_STAND_IN = "\u00b7\u00b7".encode()
+
+
+def _parse(src: bytes) -> Any:
+    return _load()[0].parse(_FOUR_BYTE_CHARACTER.sub(_SAFE_STAND_IN, src)).root_node
+
+
+def _find_commands(root: Any) -> list[Any] | None:
+    """Every command-like node under root; None when the search ran out of time.
+
+    A query is fastest on ordinary trees but takes seconds on deeply nested error
+    trees (and its progress callback crashes in py-tree-sitter 0.26), so big trees
+    are walked with a cursor under a time budget instead.
+    """
+    if root.descendant_count < _BIG_TREE:
+        return _load()[1].captures(root).get("c", [])
+    deadline = time.monotonic() + _SWEEP_BUDGET_SECONDS
+    found: list[Any] = []
+    cursor = root.walk()
+    steps = 0
+    while True:
+        node = cursor.node
+        if node.type in _COMMAND_TYPES:
+            found.append(node)
+        steps += 1
+        if steps % 2048 == 0 and time.monotonic() > deadline:
+            return None
+        if cursor.goto_first_child() or cursor.goto_next_sibling():
+            continue
+        while cursor.goto_parent():
+            if cursor.goto_next_sibling():
+                break
+        else:
+            return found
+
+
+def analyze(command: str, *, max_length: int = DEFAULT_MAX_LENGTH) -> ShellAnalysis:
+    """Split a bash command string into units (see module docstring). Never raises."""
+    try:
+        return _analyze(command, max_length)
+    except Exception as error:  # fail closed: whatever went wrong, the answer is ask
+        source = command if isinstance(command, str) else repr(command)
+        return ShellAnalysis(
+            source=source,
+            units=(),
+            floor=Action.ASK,
+            floor_reason=f"internal error while analysing the command: {type(error).__name__}",
+        )
+
+
+def _analyze(command: str, max_length: int) -> ShellAnalysis:
+    if not isinstance(command, str):
+        return _ask(repr(command), "the command is not a string")
+    if not command.strip(_BLANK):
+        return ShellAnalysis(source=command, units=())
+    reasons: list[str] = []
+    text = command
+    if "\x00" in text:
+        reasons.append("the command contains NUL bytes")
+        text = text.replace("\x00", "\n")  # both halves stay visible to deny rules
+    if _SURROGATE.search(text):
+        reasons.append("the command contains invalid unicode (lone surrogates)")
+        text = _SURROGATE.sub("\ufffd", text)
+    if len(text) > max_length:
+        reasons.append(f"the command is longer than {max_length} characters")
+        if len(text) > max_length * ANALYSE_LIMIT_FACTOR:
+            return _ask(command, "; ".join(reasons))
+    src = text.encode("utf-8")
+    root = _parse(src)
+    if root.has_error:
+        reasons.append("the command does not parse cleanly")
+    sink = Sink(_parse, _find_commands)
+    walker = Walker(sink, src)
+    frame = Frame()
+    walker.program(root, Cwd(), frame)
+    walker.sweep(root, Cwd(), frame)
+    reasons.extend(sink.floors)
+    units = tuple(dict.fromkeys(sink.units)) if len(sink.units) > 1 else tuple(sink.units)
+    if not units and not reasons:
+        reasons.append("the command contains nothing to run")
+    reason = "; ".join(dict.fromkeys(reasons)) or None
+    return ShellAnalysis(
+        source=command,
+        units=units,
+        floor=Action.ASK if reason else None,
+        floor_reason=reason,
+    )
+
+
+def _ask(source: str, reason: str) -> ShellAnalysis:
+    return ShellAnalysis(source=source, units=(), floor=Action.ASK, floor_reason=reason)

@@ -1,0 +1,127 @@
+"""Shared pieces of the walker: the frame around statements, words, redirect results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from askgate.policy.model import Unit
+from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.words import Node, Word, WordBuilder
+
+REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+
+
+class Frame(NamedTuple):
+    """What surrounds the statements being walked."""
+
+    context: str = "command"
+    alternates: tuple[str, ...] = ()  # outer written forms (`bash -c '…'`) added to every unit
+    floor: str | None = None  # every unit here is at least ask, for this reason
+    reads: tuple[str, ...] = ()  # redirects of an enclosing compound statement
+    writes: tuple[str, ...] = ()
+    depth: int = 0  # how many re-parses deep (bash -c inside eval inside …)
+    remote: bool = False  # runs on another machine (ssh): its paths are not ours
+
+
+class Redirects:
+    """The redirects of one command, evaluated."""
+
+    __slots__ = ("floors", "reads", "stdin", "stdin_text", "trailing", "writes")
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+        self.writes: list[str] = []
+        self.floors: list[str] = []
+        self.stdin: str | None = None  # "pipe" | "heredoc" | "herestring" | "file"
+        self.stdin_text: str | None = None
+        self.trailing: list[tuple[Node, bool]] = []  # statements tree-sitter hung on a heredoc
+
+
+NO_REDIRECTS = Redirects()  # shared, never mutated
+
+
+def join_words(words: Sequence[Word]) -> str:
+    return " ".join([w.text for w in words])
+
+
+def in_context(frame: Frame, context: str) -> Frame:
+    """frame with another context (cheaper than NamedTuple._replace on the hot path)."""
+    return frame if frame.context == context else Frame(context, *frame[1:])
+
+
+class SinkLike:
+    """What a walker collects into (walker.Sink)."""
+
+    units: list[Unit]
+    floors: list[str]
+    cwd_functions: set[str]
+
+
+class Base:
+    """State and helpers every part of the walker uses; Walker provides the abstract ones."""
+
+    src: bytes
+    visited: set[int]
+    sink: SinkLike
+    piped_text: str | None  # what the previous pipeline stage is known to print
+
+    # Provided by Walker.
+    def nested(self, node: Node, kind: str, state: Cwd, frame: Frame) -> None:
+        raise NotImplementedError
+
+    def statement(
+        self,
+        node: Node,
+        state: Cwd,
+        frame: Frame,
+        piped: bool = False,
+        tail: Sequence[Node] = (),
+    ) -> None:
+        raise NotImplementedError
+
+    def reparse(self, script: Word, context: str, frame: Frame, state: Cwd) -> int:
+        raise NotImplementedError
+
+    def add_unit(
+        self,
+        text: str,
+        alternates: Sequence[str],
+        reads: Sequence[str],
+        writes: Sequence[str],
+        floors: Sequence[str],
+        frame: Frame,
+        state: Cwd,
+        context: str | None = None,
+        cwd_words: Sequence[Word] = (),
+    ) -> None:
+        raise NotImplementedError
+
+    # -- words ----------------------------------------------------------------
+
+    def builder(self, state: Cwd, frame: Frame, mode: str = "arg") -> WordBuilder:
+        return WordBuilder(self.src, lambda node, kind: self.nested(node, kind, state, frame), mode)
+
+    def group(self, nodes: Sequence[Node]) -> list[list[Node]]:
+        """Adjacent nodes form one shell word (`r''m`, `a\\<newline>b`)."""
+        groups: list[list[Node]] = []
+        last_end = -1
+        for node in nodes:
+            if node.is_missing:
+                continue
+            start = node.start_byte
+            if groups and (start == last_end or not self.src[last_end:start].replace(b"\\\n", b"")):
+                groups[-1].append(node)
+            else:
+                groups.append([node])
+            last_end = node.end_byte
+        return groups
+
+    def words(
+        self, nodes: Sequence[Node], state: Cwd, frame: Frame, mode: str = "arg"
+    ) -> list[Word]:
+        build = self.builder(state, frame, mode).build
+        return [build(group) for group in self.group(nodes)]
+
+    def text(self, node: Node) -> str:
+        return self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")

@@ -1,0 +1,515 @@
+"""From one simple command (and its redirects) to units: wrappers, floors, paths, cd."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from askgate.policy.model import Action, Unit
+from askgate.policy.shell import git
+from askgate.policy.shell.argv import names, scan
+from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, join_words
+from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.pathargs import Paths, collect, generic_path
+from askgate.policy.shell.programs import (
+    INLINE_INTERPRETERS,
+    SYSTEM_DIRS,
+    dangerous_variable,
+    interpreter_context,
+    is_interpreter,
+    program_name,
+    reads_script_from_stdin,
+)
+from askgate.policy.shell.redirects import RedirectMixin
+from askgate.policy.shell.runners import REMOTE_RUNNERS, exec_option_floor, runner_inner
+from askgate.policy.shell.words import Node, Word
+from askgate.policy.shell.wrappers import Peel, peel
+
+# Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
+STATEMENT_TYPES = names(
+    "subshell compound_statement if_statement while_statement for_statement case_statement "
+    "pipeline list redirected_statement function_definition c_style_for_statement "
+    "negated_command test_command"
+)
+_NAMED_FD = re.compile(r"^\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_INTEGER = re.compile(r"^[+-]?\d+$")
+# Builtins that take variable names: a subscript in a name is evaluated as arithmetic,
+# which can run command substitutions hidden in a variable's value.
+_NAME_BUILTINS = names("read printf unset mapfile readarray wait getopts test [")
+MAX_WRAPPERS = 16
+_MOVES = names("cd pushd popd")
+_SPECIAL = names("git cd pushd let hash enable shopt") | _NAME_BUILTINS
+
+
+class CommandMixin(RedirectMixin):
+    """Command-level analysis: wrappers, floors, paths, cd."""
+
+    # -- a simple command -------------------------------------------------------
+
+    def command(
+        self,
+        node: Node,
+        state: Cwd,
+        frame: Frame,
+        extra_redirects: Sequence[Node] = (),
+        piped: bool = False,
+    ) -> None:
+        self.visited.add(node.id)
+        piped_text, self.piped_text = (self.piped_text if piped else None), None
+        assignments: list[Node] = []
+        word_nodes: list[Node] = []
+        redirect_nodes: list[Node] = []
+        bodies: list[Node] = []
+        for child in node.children:
+            kind = child.type
+            if kind == "variable_assignment":
+                assignments.append(child)
+            elif kind in REDIRECT_TYPES:
+                redirect_nodes.append(child)
+            elif kind == "command_name":
+                word_nodes.extend(child.children)
+            elif kind in STATEMENT_TYPES:
+                bodies.append(child)  # `time ( … )`: tree-sitter hangs the body on `time`
+            elif child.is_named or kind == "$":
+                word_nodes.append(child)
+        redirect_nodes.extend(extra_redirects)
+        groups = self.group(word_nodes)
+        build = self.builder(state, frame).build
+        argv = [build(group) for group in groups]
+        floors: list[str] = []
+        assigned = [self.assignment(a, state, frame, floors) for a in assignments]
+        redirects = self.redirects(redirect_nodes, state, frame)
+        floors.extend(redirects.floors)
+        for group, word in zip(groups, argv, strict=True):
+            first = word.source[:1]
+            if first == "{" or first.isdigit():
+                end = group[-1].end_byte
+                if self.src[end : end + 1] not in (b"<", b">"):
+                    continue
+                if first == "{" and _NAMED_FD.match(word.source):
+                    floors.append(f"named file descriptor `{word.source}` is not analysed")
+                elif word.source.isdigit():
+                    word.text = ""  # `cat 0< f`: tree-sitter leaves the descriptor as a word
+        argv = [w for w in argv if w.text or w.source[:1] in ("'", '"', "$")]
+        for body in bodies:
+            self.statement(body, state, frame, piped)
+        if bodies and all(w.static and w.text in ("time", "-p", "!") for w in argv):
+            argv = []  # the keyword itself runs nothing
+        if argv and argv[0].source == "}" and len(argv) == 1:
+            argv = []  # the end of a brace group tree-sitter did not recognise
+        if not argv:
+            if assigned or redirect_nodes:
+                text = " ".join([*assigned, *(_compact(self.text(r)) for r in redirect_nodes)])
+                if redirect_nodes or floors:
+                    self.add_unit(text, (), redirects.reads, redirects.writes, floors, frame, state)
+        else:
+            self.piped_text = piped_text  # read by stdin() below, for this command only
+            self.run(argv, assigned, redirects, floors, state, frame, piped)
+            self.piped_text = None
+        for trailing, is_piped in redirects.trailing:
+            # `cat <<EOF | sh`: tree-sitter hangs the pipe on the heredoc.
+            if is_piped and len(argv) == 1 and argv[0].text == "cat":
+                self.piped_text = redirects.stdin_text
+            self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
+            self.piped_text = None
+
+    def assignment(self, node: Node, state: Cwd, frame: Frame, floors: list[str]) -> str:
+        """`NAME=value` as text; floors for variables that change what runs."""
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        name = self.text(name_node) if name_node is not None else ""
+        if name_node is not None and name_node.type == "subscript":
+            index = name_node.child_by_field_name("index")
+            self.nested(name_node, "array subscript", state, frame)
+            if index is None or not _INTEGER.match(self.text(index)):
+                floors.append(f"array subscript in `{name}` is evaluated as arithmetic")
+            base = name_node.child_by_field_name("name")
+            bare = self.text(base) if base is not None else name
+        else:
+            bare = name
+        if dangerous_variable(bare):
+            floors.append(f"sets {bare}, which changes what commands run")
+        operator = "+=" if any(c.type == "+=" for c in node.children) else "="
+        value = ""
+        if value_node is not None:
+            value = self.words([value_node], state, frame, "assign")[0].text
+        return f"{name}{operator}{value}"
+
+    # -- wrappers and units -------------------------------------------------------
+
+    def run(
+        self,
+        argv: list[Word],
+        assigned: Sequence[str],
+        redirects: Redirects,
+        floors: list[str],
+        state: Cwd,
+        frame: Frame,
+        piped: bool,
+    ) -> None:
+        """Peel wrappers off argv and emit the resulting unit(s)."""
+        floors = list(floors)
+        for word in argv:
+            if word.dynamic and word is not argv[0]:
+                floors.append(f"argument is only known at run time: {word.dynamic}")
+        layers: list[list[Word]] = []
+        if assigned:
+            layers.append([Word(a, a) for a in assigned] + argv)
+        extra = _NO_EXTRA
+        current = argv
+        for _ in range(MAX_WRAPPERS):
+            layer = peel(current)
+            if layer is None:
+                break
+            if extra is _NO_EXTRA:
+                extra = _Extra()
+            extra.absorb(layer, floors)
+            if layer.keep or not (layer.inner or layer.scripts or layer.extra):
+                self.emit(current, layers, floors, extra, redirects, state, frame, piped)
+                self.spawn(layer, current, layers, floors, extra, redirects, state, frame)
+                return
+            if layer.scripts or layer.extra:
+                produced = self.spawn(
+                    layer, current, layers, floors, extra, redirects, state, frame
+                )
+                if not produced:
+                    self.emit(current, layers, floors, extra, redirects, state, frame, piped)
+                if not layer.inner:
+                    return
+            layers.append(current)
+            current = layer.inner
+            if current and current[0].source == "{":
+                # `time { …; }` arrives as words: the group's first command follows `{`.
+                floors.append("a brace group after a keyword is not analysed precisely")
+                current = current[1:]
+                if not current:
+                    break
+        else:
+            floors.append("too many nested wrappers")
+        if not current:
+            current = layers.pop()
+        self.emit(current, layers, floors, extra, redirects, state, frame, piped)
+        self.after(current, state)
+
+    def spawn(
+        self,
+        layer: Peel,
+        current: list[Word],
+        layers: list[list[Word]],
+        floors: list[str],
+        extra: _Extra,
+        redirects: Redirects,
+        state: Cwd,
+        frame: Frame,
+    ) -> int:
+        """Units for what a wrapper runs as shell source or as further commands."""
+        if not layer.scripts and not layer.extra:
+            return 0
+        outer = tuple(join_words(x) for x in [*layers, current])
+        path, unknown = state.within(extra.cwd)
+        floor_reasons = [*floors]
+        if frame.floor:
+            floor_reasons.append(frame.floor)
+        inner_frame = frame._replace(
+            alternates=frame.alternates + outer,
+            floor="; ".join(dict.fromkeys(floor_reasons)) or None,
+            reads=(*frame.reads, *redirects.reads, *extra.reads),
+            writes=(*frame.writes, *redirects.writes, *extra.writes),
+        )
+        inner_state = Cwd(path, unknown, state.stack)
+        produced = 0
+        for script, context in layer.scripts:
+            # eval runs in this shell: a cd inside it moves the commands after it.
+            target = state if context == "eval" else inner_state.copy()
+            script_frame = inner_frame._replace(context=context, remote=frame.remote or
+                                                context == "ssh")  # fmt: skip
+            produced += self.reparse(script, context, script_frame, target)
+        for argv, context in layer.extra:
+            before = len(self.sink.units)
+            self.run(
+                argv,
+                (),
+                Redirects(),
+                [],
+                inner_state.copy(),
+                inner_frame._replace(context=context, alternates=frame.alternates),
+                False,
+            )
+            produced += len(self.sink.units) - before
+        return produced
+
+    def emit(
+        self,
+        primary: list[Word],
+        layers: list[list[Word]],
+        floors: list[str],
+        extra: _Extra,
+        redirects: Redirects,
+        state: Cwd,
+        frame: Frame,
+        piped: bool,
+    ) -> None:
+        floors = list(floors)
+        head = primary[0]
+        args = primary[1:]
+        text = join_words(primary)
+        alternates = [join_words(layer) for layer in layers]
+        name = program_name(head)
+        paths = Paths()
+        cwd_words = extra.cwd
+        if not head.static:
+            floors.append(f"command name `{head.source}` is only known at run time")
+        elif "/" in head.text:
+            directory, _, base = head.text.rpartition("/")
+            base_form = join_words([Word(base, base), *args])
+            if (directory or "/") in SYSTEM_DIRS:
+                alternates.insert(0, text)
+                text = base_form
+            else:
+                alternates.append(base_form)
+                paths.read(head.text)
+        if name in _SPECIAL:
+            text, git_cwd = self.special(name, primary, text, alternates, floors, paths)
+            if git_cwd:
+                cwd_words = [*cwd_words, *git_cwd]
+        elif head.static:
+            base = head.text.rsplit("/", 1)[-1]
+            inner = runner_inner(base, args)
+            if inner is not None:
+                alternates.extend(_peeled_forms(inner, floors))
+                if base in REMOTE_RUNNERS:
+                    args = args[: len(args) - len(inner)]
+            collect(base, args, paths)
+            reason = exec_option_floor(base, args)
+            if reason:
+                floors.append(reason)
+        else:
+            paths.generic(args)
+        if extra.used:
+            paths.generic(extra.option_words)
+            for path in extra.reads:
+                paths.read(path)
+            for path in extra.writes:
+                paths.write(path)
+        for path in redirects.reads:
+            paths.read(path)
+        for path in redirects.writes:
+            paths.write(path)
+        if piped or redirects.stdin is not None:
+            self.stdin(name, primary, text, redirects, piped, floors, state, frame)
+        context = frame.context
+        if name is not None and (
+            name in INLINE_INTERPRETERS or name.startswith(("python", "pypy"))
+        ):
+            context = interpreter_context(name, primary) or context
+        self.add_unit(
+            text, alternates, paths.reads, paths.writes, floors, frame, state, context, cwd_words
+        )
+
+    def special(
+        self,
+        name: str,
+        primary: list[Word],
+        text: str,
+        alternates: list[str],
+        floors: list[str],
+        paths: Paths,
+    ) -> tuple[str, list[Word]]:
+        """Commands with rules of their own: git, cd, builtins that name variables."""
+        args = primary[1:]
+        git_cwd: list[Word] = []
+        if name == "git":
+            form = git.normalise(primary)
+            floors.extend(form.floors)
+            git_cwd = form.cwd
+            for path in form.reads:
+                paths.read(path)
+            if form.stripped:
+                alternates.append(text)
+                text = join_words(form.argv)
+        if name in ("cd", "pushd"):
+            for word in scan(args, short_flags="LPe@").operands:
+                if word.text != "-":
+                    paths.read(word.text)
+        else:
+            collect(name, args, paths)
+        if name in _NAME_BUILTINS and any("[" in w.text for w in _variable_names(name, primary)):
+            floors.append(f"`{name}` with an array subscript evaluates it as arithmetic")
+        if name == "let":
+            floors.append("let evaluates arithmetic, which can run commands hidden in variables")
+        elif name == "hash" and any(w.text.startswith("-p") for w in args):
+            floors.append("hash -p changes which program a name runs")
+        elif name == "enable" and any(w.text.startswith("-f") for w in args):
+            floors.append("enable -f loads a builtin from a shared library")
+        elif name == "shopt" and any(w.text == "expand_aliases" for w in args):
+            floors.append("aliases are not analysed")
+        return text, git_cwd
+
+    def stdin(
+        self,
+        name: str | None,
+        primary: list[Word],
+        text: str,
+        redirects: Redirects,
+        piped: bool,
+        floors: list[str],
+        state: Cwd,
+        frame: Frame,
+    ) -> None:
+        """A shell or interpreter whose program arrives on standard input."""
+        script_reader = reads_script_from_stdin(primary) or _sources_stdin(name, primary)
+        known = self.piped_text if piped else None
+        if (piped or redirects.stdin == "pipe") and (name == "xargs" or script_reader):
+            floors.append("pipe into a shell or interpreter runs whatever arrives on stdin")
+        elif redirects.stdin in ("heredoc", "herestring") and script_reader:
+            floors.append("a shell or interpreter reading its program from a heredoc")
+            known = redirects.stdin_text
+        else:
+            return
+        if known and name is not None and not is_interpreter(name):
+            # The program is known (`echo 'rm -rf /' | sh`, `bash <<EOF`): show it to denies.
+            self.reparse(
+                Word(known, known),
+                "script on stdin",
+                frame._replace(alternates=(*frame.alternates, text), floor=floors[-1]),
+                state.copy(),
+            )
+
+    def add_unit(
+        self,
+        text: str,
+        alternates: Sequence[str],
+        reads: Sequence[str],
+        writes: Sequence[str],
+        floors: Sequence[str],
+        frame: Frame,
+        state: Cwd,
+        context: str | None = None,
+        cwd_words: Sequence[Word] = (),
+    ) -> None:
+        if cwd_words:
+            path, unknown = state.within(cwd_words)
+        else:
+            path, unknown = state.path, state.unknown
+        reasons = list(floors)
+        if unknown:
+            reasons.append(unknown)
+        if frame.floor:
+            reasons.append(frame.floor)
+        if frame.remote:
+            reads = writes = ()
+        elif frame.reads or frame.writes:
+            writes = list(dict.fromkeys([*writes, *frame.writes]))
+            reads = [p for p in dict.fromkeys([*reads, *frame.reads]) if p not in writes]
+        else:
+            reads = [p for p in reads if p not in writes] if writes else reads
+        if path is not None:
+            reads = [_pwd(p, path) for p in reads]
+            writes = [_pwd(p, path) for p in writes]
+        if frame.alternates:
+            alternates = [*alternates, *frame.alternates]
+        if alternates:
+            alternates = tuple(a for a in dict.fromkeys(alternates) if a != text)
+        reason = "; ".join(dict.fromkeys(reasons)) if reasons else None
+        self.sink.units.append(
+            Unit(
+                command=text,
+                alternates=tuple(alternates),
+                reads=tuple(reads),
+                writes=tuple(writes),
+                cwd=path,
+                floor=Action.ASK if reason else None,
+                floor_reason=reason,
+                context=context or frame.context,
+            )
+        )
+
+    def after(self, argv: list[Word], state: Cwd) -> None:
+        """Effects on the commands that follow: cd, pushd, popd, functions that cd."""
+        head = argv[0].text
+        if head in _MOVES or "/" in head:
+            name = program_name(argv[0])
+            if name in _MOVES:
+                state.change(name, scan(argv[1:], short_flags="LPe@n").operands)
+        elif self.sink.cwd_functions and argv[0].static and head in self.sink.cwd_functions:
+            state.lose(f"runs after `{head}`, a function that changes directory")
+
+
+class _Extra:
+    """What the wrapper layers peeled so far contribute to the final unit (_NO_EXTRA: none)."""
+
+    __slots__ = ("cwd", "option_words", "reads", "used", "writes")
+
+    def __init__(self) -> None:
+        self.cwd: list[Word] = []
+        self.reads: list[str] = []
+        self.writes: list[str] = []
+        self.option_words: list[Word] = []
+        self.used = False
+
+    def absorb(self, layer: Peel, floors: list[str]) -> None:
+        self.used = True
+        if layer.floor:
+            floors.append(layer.floor)
+        for name in layer.assigned:
+            if dangerous_variable(name):
+                floors.append(f"sets {name}, which changes what commands run")
+        self.cwd.extend(layer.cwd)
+        self.reads.extend(layer.reads)
+        self.writes.extend(layer.writes)
+        self.option_words.extend(w for w in layer.option_words if generic_path(w.text))
+
+
+def _pwd(path: str, cwd: str) -> str:
+    """`$PWD` in a unit that runs after a cd means that directory."""
+    if path == "$PWD" or path.startswith("$PWD/"):
+        return cwd + path[4:]
+    return path
+
+
+def _compact(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _sources_stdin(name: str | None, argv: Sequence[Word]) -> bool:
+    return name in ("source", ".") and len(argv) > 1 and argv[1].text in ("/dev/stdin", "-")
+
+
+def _peeled_forms(argv: list[Word], floors: list[str]) -> list[str]:
+    """A runner's inner command and its wrapper-free forms, for deny matching."""
+    forms = [join_words(argv)]
+    current = argv
+    for _ in range(MAX_WRAPPERS):
+        layer = peel(current)
+        if layer is None:
+            break
+        if layer.floor:
+            floors.append(layer.floor)
+        if layer.scripts:
+            floors.append("a runner starting a shell script is not analysed")
+        if not layer.inner:
+            break
+        current = layer.inner
+        forms.append(join_words(current))
+    if current and "/" in current[0].text:
+        forms.append(join_words([Word(current[0].text.rsplit("/", 1)[-1], ""), *current[1:]]))
+    return forms
+
+
+def _variable_names(name: str, argv: Sequence[Word]) -> list[Word]:
+    """The arguments of a builtin that name variables."""
+    args = list(argv[1:])
+    if name in ("printf", "wait", "test", "["):
+        flag = {"printf": "-v", "wait": "-p"}.get(name, "-v")
+        return [args[i + 1] for i in range(len(args) - 1) if args[i].text == flag]
+    if name == "read":
+        result = scan(args, "adinNptu")
+        return result.operands + result.values("-a")
+    if name in ("mapfile", "readarray"):
+        return scan(args, "dnOsuCc").operands
+    if name == "getopts":
+        return args[1:2]
+    return args
+
+
+_NO_EXTRA = _Extra()  # shared, never mutated: no wrapper was peeled

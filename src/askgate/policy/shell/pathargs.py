@@ -1,0 +1,359 @@
+"""Which words of a command are paths it reads or writes.
+
+Paths are reported raw (as written, after quote removal); paths.py resolves them.
+Known readers and writers are described by small specs; for every other command
+only words that look like paths count. Being generous here only ever makes a
+unit stricter (a read/write rule can deny or ask, never allow), but a false path
+outside the project costs an external-directory prompt, so pattern arguments
+(grep, sed, awk, jq) and option values (`cut -d /`) are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from askgate.policy.shell.argv import Scan, names, scan
+from askgate.policy.shell.pathspecs import CODE_OPTIONS, SPECS, Spec
+from askgate.policy.shell.words import Word
+
+# Not files: writing or reading them touches nothing a policy protects.
+PSEUDO_FILES = frozenset(
+    {
+        "/dev/null",
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/tty",
+        "/dev/zero",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/fd/0",
+        "/dev/fd/1",
+        "/dev/fd/2",
+    }
+)
+
+FILE_TESTS = names("-e -f -d -r -w -x -s -L -h -b -c -p -S -g -u -k -O -G -N -a")
+
+# Commands whose arguments are never paths, however they look.
+NO_PATH_COMMANDS = frozenset({"echo", "printf", ":", "true", "false"})
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SCP_REMOTE = re.compile(r"^[^/]*:")
+_NAME_EQ = re.compile(r"^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*=")
+
+
+def looks_like_path(text: str) -> bool:
+    """`/…`, `~`, `~/…`, `./…`, `../…`, `..`, `$HOME/…`, `$PWD/…`, or a `..` segment."""
+    if not text:
+        return False
+    first = text[0]
+    if first == "/":
+        return not text.startswith("//") or len(text) == 2 or text[2] != "/"
+    if first == "~":
+        return text == "~" or text.startswith("~/")
+    if first == ".":
+        return text in (".", "..") or text.startswith(("./", "../"))
+    if first == "$":
+        return text in ("$HOME", "$PWD") or text.startswith(("$HOME/", "$PWD/"))
+    return "/../" in text or text.endswith("/..")
+
+
+def url_path(text: str) -> str | None:
+    """The local path of a `file://` URL; None for other URLs."""
+    if text.startswith("file://"):
+        rest = text[7:]
+        if rest.startswith("localhost/"):
+            rest = rest[9:]
+        return rest if rest.startswith("/") else None
+    return None
+
+
+def generic_path(text: str) -> str | None:
+    """The path a word names when it looks like one (also `--opt=/path`, `KEY=/path`)."""
+    if "/" not in text and "~" not in text and "$" not in text and text != "..":
+        return None
+    if _URL.match(text):
+        return url_path(text)
+    if looks_like_path(text):
+        return text
+    match = _NAME_EQ.match(text)
+    if match:
+        value = text[match.end() :]
+        if _URL.match(value):
+            return url_path(value)
+        if looks_like_path(value):
+            return value
+    return None
+
+
+_CHMOD_MODE = re.compile(r"^-[rwxXstugoa]+$")
+
+
+_SUBSTITUTION = re.compile(r"\$\(|`|<\(|>\(")
+
+
+def _is_path(text: str) -> bool:
+    """Worth reporting: not a pseudo-device, not find's `{}`, not a command's output."""
+    return (
+        bool(text)
+        and text not in PSEUDO_FILES
+        and text not in ("{}", "-")
+        and not _SUBSTITUTION.search(text)
+    )
+
+
+class Paths:
+    """Mutable accumulator used while building one unit."""
+
+    __slots__ = ("reads", "writes")
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+        self.writes: list[str] = []
+
+    def read(self, text: str) -> None:
+        if _is_path(text) and text not in self.reads:
+            self.reads.append(text)
+
+    def write(self, text: str) -> None:
+        if _is_path(text) and text not in self.writes:
+            self.writes.append(text)
+
+    def generic(self, words: Sequence[Word]) -> None:
+        for word in words:
+            path = generic_path(word.text)
+            if path is not None:
+                self.read(path)
+
+    def result(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        writes = tuple(self.writes)
+        reads = tuple(p for p in self.reads if p not in writes)
+        return reads, writes
+
+
+def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
+    """Add the paths `name args…` reads and writes to `paths`."""
+    if name in NO_PATH_COMMANDS:
+        return
+    if name == "dd":
+        for word in args:
+            key, eq, value = word.text.partition("=")
+            if eq and key == "if":
+                paths.read(value)
+            elif eq and key == "of":
+                paths.write(value)
+        return
+    if name in ("test", "["):
+        for index, word in enumerate(args[:-1]):
+            if word.text in FILE_TESTS:
+                paths.read(args[index + 1].text)
+        return
+    if name in ("tar", "bsdtar", "gtar"):
+        _tar(args, paths)
+        return
+    if name in ("unzip", "zip"):
+        _zip(name, args, paths)
+        return
+    if name in ("jq", "yq", "gojq", "jaq"):
+        _jq(name, args, paths)
+        return
+    if name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lz4"):
+        _compressor(args, paths)
+        return
+    spec = SPECS.get(name)
+    if spec is None:
+        paths.generic(args)
+        return
+    if name == "chmod":
+        args = [Word("+" + w.text[1:], w.source) if _CHMOD_MODE.match(w.text) else w for w in args]
+    result = scan(
+        args,
+        spec.short_value,
+        spec.long_value,
+        permute=True,
+        optional_value=spec.optional_value,
+    )
+    _option_paths(result, spec, paths)
+    operands = _code_cut(name, result, args)
+    if spec.pattern and not any(result.has(o) for o in spec.pattern_opts):
+        operands = operands[1:]
+    if name in ("awk", "gawk", "mawk", "nawk"):
+        operands = [w for w in operands if not _NAME_EQ.match(w.text)]
+    if spec.skip and not result.has("--reference"):
+        operands = operands[spec.skip :]
+    if name in ("rsync", "scp"):
+        operands = [w for w in operands if not _SCP_REMOTE.match(w.text)]
+    kind = spec.kind
+    if kind == "read" and name in ("sed", "gsed") and result.has("-i", "--in-place"):
+        kind = "write"
+    if kind == "read":
+        for word in operands:
+            if not _URL.match(word.text) or url_path(word.text):
+                paths.read(url_path(word.text) or word.text)
+    elif kind == "write":
+        for word in operands:
+            paths.write(word.text)
+    elif kind == "copy":
+        if result.values("-t", "--target-directory") or len(operands) < 2:
+            sources = operands
+        else:
+            sources = operands[:-1]
+            if operands:
+                paths.write(operands[-1].text)
+        for word in sources:
+            paths.read(word.text)
+    elif kind == "none":
+        paths.generic(operands)
+
+
+def _code_cut(name: str, result: Scan, args: Sequence[Word]) -> list[Word]:
+    """For interpreters, only the script file (first operand) is a path."""
+    code = CODE_OPTIONS.get(name)
+    if code is None:
+        return result.operands
+    if any(result.has(o) for o in code) or any(w.text in code for w in args):
+        return []
+    return result.operands[:1]
+
+
+def _option_paths(result: Scan, spec: Spec, paths: Paths) -> None:
+    for option, value in result.options:
+        if value is None:
+            continue
+        text = value.text
+        if option in spec.write_opts:
+            paths.write(text)
+        elif option in spec.read_opts:
+            paths.read(text)
+        elif option in _AT_FILE_OPTIONS and "@" in text:
+            at = text.split("@", 1)[1].split(";", 1)[0]  # curl -d @f, -F name=@f;type=x
+            if at and at != "-":
+                paths.read(at)
+        elif option in ("-F", "--form") and "=<" in text:
+            paths.read(text.split("=<", 1)[1].split(";", 1)[0])
+        elif _known_option(option, spec):
+            continue  # a value that is not a path (`cut -d /`, `grep -e /x`)
+        else:
+            path = generic_path(text)
+            if path is not None:
+                paths.read(path)
+
+
+_AT_FILE_OPTIONS = names(
+    "-d --data --data-binary --data-ascii --data-urlencode --json -F --form --variable"
+)
+
+
+def _known_option(option: str, spec: Spec) -> bool:
+    if option.startswith("--"):
+        return option in spec.long_value or option in spec.optional_value
+    return option[1:] in spec.short_value or option in spec.optional_value
+
+
+def _tar(args: Sequence[Word], paths: Paths) -> None:
+    words = list(args)
+    if words and not words[0].text.startswith("-"):
+        words[0] = Word("-" + words[0].text, words[0].source, words[0].dynamic)  # `tar czf x`
+    result = scan(
+        words,
+        "fCTXbgFKLNVIH",
+        names(
+            "--file --directory --files-from --exclude-from --exclude --blocking-factor "
+            "--listed-incremental --info-script --new-volume-script --starting-file "
+            "--tape-length --newer --label --use-compress-program --format --owner --group "
+            "--mode --transform --to-command"
+        ),
+        permute=True,
+    )  # fmt: skip
+    mode = "list"
+    for option, _ in result.options:
+        if option in ("-c", "--create"):
+            mode = "create"
+        elif option in ("-x", "--extract", "--get"):
+            mode = "extract"
+        elif option in ("-r", "-u", "-A", "--append", "--update", "--concatenate", "--delete"):
+            mode = "update"
+    for value in result.values("-f", "--file"):
+        (paths.write if mode in ("create", "update") else paths.read)(value.text)
+    directories = result.values("-C", "--directory")
+    for value in directories:
+        (paths.write if mode == "extract" else paths.read)(value.text)
+    if mode == "extract" and not directories and not result.has("-O", "--to-stdout"):
+        paths.write(".")
+    for value in result.values("-T", "--files-from", "-X", "--exclude-from"):
+        paths.read(value.text)
+    for value in result.values("-g", "--listed-incremental"):
+        paths.write(value.text)
+    if mode in ("create", "update"):
+        for word in result.operands:
+            paths.read(word.text)
+
+
+def _zip(name: str, args: Sequence[Word], paths: Paths) -> None:
+    result = scan(args, "dxPnt" if name == "unzip" else "xibPnt", permute=True)
+    if not result.operands:
+        return
+    archive, rest = result.operands[0], result.operands[1:]
+    if name == "zip":
+        paths.write(archive.text)
+        for word in rest:
+            paths.read(word.text)
+        return
+    paths.read(archive.text)
+    listing = result.has("-l", "-t", "-v", "-Z", "-p", "-c", "-z")
+    targets = result.values("-d")
+    for value in targets:
+        paths.write(value.text)
+    if not listing and not targets:
+        paths.write(".")
+
+
+def _jq(name: str, args: Sequence[Word], paths: Paths) -> None:
+    words = list(args)
+    if name == "yq" and words and words[0].text in ("e", "eval", "ea", "eval-all"):
+        words = words[1:]
+    operands: list[Word] = []
+    from_file = False
+    in_place = False
+    i = 0
+    while i < len(words):
+        text = words[i].text
+        if text in ("--args", "--jsonargs"):
+            break  # the rest are values, not files
+        if text in ("--arg", "--argjson"):
+            i += 3
+            continue
+        if text in ("--slurpfile", "--rawfile"):
+            if i + 2 < len(words):
+                paths.read(words[i + 2].text)
+            i += 3
+            continue
+        if text in ("-f", "--from-file"):
+            from_file = True
+            if i + 1 < len(words):
+                paths.read(words[i + 1].text)
+            i += 2
+            continue
+        if text in ("-i", "--inplace", "--in-place"):
+            in_place = True
+        elif text in ("--indent", "-L", "-o", "--output-format", "-p", "--input-format", "-I"):
+            i += 2
+            continue
+        elif not text.startswith("-") or text == "-":
+            operands.append(words[i])
+        i += 1
+    if not from_file:
+        operands = operands[1:]
+    for word in operands:
+        (paths.write if in_place else paths.read)(word.text)
+
+
+def _compressor(args: Sequence[Word], paths: Paths) -> None:
+    result = scan(args, "oSTbLM", permute=True)
+    to_stdout = result.has("-c", "--stdout", "--to-stdout", "-l", "--list", "-t", "--test")
+    for value in result.values("-o"):
+        paths.write(value.text)
+    for word in result.operands:
+        (paths.read if to_stdout else paths.write)(word.text)

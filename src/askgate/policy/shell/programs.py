@@ -1,0 +1,149 @@
+"""What kind of program a command name is: shells, interpreters, system paths."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from askgate.policy.shell.argv import names
+from askgate.policy.shell.words import Word
+
+SYSTEM_DIRS = names(
+    "/bin /usr/bin /usr/local/bin /sbin /usr/sbin /usr/local/sbin /opt/homebrew/bin "
+    "/opt/homebrew/sbin"
+)
+SHELLS = names("sh bash zsh dash ksh mksh ash yash posh rbash")
+# Shells with another syntax: re-parsed as bash so denies see them, but floored.
+FOREIGN_SHELLS = names("fish csh tcsh nu elvish xonsh pwsh powershell")
+INTERPRETERS = names(
+    "python python2 python3 pypy pypy3 node nodejs bun deno perl ruby php lua luajit tclsh "
+    "wish R Rscript julia osascript irb groovy jshell scala awk gawk"
+)
+_PYTHON = re.compile(r"^(?:python|pypy)[0-9.]*$")
+_INLINE_CODE = {
+    "python": ("-c",),
+    "node": ("-e", "-p", "--eval", "--print"),
+    "nodejs": ("-e", "-p", "--eval", "--print"),
+    "bun": ("-e", "--eval", "-p", "--print"),
+    "deno": ("eval",),
+    "perl": ("-e", "-E"),
+    "ruby": ("-e",),
+    "php": ("-r",),
+    "lua": ("-e",),
+    "luajit": ("-e",),
+    "Rscript": ("-e",),
+    "julia": ("-e", "--eval"),
+    "osascript": ("-e",),
+}
+INLINE_INTERPRETERS = frozenset(_INLINE_CODE)
+STDIN_FILES = names("- /dev/stdin /dev/fd/0 /proc/self/fd/0")
+
+# Environment variables that make an ordinary command run other code or look elsewhere.
+DANGEROUS_VARIABLES = names(
+    "PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV IFS PS4 SHELLOPTS BASHOPTS "
+    "PROMPT_COMMAND CDPATH HOME PWD OLDPWD PYTHONPATH PYTHONSTARTUP PYTHONHOME PYTHONINSPECT "
+    "NODE_OPTIONS NODE_PATH PERL5OPT PERL5LIB PERLLIB RUBYOPT RUBYLIB GIT_SSH GIT_SSH_COMMAND "
+    "GIT_EXTERNAL_DIFF GIT_PAGER GIT_EDITOR GIT_ASKPASS GIT_EXEC_PATH GIT_DIR GIT_WORK_TREE "
+    "GIT_TEMPLATE_DIR GIT_PROXY_COMMAND PAGER EDITOR VISUAL MANPAGER LESSOPEN LESSCLOSE BROWSER "
+    "SSH_ASKPASS SUDO_ASKPASS TAR_OPTIONS GREP_OPTIONS MAKEFLAGS RUSTC_WRAPPER "
+    "CARGO_BUILD_RUSTC_WRAPPER npm_config_script_shell JAVA_TOOL_OPTIONS _JAVA_OPTIONS ZDOTDIR "
+    "BASH_LOADABLES_PATH GCONV_PATH HOSTALIASES"
+)
+_DANGEROUS_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG", "BASH_FUNC_")
+
+
+def dangerous_variable(name: str) -> bool:
+    return name in DANGEROUS_VARIABLES or name.startswith(_DANGEROUS_PREFIXES)
+
+
+def program_name(word: Word) -> str | None:
+    """The name a program is recognised by: a bare static name, or one in a system dir.
+
+    `./timeout` is someone's script, not timeout(1): it is never seen through.
+    """
+    if word.dynamic is not None:
+        return None
+    text = word.text
+    if "/" not in text:
+        return text
+    directory, _, name = text.rpartition("/")
+    return name if (directory or "/") in SYSTEM_DIRS else None
+
+
+def is_interpreter(name: str) -> bool:
+    return name in INTERPRETERS or bool(_PYTHON.match(name))
+
+
+def scan_shell(args: Sequence[Word]) -> tuple[bool, Word | None, bool] | None:
+    """A shell's arguments: (has -c, the script or script-file operand, reads stdin).
+
+    None when an option cannot be read (built at run time).
+    """
+    has_c = stdin = False
+    i, n = 0, len(args)
+    while i < n:
+        text = args[i].text
+        if args[i].dynamic is not None and text.startswith(("-", "+")):
+            return None
+        if text in ("--", "-"):
+            i += 1
+            break
+        if text in ("--rcfile", "--init-file"):
+            i += 2
+            continue
+        if text.startswith("--"):
+            i += 1
+            continue
+        if len(text) > 1 and text[0] in "-+":
+            letters = text[1:]
+            if text[0] == "-":
+                has_c = has_c or "c" in letters
+                stdin = stdin or "s" in letters
+            if letters[-1] in "oO":
+                i += 1  # -o pipefail, +O extglob
+            i += 1
+            continue
+        break
+    script = args[i] if i < n else None
+    if script is None and not has_c:
+        stdin = True
+    return has_c, script, stdin
+
+
+def reads_script_from_stdin(argv: Sequence[Word]) -> bool:
+    """A shell or interpreter that takes its program from standard input."""
+    if not argv:
+        return False
+    name = program_name(argv[0])
+    if name is None:
+        return False
+    args = argv[1:]
+    if name in SHELLS or name in FOREIGN_SHELLS:
+        result = scan_shell(args)
+        if result is None:
+            return False
+        _, script, stdin = result
+        return stdin or (script is not None and script.text in STDIN_FILES)
+    if not is_interpreter(name):
+        return False
+    key = "python" if _PYTHON.match(name) else name
+    inline = _INLINE_CODE.get(key, ())
+    for word in args:
+        text = word.text
+        if text in inline or any(text.startswith(o) and len(o) == 2 for o in inline):
+            return False
+        if key == "python" and text.startswith("-m"):
+            return False
+        if not text.startswith("-") or text == "-":
+            return text in STDIN_FILES
+    return True
+
+
+def interpreter_context(name: str, argv: Sequence[Word]) -> str | None:
+    """`python -c`, `node -e` …: recorded as the unit's context."""
+    key = "python" if _PYTHON.match(name) else name
+    for option in _INLINE_CODE.get(key, ()):
+        for word in argv[1:]:
+            if word.text == option or (len(option) == 2 and word.text.startswith(option)):
+                return f"{name} {option}"
+    return None

@@ -1,0 +1,99 @@
+"""Redirects: which files a command reads and writes, and what arrives on its stdin."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from askgate.policy.shell.base import NO_REDIRECTS, Base, Frame, Redirects
+from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.words import Node, Word
+
+
+class RedirectMixin(Base):
+    # -- redirects --------------------------------------------------------------
+
+    def redirects(self, nodes: Sequence[Node], state: Cwd, frame: Frame) -> Redirects:
+        if not nodes:
+            return NO_REDIRECTS
+        result = Redirects()
+        for node in nodes:
+            if node.type == "file_redirect":
+                self.file_redirect(node, state, frame, result)
+            elif node.type == "heredoc_redirect":
+                self.heredoc(node, state, frame, result)
+            elif node.type == "herestring_redirect":
+                parts = [c for c in node.children if c.is_named and c.type != "file_descriptor"]
+                if parts:
+                    word = self.words(parts, state, frame, "assign")[0]
+                    result.stdin, result.stdin_text = "herestring", word.text
+        return result
+
+    def file_redirect(self, node: Node, state: Cwd, frame: Frame, result: Redirects) -> None:
+        operators: list[str] = []
+        descriptor: str | None = None
+        destinations: list[Node] = []
+        for child in node.children:
+            kind = child.type
+            if not child.is_named:
+                operators.append(kind)
+            elif kind == "file_descriptor":
+                descriptor = self.text(child)
+            elif kind == "ERROR":
+                if b">" in child.text:
+                    operators.append("<>")  # tree-sitter does not know `<>`
+            else:
+                destinations.append(child)
+        if not destinations:
+            return
+        for target_nodes in self.group(destinations):
+            word = self.builder(state, frame).build(target_nodes)
+            if len(target_nodes) == 1 and target_nodes[0].type == "process_substitution":
+                if "<" in operators or "<>" in operators:
+                    result.stdin = "pipe"
+                continue
+            if ">&" in operators or "<&" in operators:
+                if word.static and (word.text.isdigit() or word.text in ("-", "")):
+                    continue  # duplicating or closing a descriptor
+                if "<&" in operators:
+                    continue
+            if not word.static:
+                result.floors.append(f"redirect target `{word.source}` is only known at run time")
+            if "<>" in operators:
+                result.reads.append(word.text)
+                result.writes.append(word.text)
+            elif "<" in operators:
+                result.reads.append(word.text)
+                if descriptor in (None, "0"):
+                    result.stdin = "file"
+            else:
+                result.writes.append(word.text)
+
+    def heredoc(self, node: Node, state: Cwd, frame: Frame, result: Redirects) -> None:
+        quoted = False
+        for child in node.children:
+            kind = child.type
+            if kind == "heredoc_start":
+                quoted = any(q in child.text for q in (b"'", b'"', b"\\"))
+            elif kind == "file_redirect":
+                self.file_redirect(child, state, frame, result)
+            elif kind == "heredoc_body":
+                result.stdin, result.stdin_text = "heredoc", self.text(child)
+                if not quoted:
+                    self.heredoc_body(child, state, frame)
+            elif kind == "pipeline":
+                for stage in child.named_children:
+                    result.trailing.append((stage, True))
+            elif child.is_named and kind not in ("heredoc_end", "ERROR", "comment"):
+                result.trailing.append((child, False))
+
+    def heredoc_body(self, body: Node, state: Cwd, frame: Frame) -> None:
+        """Substitutions in an unquoted heredoc run; tree-sitter leaves backticks as text."""
+        heredoc_frame = frame._replace(context="heredoc")
+        for child in body.named_children:
+            if child.type != "heredoc_content":
+                self.nested(child, "heredoc", state, heredoc_frame)
+        text = self.text(body)
+        for match in re.finditer(r"`((?:[^`\\]|\\.)*)`", text, re.DOTALL):
+            inner = re.sub(r"\\([`$\\])", r"\1", match.group(1))
+            self.reparse(Word(inner, inner), "heredoc", heredoc_frame, state.copy())

@@ -1,0 +1,163 @@
+"""Commands that run other commands but are matched as written.
+
+Two kinds, both only ever make a unit stricter:
+
+* runners (`uv run pytest`, `npx prettier`, `docker exec box rm -rf /` …) keep their
+  written form as the primary form, so an allow such as `uv run *` still works, and
+  get the inner command as an alternate, so a deny such as `rm -rf /*` sees it;
+* options that make an ordinary tool run a program (`tar --to-command`, `rsync -e`,
+  `vim -c`, awk's `system()`, sed's `e` command) floor the unit to ask.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from askgate.policy.shell.words import Word
+
+# (words after the program name that introduce the inner command, options taking a value)
+_RUNNERS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
+    "uv": (("run",), frozenset({"--with", "--python", "-p", "--package", "--directory",
+                                "--project", "--env-file", "--extra", "--group", "--index"})),
+    "uvx": ((), frozenset({"--with", "--python", "-p", "--from", "--index"})),
+    "poetry": (("run",), frozenset({"-C", "--directory", "-P", "--project"})),
+    "pipenv": (("run",), frozenset()),
+    "pdm": (("run",), frozenset({"-p", "--project"})),
+    "hatch": (("run",), frozenset({"-e", "--env"})),
+    "pipx": (("run",), frozenset({"--spec", "--python"})),
+    "npx": ((), frozenset({"-p", "--package"})),
+    "bunx": ((), frozenset({"-p", "--package"})),
+    "pnpm": (("exec",), frozenset({"-C", "--dir", "--filter", "-F"})),
+    "npm": (("exec",), frozenset({"-p", "--package", "-w", "--workspace", "--prefix"})),
+    "yarn": (("exec",), frozenset()),
+    "bundle": (("exec",), frozenset({"--gemfile"})),
+    "direnv": (("exec",), frozenset()),  # direnv exec DIR cmd: DIR is the first operand
+    "mise": (("exec",), frozenset({"-C", "--cd", "-E", "--env", "-j", "--jobs"})),
+    "devbox": (("run",), frozenset({"-c", "--config", "-e", "--env", "--env-file"})),
+    "nix": (("develop", "-c"), frozenset()),
+    "docker": (("exec",), frozenset({"-e", "--env", "-u", "--user", "-w", "--workdir",
+                                     "--env-file", "--detach-keys"})),
+    "podman": (("exec",), frozenset({"-e", "--env", "-u", "--user", "-w", "--workdir",
+                                     "--env-file", "--detach-keys"})),
+    "kubectl": (("exec",), frozenset({"-c", "--container", "-n", "--namespace",
+                                      "--context", "--kubeconfig"})),
+}  # fmt: skip
+# Runners whose first operand is not the command (a directory, a container, a pod).
+_SKIP_OPERAND = frozenset({"direnv", "docker", "podman", "kubectl"})
+# Runners whose inner command runs somewhere else: its paths are not ours.
+REMOTE_RUNNERS = frozenset({"docker", "podman", "kubectl"})
+
+
+def runner_inner(name: str, args: Sequence[Word]) -> list[Word] | None:
+    """The command a runner starts, for deny matching; None when name is not a runner."""
+    spec = _RUNNERS.get(name)
+    if spec is None:
+        return None
+    prefix, valued = spec
+    words = list(args)
+    for expected in prefix:
+        # `nix develop -c`, `uv run` …: everything before the prefix word is options.
+        while words and words[0].text != expected and words[0].text.startswith("-"):
+            words = words[1:]
+        if not words or words[0].text != expected:
+            return None
+        words = words[1:]
+    skip_operand = name in _SKIP_OPERAND
+    while words:
+        text = words[0].text
+        if text == "--":
+            words = words[1:]
+            break
+        if text.startswith("-"):
+            words = words[2:] if text in valued else words[1:]
+            continue
+        if skip_operand:
+            skip_operand = False
+            words = words[1:]
+            continue
+        break
+    return words or None
+
+
+_EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
+    "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
+            "-F", "--new-volume-script", "--rsh-command", "--rmt-command"),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "scp": ("-S",),
+    "sftp": ("-S", "-D"),
+    "zip": ("-TT", "--unzip-command"),
+    "sort": ("--compress-program",),
+    "man": ("-P", "--pager", "-H", "--html"),
+    "wget": ("-e", "--execute", "--use-askpass"),
+    "tcpdump": ("-z",),
+}  # fmt: skip
+_EDITORS = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim"})
+_EDITOR_OPTIONS = ("-c", "--cmd", "-S", "-s", "-u", "--startuptime")
+_SSH_LIKE = frozenset({"scp", "sftp", "rsync"})
+_LOCAL_COMMAND_KEYS = ("proxycommand", "localcommand", "knownhostscommand", "permitlocalcommand")
+_SED_EXEC = re.compile(
+    r"(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/)?(?:,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/))?"
+    r"\s*!?\s*[ewWrR](?:\s|;|$)"
+    r"|s(.)(?:(?!\1)[^\\]|\\.)*\1(?:(?!\1)[^\\]|\\.)*\1[gpIiMm0-9]*[ew]"
+)
+_AWK_EXEC = re.compile(r'\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;}]*\|\s*"')
+
+
+def exec_option_floor(name: str, args: Sequence[Word]) -> str | None:
+    """Why `name args` runs another program through an option, or None."""
+    prefixes = _EXEC_OPTIONS.get(name)
+    if prefixes is not None:
+        for word in args:
+            if word.text.startswith("-") and word.text.startswith(prefixes):
+                return f"{name} {word.text.split('=')[0]} runs another program"
+    if name in _SSH_LIKE:
+        for index, word in enumerate(args):
+            value = word.text[2:] if word.text.startswith("-o") else ""
+            if word.text == "-o" and index + 1 < len(args):
+                value = args[index + 1].text
+            if value.lower().startswith(_LOCAL_COMMAND_KEYS):
+                return f"{name} -o {value.split('=')[0]} runs a local command"
+    elif name in _EDITORS:
+        for word in args:
+            text = word.text
+            if text.startswith(_EDITOR_OPTIONS) or (
+                text.startswith("+") and not text[1:].isdigit()
+            ):
+                return f"{name} {text} runs editor commands, which can run shell commands"
+    elif name in ("awk", "gawk", "mawk", "nawk"):
+        for program in _programs(args, ("-f", "--file", "-e", "--source"), "fvFileE"):
+            if _AWK_EXEC.search(program):
+                return "the awk program runs commands"
+    elif name in ("sed", "gsed"):
+        for script in _programs(args, ("-e", "--expression", "-f", "--file"), "efl"):
+            if _SED_EXEC.search(script):
+                return "the sed script runs commands or reads/writes other files (e, r, w)"
+    elif name == "less" and any(w.text.startswith("+!") for w in args):
+        return "less +! runs a command"
+    return None
+
+
+def _programs(args: Sequence[Word], program_options: tuple[str, ...], valued: str) -> list[str]:
+    """The program text of awk/sed: -e values, else the first operand."""
+    found: list[str] = []
+    operand: str | None = None
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if text in program_options and index + 1 < len(args):
+            if text in ("-e", "--expression", "--source"):
+                found.append(args[index + 1].text)
+            index += 2
+            if text in ("-f", "--file"):
+                found.append("")  # a program file: the first operand is data
+            continue
+        if text.startswith("-") and len(text) == 2 and text[1] in valued:
+            index += 2
+            continue
+        if not text.startswith("-") and operand is None:
+            operand = text
+        index += 1
+    if not found and operand is not None:
+        found.append(operand)
+    return found

@@ -1,0 +1,438 @@
+"""The statement walker: every place in a bash syntax tree where a command can run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from askgate.policy.model import Unit
+from askgate.policy.shell.argv import names
+from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, in_context
+from askgate.policy.shell.builtins import BuiltinMixin
+from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.words import Node, Word
+
+MAX_REPARSE_DEPTH = 6
+SWEEP_BUDGET_SECONDS = 0.25
+MAX_NESTING = 60
+
+_SUBSTITUTIONS = names("command_substitution process_substitution")
+_WORD_LIKE = names(
+    "word string raw_string ansi_c_string translated_string concatenation simple_expansion "
+    "expansion command_substitution process_substitution arithmetic_expansion "
+    "brace_expression number"
+)
+
+Parse = Callable[[bytes], Node]  # bytes -> root node
+
+
+def _flatten_list(node: Node) -> list[Node]:
+    """The statements of a (left- or right-nested) list, in order."""
+    items: list[Node] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "list":
+            named = [c for c in current.children if c.is_named and c.type != "comment"]
+            stack.extend(reversed(named))
+        else:
+            items.append(current)
+    return items
+
+
+class Sink:
+    """Everything one analysis collects; shared by the walkers of re-parsed strings."""
+
+    __slots__ = ("cwd_functions", "find_commands", "floors", "parse", "units")
+
+    def __init__(self, parse: Parse, find_commands: Callable[[Node], list[Node] | None]) -> None:
+        self.units: list[Unit] = []
+        self.floors: list[str] = []
+        self.cwd_functions: set[str] = set()
+        self.parse = parse
+        self.find_commands = find_commands
+
+
+class Walker(BuiltinMixin):
+    """Walks one parsed source (the command, or a string re-parsed from it) into units.
+
+    `state` (a Cwd) flows through a sequence of statements and is copied where bash
+    forks (subshells, pipeline stages, substitutions, background jobs); `frame` carries
+    what the surroundings impose (context, floors, inherited redirects).
+    """
+
+    def __init__(self, sink: Sink, src: bytes) -> None:
+        self.sink = sink
+        self.src = src
+        self.visited: set[int] = set()
+        self.nesting = 0
+        self.piped_text: str | None = None
+        self.shallow = False  # set by sweep(): substitutions are handled one by one
+
+    # -- entry points -------------------------------------------------------------
+
+    def program(self, root: Node, state: Cwd, frame: Frame) -> None:
+        self.statements(root, state, frame)
+
+    def reparse(self, script: Word, context: str, frame: Frame, state: Cwd) -> int:
+        """Analyse a string that a wrapper runs as shell source (`bash -c`, `eval` …)."""
+        if frame.depth >= MAX_REPARSE_DEPTH:
+            self.sink.floors.append("commands nested in strings too deeply to analyse")
+            return 0
+        text = script.text
+        if not text.strip():
+            return 0
+        src = text.encode("utf-8", "replace")
+        root = self.sink.parse(src)
+        inner_frame = frame._replace(depth=frame.depth + 1, context=context)
+        if root.has_error:
+            reason = f"the string run by {context} does not parse cleanly"
+            inner_frame = inner_frame._replace(
+                floor=f"{frame.floor}; {reason}" if frame.floor else reason
+            )
+        before = len(self.sink.units)
+        walker = Walker(self.sink, src)
+        walker.program(root, state, inner_frame)
+        walker.sweep(root, state, inner_frame)
+        return len(self.sink.units) - before
+
+    def sweep(self, root: Node, state: Cwd, frame: Frame) -> None:
+        """Safety net: a command the walk did not reach still becomes a unit (floored)."""
+        visited = self.visited
+        found = self.sink.find_commands(root)
+        if found is None:
+            self.sink.floors.append("the command is too complex to check completely")
+            return
+        missed = [n for n in found if n.id not in visited]
+        if not missed:
+            return
+        missed.sort(key=lambda n: (n.start_byte, -n.end_byte))
+        reason = "a command in a place the analyser does not model"
+        floor = f"{frame.floor}; {reason}" if frame.floor else reason
+        # Every missed command is in `missed` itself: do not descend again (that would
+        # make deeply nested input quadratic).
+        self.shallow = True
+        deadline = time.monotonic() + SWEEP_BUDGET_SECONDS
+        for index, node in enumerate(missed):
+            if index % 64 == 63 and time.monotonic() > deadline:
+                self.sink.floors.append("the command is too complex to check completely")
+                return
+            if node.id not in visited:
+                self.statement(node, Cwd(state.path, state.unknown), frame._replace(floor=floor))
+
+    # -- statements ---------------------------------------------------------------
+
+    def statements(self, parent: Node, state: Cwd, frame: Frame, piped: bool = False) -> None:
+        children = parent.children
+        count = len(children)
+        for index, child in enumerate(children):
+            if not child.is_named:
+                continue
+            background = index + 1 < count and children[index + 1].type == "&"
+            self.statement(child, state.copy() if background else state, frame, piped)
+
+    def statement(
+        self,
+        node: Node,
+        state: Cwd,
+        frame: Frame,
+        piped: bool = False,
+        tail: Sequence[Node] = (),
+    ) -> None:
+        if self.nesting >= MAX_NESTING:
+            self.sink.floors.append("the command nests too deeply to analyse")
+            return
+        self.nesting += 1
+        try:
+            self._dispatch(node, state, frame, piped, tail)
+        finally:
+            self.nesting -= 1
+
+    def _dispatch(
+        self, node: Node, state: Cwd, frame: Frame, piped: bool, tail: Sequence[Node]
+    ) -> None:
+        kind = node.type
+        if kind == "command":
+            self.command(node, state, frame, tail, piped)
+        elif kind == "redirected_statement":
+            self.redirected(node, state, frame, piped, tail)
+        elif kind == "list":
+            # Flattened without recursion: a chain of a thousand `&&` is a thousand units,
+            # not a thousand levels of nesting.
+            items = _flatten_list(node)
+            for index, child in enumerate(items):
+                last = index == len(items) - 1
+                self.statement(child, state, frame, piped, tail if last else ())
+        elif kind == "pipeline":
+            self.pipeline(node, state, frame, piped, tail)
+        elif kind == "subshell":
+            frame = self.inherit(tail, state, frame)
+            self.statements(node, state.copy(), in_context(frame, "subshell"), piped)
+        elif kind == "compound_statement":
+            frame = self.inherit(tail, state, frame)
+            if node.child_count and node.children[0].type == "((":
+                self.arithmetic(node, state, frame)
+            else:
+                self.statements(node, state, frame, piped)
+        elif kind in ("negated_command", "do_group", "else_clause"):
+            named = [c for c in node.children if c.is_named and c.type != "comment"]
+            for index, child in enumerate(named):
+                last = index == len(named) - 1
+                self.statement(child, state, frame, piped, tail if last else ())
+        elif kind == "if_statement":
+            self.if_statement(node, state, self.inherit(tail, state, frame), piped)
+        elif kind in ("while_statement", "for_statement", "c_style_for_statement"):
+            self.loop(node, state, self.inherit(tail, state, frame), piped)
+        elif kind == "case_statement":
+            self.case_statement(node, state, self.inherit(tail, state, frame), piped)
+        elif kind == "function_definition":
+            self.function(node, state, frame)
+        elif kind in ("variable_assignment", "variable_assignments"):
+            self.bare_assignments(node, state, frame, tail)
+        elif kind == "declaration_command":
+            self.declaration(node, state, frame, tail)
+        elif kind == "unset_command":
+            self.unset(node, state, frame, tail)
+        elif kind == "test_command":
+            self.test(node, state, frame, tail)
+        elif kind in REDIRECT_TYPES:
+            self.redirect_only([node, *tail], state, frame)
+        elif kind in ("comment", "heredoc_end", "heredoc_start"):
+            pass
+        elif kind in _SUBSTITUTIONS:
+            self.nested(node, node.type.replace("_", " "), state, frame)
+        else:
+            self.loose(node, state, frame, piped)
+
+    def redirected(
+        self, node: Node, state: Cwd, frame: Frame, piped: bool, tail: Sequence[Node]
+    ) -> None:
+        body = node.child_by_field_name("body")
+        redirects = [c for c in node.children if c.type in REDIRECT_TYPES]
+        redirects.extend(tail)
+        if body is None:
+            self.redirect_only(redirects, state, frame)
+        elif body.type == "command":
+            self.command(body, state, frame, redirects, piped)
+        elif body.type in ("list", "pipeline", "redirected_statement", "negated_command"):
+            # tree-sitter hangs `a && b > f` on the whole list; bash gives it to `b`.
+            self.statement(body, state, frame, piped, redirects)
+        else:
+            self.statement(body, state, self.inherit(redirects, state, frame), piped)
+
+    def inherit(self, redirects: Sequence[Node], state: Cwd, frame: Frame) -> Frame:
+        """Redirects of a compound statement belong to every command inside it."""
+        if not redirects:
+            return frame
+        info = self.redirects(redirects, state, frame)
+        floor = frame.floor
+        if info.floors:
+            reason = "; ".join(info.floors)
+            floor = f"{floor}; {reason}" if floor else reason
+        for trailing, is_piped in info.trailing:
+            self.statement(trailing, state.copy(), frame, piped=is_piped)
+        return frame._replace(
+            reads=frame.reads + tuple(info.reads),
+            writes=frame.writes + tuple(info.writes),
+            floor=floor,
+        )
+
+    def redirect_only(self, redirects: Sequence[Node], state: Cwd, frame: Frame) -> None:
+        info = self.redirects(redirects, state, frame)
+        text = " ".join(" ".join(self.text(r).split()) for r in redirects)
+        self.add_unit(text, (), info.reads, info.writes, info.floors, frame, state)
+        for trailing, is_piped in info.trailing:
+            self.statement(trailing, state.copy(), frame, piped=is_piped)
+
+    def pipeline(
+        self, node: Node, state: Cwd, frame: Frame, piped: bool, tail: Sequence[Node]
+    ) -> None:
+        stages = [c for c in node.children if c.is_named and c.type != "comment"]
+        if frame.context == "command":
+            frame = in_context(frame, "pipeline")
+        previous_output: str | None = None
+        for index, stage in enumerate(stages):
+            last = index == len(stages) - 1
+            self.piped_text = previous_output if index > 0 else None
+            # Every stage runs in its own subshell: a cd there does not leak.
+            self.statement(stage, state.copy(), frame, piped or index > 0, tail if last else ())
+            self.piped_text = None
+            previous_output = self.static_output(stage) if not last else None
+
+    def static_output(self, stage: Node) -> str | None:
+        """What `echo 'literal'`, `printf 'literal'` or `cat <<EOF` print, when it is fixed."""
+        if not self.src.startswith((b"echo", b"printf", b"cat"), stage.start_byte):
+            return None
+        body = stage.child_by_field_name("body") if stage.type == "redirected_statement" else stage
+        if body is None or body.type != "command":
+            return None
+        name = body.child_by_field_name("name")
+        if name is None or name.text not in (b"echo", b"printf", b"cat"):
+            return None
+        argv = self.words([c for c in body.children if c.is_named and c.type != "command_name"
+                           and c.type not in REDIRECT_TYPES], Cwd(), Frame())  # fmt: skip
+        if any(not w.static for w in argv):
+            return None
+        if name.text == b"cat":
+            if argv:
+                return None
+            heredocs = [c for c in stage.children if c.type in ("heredoc_redirect",
+                                                                "herestring_redirect")]  # fmt: skip
+            if len(heredocs) != 1:
+                return None
+            info = self.redirects(heredocs, Cwd(), Frame())
+            return info.stdin_text
+        return " ".join(w.text for w in argv if not w.text.startswith("-"))
+
+    # -- control flow -------------------------------------------------------------
+
+    def if_statement(self, node: Node, state: Cwd, frame: Frame, piped: bool) -> None:
+        branches: list[Cwd] = []
+        current: Cwd | None = None
+        has_else = False
+        children = node.children
+        for index, child in enumerate(children):
+            if not child.is_named or child.type == "comment":
+                continue
+            if node.field_name_for_child(index) == "condition":
+                self.statement(child, state, frame)
+            elif child.type in ("elif_clause", "else_clause"):
+                branch = state.copy()
+                has_else = has_else or child.type == "else_clause"
+                self.clause(child, branch, frame, piped)
+                branches.append(branch)
+            else:
+                if current is None:
+                    current = state.copy()
+                    branches.append(current)
+                self.statement(child, current, frame, piped)
+        if not has_else:
+            branches.append(state.copy())
+        state.merge(branches)
+
+    def clause(self, node: Node, state: Cwd, frame: Frame, piped: bool) -> None:
+        for child in node.children:
+            if child.is_named and child.type != "comment":
+                self.statement(child, state, frame, piped)
+
+    def case_statement(self, node: Node, state: Cwd, frame: Frame, piped: bool) -> None:
+        branches: list[Cwd] = []
+        for index, child in enumerate(node.children):
+            if node.field_name_for_child(index) == "value":
+                self.words([child], state, frame, "pattern")
+            elif child.type == "case_item":
+                branch = state.copy()
+                for item_index, part in enumerate(child.children):
+                    if not part.is_named or part.type == "comment":
+                        continue
+                    if child.field_name_for_child(item_index) == "value":
+                        self.words([part], state, frame, "pattern")
+                    else:
+                        self.statement(part, branch, frame, piped)
+                branches.append(branch)
+        branches.append(state.copy())
+        state.merge(branches)
+
+    def loop(self, node: Node, state: Cwd, frame: Frame, piped: bool) -> None:
+        """A cd inside a loop moves every later iteration: walk again with the cwd unknown."""
+        before = state.copy()
+        units_mark, floors_mark = len(self.sink.units), len(self.sink.floors)
+        self.loop_parts(node, state, frame, piped)
+        if not state.same(before):
+            del self.sink.units[units_mark:]
+            del self.sink.floors[floors_mark:]
+            state.assign(before)
+            state.lose("runs in a loop that changes directory")
+            self.loop_parts(node, state, frame, piped)
+
+    def loop_parts(self, node: Node, state: Cwd, frame: Frame, piped: bool) -> None:
+        if node.type == "c_style_for_statement":
+            header = [c for c in node.children if c.type != "do_group" and c.is_named]
+            for part in header:
+                self.nested(part, "arithmetic", state, frame)
+            close = next((c for c in node.children if c.type == "))"), None)
+            end = close.end_byte if close is not None else node.end_byte
+            text = " ".join(self.src[node.start_byte : end].decode("utf-8", "replace").split())
+            reason = "arithmetic loops evaluate variables, which can run commands"
+            self.add_unit(text, (), (), (), [reason], frame, state, "arithmetic")
+        for index, child in enumerate(node.children):
+            kind = child.type
+            if kind == "select":
+                self.sink.floors.append("select is not analysed")
+            if not child.is_named or kind == "comment":
+                continue
+            field = node.field_name_for_child(index)
+            if node.type == "c_style_for_statement" and kind != "do_group":
+                continue
+            if field == "value":
+                self.words([child], state, frame)
+            elif field == "variable":
+                continue
+            else:
+                self.statement(child, state, frame, piped)
+
+    def function(self, node: Node, state: Cwd, frame: Frame) -> None:
+        """A function body's commands are units where it is defined (calls are not traced)."""
+        name_node = node.child_by_field_name("name")
+        name = self.text(name_node) if name_node is not None else ""
+        body = node.child_by_field_name("body")
+        body_state = state.copy()
+        redirects = [c for c in node.children if c.type in REDIRECT_TYPES]
+        inner = self.inherit(redirects, state, frame._replace(context="function"))
+        if body is not None:
+            self.statement(body, body_state, inner)
+        if not body_state.same(state) and name:
+            self.sink.cwd_functions.add(name)
+
+    def loose(self, node: Node, state: Cwd, frame: Frame, piped: bool) -> None:
+        """ERROR nodes and other debris: walk statements, and make the stray words a unit."""
+        pending: list[Node] = []
+        children = [node] if node.type in _WORD_LIKE else node.children
+
+        def flush() -> None:
+            if not pending:
+                return
+            words = self.words(pending, state, frame)
+            pending.clear()
+            words = [w for w in words if w.text.strip()]
+            if words:
+                reason = "part of a command that does not parse"
+                self.run(words, (), Redirects(), [reason], state, frame, piped)
+
+        for child in children:
+            kind = child.type
+            if kind == "command_name":
+                pending.extend(child.children)
+            elif kind in _WORD_LIKE:
+                pending.append(child)
+            else:
+                flush()
+                if child.is_named:
+                    self.statement(child, state, frame, piped)
+        flush()
+
+    # -- substitutions ----------------------------------------------------------------
+
+    def nested(self, node: Node, kind: str, state: Cwd, frame: Frame) -> None:
+        """Commands inside $( ), backticks, <( ), >( ), found anywhere under node."""
+        if self.shallow:
+            return
+        if node.type in _SUBSTITUTIONS:
+            if kind == "heredoc":
+                context = "heredoc"
+            elif node.type == "process_substitution":
+                context = "process substitution"
+            else:
+                context = "command substitution"
+            inner = frame._replace(context=context, alternates=(), reads=(), writes=())
+            # Commands in >( ) read what the outer command writes into the pipe.
+            piped = node.type == "process_substitution" and node.children[0].type == ">("
+            self.statements(node, state.copy(), inner, piped)
+            return
+        stack = list(reversed(node.children))
+        while stack:
+            child = stack.pop()
+            if child.type in _SUBSTITUTIONS:
+                self.nested(child, kind, state, frame)
+            elif child.child_count:
+                stack.extend(reversed(child.children))

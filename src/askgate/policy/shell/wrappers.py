@@ -1,0 +1,539 @@
+"""Commands that run other commands: seen through, re-parsed, or floored to ask.
+
+`peel(argv)` looks at argv[0] and, when it is a wrapper, says what it runs
+(`inner`), what it runs as shell source (`scripts`), which other commands it
+starts (`extra`, e.g. `find -exec`), whether it forces an ask (`floor`), and which
+paths and directory it touches itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from askgate.policy.shell.argv import names, scan
+from askgate.policy.shell.programs import FOREIGN_SHELLS, SHELLS, program_name, scan_shell
+from askgate.policy.shell.words import Word, synthetic
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+class Peel:
+    """What one wrapper layer does (see module docstring)."""
+
+    __slots__ = (
+        "assigned",
+        "cwd",
+        "extra",
+        "floor",
+        "inner",
+        "keep",
+        "option_words",
+        "reads",
+        "scripts",
+        "writes",
+    )
+
+    def __init__(self, inner: Sequence[Word] = (), floor: str | None = None) -> None:
+        self.inner: list[Word] = list(inner)
+        self.floor = floor
+        self.keep = False  # the wrapper stays a unit of its own
+        self.scripts: list[tuple[Word, str]] = []  # (shell source, context)
+        self.extra: list[tuple[list[Word], str]] = []  # (argv, context)
+        self.cwd: list[Word] = []
+        self.reads: list[str] = []
+        self.writes: list[str] = []
+        self.option_words: list[Word] = []  # scanned for path-looking words
+        self.assigned: list[str] = []
+
+    def add_floor(self, reason: str) -> None:
+        self.floor = reason if self.floor is None else f"{self.floor}; {reason}"
+
+
+Handler = Callable[[list[Word]], Peel | None]
+
+
+def _simple(
+    short_value: str = "",
+    long_value: str = "",
+    short_flags: str = "",
+    long_flags: str = "",
+    floor: str | None = None,
+    skip_operands: int = 0,
+) -> Handler:
+    """A wrapper of the form `name [options] [N fixed operands] command…`."""
+    long_values, long_flag_set = names(long_value), names(long_flags)
+
+    def handler(args: list[Word]) -> Peel:
+        result = scan(
+            args, short_value, long_values, short_flags=short_flags, long_flags=long_flag_set
+        )
+        peel = Peel(result.operands[skip_operands:], floor)
+        peel.option_words = result.option_words + result.operands[:skip_operands]
+        if result.unknown and floor is None:
+            # A transparent wrapper we cannot read might be hiding what it runs.
+            peel.add_floor(f"unrecognised option {result.unknown[0]} for a wrapper")
+        return peel
+
+    return handler
+
+
+def _joined(words: Sequence[Word]) -> Word:
+    """Several words handed to a shell as one string (ssh, watch, eval)."""
+    text = " ".join(w.text for w in words)
+    dynamic = next((w.dynamic for w in words if w.dynamic), None)
+    return Word(text, " ".join(w.source for w in words), dynamic)
+
+
+def _kept(floor: str | None = None) -> Peel:
+    peel = Peel((), floor)
+    peel.keep = True
+    return peel
+
+
+# -- transparent wrappers ---------------------------------------------------------
+
+
+def _env(args: list[Word]) -> Peel:
+    words = list(args)
+    while words and words[0].text == "-":
+        words = words[1:]
+    result = scan(
+        words,
+        "uCS",
+        names("--unset --chdir --split-string"),
+        short_flags="i0v",
+        long_flags=names("--ignore-environment --null --debug --list-signal-handling"),
+        optional_value=names("--block-signal --default-signal --ignore-signal"),
+    )
+    rest = result.operands
+    while rest and rest[0].text == "-":
+        rest = rest[1:]
+    peel = Peel()
+    peel.option_words = list(result.option_words)
+    if result.unknown:
+        peel.add_floor(f"unrecognised option {result.unknown[0]} for env")
+    peel.cwd = result.values("-C", "--chdir")
+    while rest and _ASSIGNMENT.match(rest[0].text):
+        peel.assigned.append(rest[0].text.split("=", 1)[0])
+        peel.option_words.append(rest[0])
+        rest = rest[1:]
+    split = result.values("-S", "--split-string")
+    if split:
+        peel.scripts.append((_joined([*split, *rest]), "env -S"))
+        peel.add_floor("env -S splits a string into a command")
+        return peel
+    peel.inner = rest
+    return peel
+
+
+def _timeout(args: list[Word]) -> Peel:
+    result = scan(
+        args,
+        "sk",
+        names("--signal --kill-after"),
+        short_flags="v",
+        long_flags=names("--preserve-status --foreground --verbose"),
+    )
+    peel = Peel(result.operands[1:])  # the first operand is the duration
+    peel.option_words = result.option_words + result.operands[:1]
+    if result.unknown:
+        peel.add_floor(f"unrecognised option {result.unknown[0]} for timeout")
+    return peel
+
+
+_nice_options = _simple("n", "--adjustment")
+
+
+def _nice(args: list[Word]) -> Peel:
+    if args and re.fullmatch(r"-\d+", args[0].text):
+        args = args[1:]  # nice -5 cmd
+    return _nice_options(args) or Peel()
+
+
+def _command(args: list[Word]) -> Peel:
+    result = scan(args, short_flags="pvV")
+    if result.has("-v", "-V"):
+        return _kept()  # only looks a name up
+    peel = Peel(result.operands)
+    if result.unknown:
+        peel.add_floor(f"unrecognised option {result.unknown[0]} for command")
+    return peel
+
+
+def _time(args: list[Word]) -> Peel:
+    result = scan(
+        args,
+        "fo",
+        names("--format --output"),
+        short_flags="pavq",
+        long_flags=names("--portability --append --verbose --quiet"),
+    )
+    peel = Peel(result.operands)
+    peel.writes = [w.text for w in result.values("-o", "--output")]
+    if result.unknown:
+        peel.add_floor(f"unrecognised option {result.unknown[0]} for time")
+    return peel
+
+
+def _busybox(args: list[Word]) -> Peel | None:
+    if not args or args[0].text.startswith("-"):
+        return None
+    return Peel(args)
+
+
+# -- privilege and opaque wrappers: seen through for denies, floored to ask ---------
+
+_SUDO_LONG = names(
+    "--close-from --chdir --group --host --prompt --chroot --role --command-timeout --type "
+    "--other-user --user"
+)
+
+
+def _sudo(args: list[Word]) -> Peel:
+    result = scan(args, "CDghpRrTtUu", _SUDO_LONG, optional_value=names("--preserve-env"))
+    peel = Peel(result.operands, "sudo runs the command with elevated privileges")
+    peel.option_words = result.option_words
+    while peel.inner and _ASSIGNMENT.match(peel.inner[0].text):
+        # sudo [VAR=value …] command: the environment it passes, not the command
+        peel.assigned.append(peel.inner[0].text.split("=", 1)[0])
+        peel.option_words.append(peel.inner.pop(0))
+    peel.cwd = result.values("-D", "--chdir")
+    if result.has("-e", "--edit"):
+        peel.inner = []
+        peel.keep = True
+        peel.writes = [w.text for w in result.operands]
+    return peel
+
+
+def _sudoedit(args: list[Word]) -> Peel:
+    peel = _kept("sudoedit edits files with elevated privileges")
+    peel.writes = [w.text for w in scan(args, "CDghpRrTtUu", permute=True).operands]
+    return peel
+
+
+def _xargs(args: list[Word]) -> Peel:
+    result = scan(
+        args,
+        "aEdILnPs",
+        names("--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"),
+        optional_value=names("-e -i -l --eof --replace --max-lines"),
+    )
+    inner = result.operands or [synthetic("echo")]
+    peel = Peel(inner, "xargs runs a command with arguments only known at run time")
+    peel.reads = [w.text for w in result.values("-a", "--arg-file")]
+    peel.option_words = result.option_words
+    return peel
+
+
+_FIND_EXEC = names("-exec -execdir -ok -okdir")
+
+
+def _find(args: list[Word]) -> Peel:
+    peel = _kept()
+    i, n = 0, len(args)
+    while i < n and args[i].text in ("-H", "-L", "-P"):
+        i += 1
+    while i < n and (args[i].text == "-D" or args[i].text.startswith("-O")):
+        i += 2 if args[i].text == "-D" else 1
+    while i < n and not args[i].text.startswith(("-", "(", "!", ")", ",")):
+        peel.reads.append(args[i].text)  # starting points
+        i += 1
+    while i < n:
+        text = args[i].text
+        if text in _FIND_EXEC:
+            j = i + 1
+            while j < n and args[j].text not in (";", "+"):
+                j += 1
+            if j > i + 1:
+                peel.extra.append((list(args[i + 1 : j]), f"find {text}"))
+            peel.add_floor(f"find {text} runs a command for every match")
+            i = j + 1
+            continue
+        if text == "-delete":
+            peel.add_floor("find -delete removes files")
+        elif text in ("-fprint", "-fprint0", "-fls", "-fprintf") and i + 1 < n:
+            peel.writes.append(args[i + 1].text)
+            i += 1
+        elif text == "-files0-from" and i + 1 < n:
+            peel.reads.append(args[i + 1].text)
+            i += 1
+        i += 1
+    return peel
+
+
+def _fd(args: list[Word]) -> Peel:
+    peel = _kept()
+    i, n = 0, len(args)
+    while i < n:
+        text = args[i].text
+        if text in ("-x", "--exec", "-X", "--exec-batch"):
+            j = i + 1
+            while j < n and args[j].text != ";":
+                j += 1
+            if j > i + 1:
+                peel.extra.append((list(args[i + 1 : j]), f"fd {text}"))
+            peel.add_floor(f"fd {text} runs a command for every match")
+            i = j
+        i += 1
+    return peel
+
+
+def _parallel(args: list[Word]) -> Peel:
+    result = scan(
+        args,
+        "jSaIdnNLCEPl",
+        names(
+            "--jobs --sshlogin --arg-file --replace --delimiter --colsep --joblog --results "
+            "--tmpdir --env --tagstring --halt --timeout --eof --max-procs --basefile --workdir "
+            "--sshloginfile"
+        ),
+    )
+    operands = result.operands
+    split = next((i for i, w in enumerate(operands) if w.text.startswith(":::")), len(operands))
+    command = operands[:split]
+    peel = Peel((), "parallel runs commands with arguments only known at run time")
+    peel.option_words = result.option_words
+    if command:
+        peel.scripts.append((_joined(command), "parallel"))
+    else:
+        peel.keep = True  # the arguments themselves are the commands
+        for word in operands[split:]:
+            if not word.text.startswith(":::"):
+                peel.scripts.append((word, "parallel"))
+    return peel
+
+
+def _watch(args: list[Word]) -> Peel:
+    result = scan(
+        args, "nq", names("--interval --equexit"), optional_value=names("-d --differences")
+    )
+    peel = Peel((), "watch runs its command repeatedly")
+    if result.has("-x", "--exec"):
+        peel.inner = result.operands
+    elif result.operands:
+        peel.scripts.append((_joined(result.operands), "watch"))
+    return peel
+
+
+def _flock(args: list[Word]) -> Peel:
+    result = scan(args, "wEc", names("--timeout --wait --conflict-exit-code --command"))
+    peel = Peel((), "flock runs a command under a lock")
+    operands = result.operands
+    if operands and not operands[0].text.isdigit():
+        peel.writes.append(operands[0].text)  # the lock file
+    scripts = result.values("-c", "--command")
+    if len(operands) > 2 and operands[1].text in ("-c", "--command"):
+        scripts.append(operands[2])  # flock FILE -c 'command'
+    if scripts:
+        peel.scripts.append((scripts[0], "flock -c"))
+    else:
+        peel.inner = operands[1:]
+    return peel
+
+
+def _ionice(args: list[Word]) -> Peel:
+    result = scan(args, "cnpPu", names("--class --classdata --pid --pgid --uid"))
+    if result.has("-p", "-P", "-u", "--pid", "--pgid", "--uid"):
+        return _kept("ionice changes the priority of running processes")
+    return Peel(result.operands, "ionice runs a command with another I/O priority")
+
+
+def _chroot(args: list[Word]) -> Peel:
+    result = scan(args, "", names("--userspec --groups"))
+    peel = Peel(result.operands[1:], "chroot runs a command in another root directory")
+    peel.reads = [w.text for w in result.operands[:1]]
+    peel.keep = not peel.inner
+    return peel
+
+
+def _su(args: list[Word]) -> Peel:
+    result = scan(
+        args,
+        "cCgGsw",
+        names("--command --session-command --group --supp-group --shell --whitelist-environment"),
+        permute=True,
+    )
+    peel = _kept("su runs a command as another user")
+    for script in result.values("-c", "--command", "-C", "--session-command"):
+        peel.scripts.append((script, "su -c"))
+    return peel
+
+
+_SSH_LOCAL = ("proxycommand", "localcommand", "knownhostscommand", "permitlocalcommand")
+
+
+def _ssh(args: list[Word]) -> Peel:
+    result = scan(args, "BbcDEeFIiJLlmOoPpQRSWw")
+    peel = _kept()
+    peel.reads = [w.text for w in result.values("-F", "-i")]
+    peel.writes = [w.text for w in result.values("-E")]
+    for value in result.values("-o"):
+        if value.text.lower().startswith(_SSH_LOCAL):
+            peel.add_floor(f"ssh option {value.text.split('=')[0]} runs a local command")
+    if result.has("-F"):
+        peel.add_floor("ssh -F reads a config that can run local commands")
+    remote = result.operands[1:]
+    if remote:
+        peel.scripts.append((_joined(remote), "ssh"))
+        peel.add_floor("ssh runs a command on another machine")
+    return peel
+
+
+def _script(args: list[Word]) -> Peel | None:
+    result = scan(
+        args,
+        "cEIOBTm",
+        names("--command --log-in --log-out --log-io --log-timing --echo --logging-format"),
+        permute=True,
+    )
+    scripts = result.values("-c", "--command")
+    if not scripts:
+        return None
+    peel = Peel((), "script runs a command in a pseudo-terminal")
+    peel.scripts.append((scripts[0], "script -c"))
+    peel.writes = [w.text for w in result.operands[:1]]
+    return peel
+
+
+def _strace(args: list[Word]) -> Peel:
+    result = scan(
+        args,
+        "abeEIoOpPsSuUX",
+        names("--output --trace --signal --attach --user --string-limit --env"),
+    )
+    peel = Peel(result.operands, "tracers run a command under ptrace")
+    peel.writes = [w.text for w in result.values("-o", "--output")]
+    peel.keep = not result.operands
+    return peel
+
+
+def _nsenter(args: list[Word]) -> Peel:
+    result = scan(
+        args,
+        "tSG",
+        names("--target --setuid --setgid"),
+        optional_value=names("-m -u -i -n -p -U -C -T -r -w"),
+    )
+    return Peel(result.operands, "nsenter runs a command in other namespaces")
+
+
+# -- strings run as shell source ---------------------------------------------------
+
+
+def _shell(args: list[Word]) -> Peel | None:
+    result = scan_shell(args)
+    if result is None:
+        return None
+    has_c, script, _ = result
+    if not has_c or script is None:
+        return None  # a script file or stdin: an ordinary unit
+    peel = Peel()
+    peel.scripts.append((script, "bash -c"))
+    if script.dynamic:
+        peel.add_floor(f"the script of a shell -c is built at run time: {script.dynamic}")
+    return peel
+
+
+def _foreign_shell(args: list[Word]) -> Peel | None:
+    peel = _shell(args)
+    if peel is not None:
+        peel.add_floor("a shell whose syntax is not analysed")
+    return peel
+
+
+def _eval(args: list[Word]) -> Peel:
+    peel = _kept("eval runs a string as a command")
+    if args:
+        peel.scripts.append((_joined(args), "eval"))
+    return peel
+
+
+def _source(args: list[Word]) -> Peel:
+    peel = _kept("source runs the commands of a file")
+    peel.reads = [w.text for w in args[:1]]
+    return peel
+
+
+def _alias(args: list[Word]) -> Peel | None:
+    definitions = [w for w in args if "=" in w.text and not w.text.startswith("-")]
+    if not definitions:
+        return None
+    peel = _kept("an alias changes what a later command runs")
+    for word in definitions:
+        value = word.text.split("=", 1)[1]
+        peel.scripts.append((Word(value, value, word.dynamic), "alias"))
+    return peel
+
+
+def _trap(args: list[Word]) -> Peel | None:
+    words = [w for w in args if w.text != "--"]
+    if len(words) < 2 or words[0].text in ("-l", "-p", "-"):
+        return None
+    peel = _kept("trap runs a string as a command later")
+    peel.scripts.append((words[0], "trap"))
+    return peel
+
+
+WRAPPERS: dict[str, Handler] = {
+    "env": _env,
+    "timeout": _timeout,
+    "gtimeout": _timeout,
+    "nice": _nice,
+    "nohup": _simple(long_flags="--help --version"),
+    "command": _command,
+    "builtin": lambda args: Peel(args),
+    "exec": _simple("a", short_flags="cl"),
+    "time": _time,
+    "stdbuf": _simple("ioe", "--input --output --error"),
+    "noglob": lambda args: Peel(args),
+    "busybox": _busybox,
+    "sudo": _sudo,
+    "sudoedit": _sudoedit,
+    "doas": _simple("uC", short_flags="nsL", floor="doas runs the command as another user"),
+    "pkexec": _simple("", "--user", floor="pkexec runs the command as another user"),
+    "run0": _simple(
+        "uDg",
+        "--user --chdir --group --unit --property --description --slice --nice --setenv",
+        floor="run0 runs the command as another user",
+    ),
+    "xargs": _xargs,
+    "find": _find,
+    "fd": _fd,
+    "fdfind": _fd,
+    "parallel": _parallel,
+    "watch": _watch,
+    "setsid": _simple(short_flags="cfw", floor="setsid runs the command in a new session"),
+    "flock": _flock,
+    "ionice": _ionice,
+    "chroot": _chroot,
+    "su": _su,
+    "runuser": _su,
+    "ssh": _ssh,
+    "script": _script,
+    "unbuffer": _simple(short_flags="p", floor="unbuffer runs the command in a pseudo-terminal"),
+    "nsenter": _nsenter,
+    "strace": _strace,
+    "ltrace": _strace,
+    "eval": _eval,
+    "source": _source,
+    ".": _source,
+    "trap": _trap,
+    "alias": _alias,
+    "coproc": lambda args: Peel(args, "coproc is not analysed precisely"),
+    "caffeinate": _simple("tw", short_flags="dimsu", floor="caffeinate runs a command"),
+    "chrt": _simple("T", skip_operands=1, floor="chrt runs a command with another scheduler"),
+    "taskset": _simple(short_flags="acp", skip_operands=1, floor="taskset runs a command"),
+}
+WRAPPERS.update(dict.fromkeys(SHELLS, _shell))
+WRAPPERS.update(dict.fromkeys(FOREIGN_SHELLS, _foreign_shell))
+
+
+def peel(argv: Sequence[Word]) -> Peel | None:
+    """One layer of wrapping around argv, or None when argv[0] is not a wrapper."""
+    if not argv:
+        return None
+    name = program_name(argv[0])
+    handler = WRAPPERS.get(name) if name is not None else None
+    return handler(list(argv[1:])) if handler is not None else None
