@@ -146,7 +146,9 @@ class Gate:
         covering = self._session_cover(decision)
         if covering is None:
             return decision
-        return _with_action(decision, Action.ALLOW, f"approved for this session ({covering})")
+        return msgspec.structs.replace(
+            decision, action=Action.ALLOW, reason=f"approved for this session ({covering})"
+        )
 
     # --- internals -----------------------------------------------------------------------
 
@@ -371,19 +373,6 @@ def _session_label(patterns: list[tuple[Surface, str]]) -> str | None:
         return None
     shown = ", ".join(f'{s} "{p}"' for s, p in patterns)
     return f"Yes, allow {shown} for this session"
-
-
-def _with_action(decision: Decision, action: Action, reason: str) -> Decision:
-    return Decision(
-        action=action,
-        reason=reason,
-        surface=decision.surface,
-        value=decision.value,
-        rule=decision.rule,
-        units=decision.units,
-        checks=decision.checks,
-        clamped=decision.clamped,
-    )
 
 
 def _failed(request_id: str, request: ToolRequest, why: str) -> Outcome:
