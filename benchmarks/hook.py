@@ -75,7 +75,7 @@ def _askgate_argv() -> list[str]:
     found = shutil.which("askgate")
     if found:
         return [found]
-    return [sys.executable, "-c", "import sys; from askgate.cli import main; sys.exit(main())"]
+    return [sys.executable, "-m", "askgate"]
 
 
 def _has(module: str, name: str) -> bool:

@@ -117,3 +117,35 @@ def test_malformed_tool_input_is_denied(tmp_path) -> None:
     proc = run_hook(hook_payload(tmp_path, tool="Read", file_path=42), tmp_path)
     out = json.loads(proc.stdout)["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
+
+
+def test_console_entry_runs_the_hook_without_the_full_cli(tmp_path) -> None:
+    """`python -m askgate hook claude-code` decides, and never loads argparse or rich:
+    the hook runs once per tool call, so its import path stays lean."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    script = (
+        "import io, json, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
+        "from askgate.entry import main\n"
+        "code = main(['hook', 'claude-code', '--config', sys.argv[2]])\n"
+        "names = ('argparse', 'rich', 'asyncio', 'watchfiles')\n"
+        "heavy = sorted(m for m in names if m in sys.modules)\n"
+        "print(json.dumps({'code': code, 'heavy': heavy}), file=sys.stderr)\n"
+    )
+    payload = json.dumps(hook_payload(tmp_path, command="git status"))
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "ASKGATE_AUDIT_LOG": "off",
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", script, payload, str(policy)],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
+    assert report == {"code": 0, "heavy": []}
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"

@@ -58,15 +58,14 @@ def parse_input(data: bytes) -> HookInput:
 
 
 def output(decision: str, reason: str) -> bytes:
-    return msgspec.json.encode(
-        {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": decision,
-                "permissionDecisionReason": reason[:MAX_REASON],
-            }
+    body = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason[:MAX_REASON],
         }
-    )
+    }
+    return msgspec.json.encode(body) + b"\n"
 
 
 def run(

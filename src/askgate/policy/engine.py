@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy
 
 MAX_VALUE_LENGTH = 100_000
+# Lookups are pure given the rules, so their results are remembered per value (a bounded
+# memo: cleared when full, never used for values so long that keeping them costs memory).
+_LOOKUP_CACHE_LIMIT = 8_192
+_LOOKUP_CACHE_VALUE_LIMIT = 1_024
+_STRICTNESS = {Action.ALLOW: 0, Action.ASK: 1, Action.DENY: 2}
 SHELL_RESERVED_WORDS = frozenset(
     {
         "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
@@ -60,6 +65,10 @@ class Policy:
         self.project_root = project_root
         self.rules = RuleSet(rules, home=self.home)
         self._refs: dict[int, RuleRef] = {}  # id(rule) -> its reported form
+        # (surface, value, agent) -> what _lookup answers; valid while the rule count holds.
+        self._lookups: dict[tuple[Surface, str, str | None], tuple[Action | None, Check | None]]
+        self._lookups = {}
+        self._lookups_rule_count = len(self.rules)
         self.default = default
         self.default_origin = default_origin
         self.yolo = yolo
@@ -126,6 +135,9 @@ class Policy:
         come back as ask with the reason."""
         surface = Surface(surface)
         cwd = cwd or self.project_root
+        if len(self.rules) != self._lookups_rule_count:  # rules added since: forget answers
+            self._lookups.clear()
+            self._lookups_rule_count = len(self.rules)
         problem = _value_problem(surface, value)
         if problem is not None:
             decision = _refuse(surface, _printable(value), problem)
@@ -142,13 +154,24 @@ class Policy:
     def _lookup(
         self, surface: Surface, value: str, agent: str | None
     ) -> tuple[Action | None, Check | None]:
+        key = (surface, value, agent)
+        found = self._lookups.get(key)
+        if found is not None:
+            return found
         ev: Evaluation = self.rules.evaluate(surface, value, agent)
         if ev.rule is None or ev.action is None:
-            return None, None
-        ref = self._refs.get(id(ev.rule))
-        if ref is None:
-            ref = self._refs[id(ev.rule)] = RuleRef.of(ev.rule)
-        return ev.action, Check(surface=surface, value=value, action=ev.action, rule=ref)
+            found = (None, None)
+        else:
+            ref = self._refs.get(id(ev.rule))
+            if ref is None:
+                ref = self._refs[id(ev.rule)] = RuleRef.of(ev.rule)
+            check = Check(surface=surface, value=value, action=ev.action, rule=ref)
+            found = (ev.action, check)
+        if len(value) <= _LOOKUP_CACHE_VALUE_LIMIT:
+            if len(self._lookups) >= _LOOKUP_CACHE_LIMIT:
+                self._lookups.clear()
+            self._lookups[key] = found
+        return found
 
     def _default_check(self, surface: Surface, value: str) -> Check:
         return Check(
@@ -247,7 +270,10 @@ class Policy:
             from askgate.policy.shell import analyze
 
             analysis = analyze(command)
-        units = [self._decide_unit(u, cwd, agent) for u in analysis.units]
+        # Within one decision the filesystem is taken as fixed: a path named by several
+        # units is resolved and checked once.
+        path_memo: dict[tuple[Surface, str, str], list[Check]] = {}
+        units = [self._decide_unit(u, cwd, agent, path_memo) for u in analysis.units]
         checks: list[Check] = []
         if analysis.floor is not None:
             checks.append(
@@ -269,13 +295,20 @@ class Policy:
         decision = _decision(Surface.BASH, command, action, checks, units=tuple(units))
         return decision
 
-    def _decide_unit(self, unit: Unit, cwd: str, agent: str | None) -> UnitDecision:
-        checks: list[Check] = [self._with_fallback([(Surface.BASH, unit.command)], agent)]
+    def _decide_unit(
+        self,
+        unit: Unit,
+        cwd: str,
+        agent: str | None,
+        path_memo: dict[tuple[Surface, str, str], list[Check]],
+    ) -> UnitDecision:
+        _, primary = self._lookup(Surface.BASH, unit.command, agent)
+        checks: list[Check] = [primary or self._default_check(Surface.BASH, unit.command)]
         for alternate in unit.alternates:
             action, check = self._lookup(Surface.BASH, alternate, agent)
             if check is not None:
                 checks.append(check if action is not Action.ALLOW else _ignored(check))
-        first_word = unit.command.split(" ", 1)[0]
+        first_word = unit.command.partition(" ")[0]
         if first_word in SHELL_RESERVED_WORDS:
             # A reserved word where a command name should be means the parse did not
             # see the structure bash will run (`time if …; then rm …; fi`): never allow.
@@ -300,14 +333,24 @@ class Policy:
                     note=unit.floor_reason,
                 )
             )
-        unit_cwd = os.path.join(cwd, unit.cwd) if unit.cwd else cwd
-        for path in unit.reads:
-            checks += self._command_path_checks(Surface.READ, path, unit_cwd, agent)
-        for path in unit.writes:
-            checks += self._command_path_checks(Surface.WRITE, path, unit_cwd, agent)
-        effective = [c for c in checks if c.basis != "ignored"]
-        action = Action.strictest(*(c.action for c in effective))
-        decisive = next(c for c in effective if c.action is action)
+        if unit.reads or unit.writes:
+            unit_cwd = os.path.join(cwd, unit.cwd) if unit.cwd else cwd
+            for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
+                for path in unit_paths:
+                    key = (surface, path, unit_cwd)
+                    found = path_memo.get(key)
+                    if found is None:
+                        found = path_memo[key] = self._command_path_checks(
+                            surface, path, unit_cwd, agent
+                        )
+                    checks += found
+        # The strictest action among the checks that count, and the first check giving it.
+        decisive = checks[0]  # never an ignored check
+        strictness = _STRICTNESS[decisive.action]
+        for check in checks:
+            if check.basis != "ignored" and _STRICTNESS[check.action] > strictness:
+                decisive, strictness = check, _STRICTNESS[check.action]
+        action = decisive.action
         return UnitDecision(
             command=unit.command,
             action=action,

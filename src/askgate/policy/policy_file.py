@@ -7,7 +7,6 @@ no positions, so lines come from `toml_lines`, a scanner over the already-valid 
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
@@ -231,6 +230,8 @@ class _FileParser:
 
 
 def _unknown(kind: str, name: str, choices: Sequence[str]) -> str:
+    import difflib  # only on the error path
+
     close = difflib.get_close_matches(name, choices, n=1)
     hint = (
         f" (did you mean {close[0]!r}?)" if close else f" (expected one of: {', '.join(choices)})"

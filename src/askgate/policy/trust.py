@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -105,6 +104,8 @@ def _write_store(path: str, projects: dict[str, Any]) -> None:
     payload = json.dumps(
         {"version": STORE_VERSION, "projects": projects}, indent=2, sort_keys=True
     ).encode("utf-8")
+    import tempfile  # only when writing the store: keeps the hook's import path lean
+
     descriptor, temporary = tempfile.mkstemp(prefix=".trusted.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(descriptor, "wb") as handle:

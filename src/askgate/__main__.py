@@ -1,0 +1,7 @@
+"""`python -m askgate …` is the `askgate` command."""
+
+import sys
+
+from askgate.entry import main
+
+sys.exit(main())
