@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import make_rule
 
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Surface
+from conftest import make_rule
 
 
 @pytest.fixture

@@ -149,3 +149,12 @@ def test_console_entry_runs_the_hook_without_the_full_cli(tmp_path) -> None:
     report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
     assert report == {"code": 0, "heavy": []}
     assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_missing_policy_file_is_named_in_the_ask(tmp_path) -> None:
+    missing = tmp_path / "nope.toml"
+    proc = run_hook(hook_payload(tmp_path, command="make"), tmp_path, "--config", str(missing))
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "ask"
+    assert "failed to load" in out["permissionDecisionReason"]
+    assert "nope.toml" in out["permissionDecisionReason"]

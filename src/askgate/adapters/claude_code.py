@@ -98,7 +98,10 @@ def run(
             from askgate.audit import delegated_record
 
             audit.write(delegated_record(result, to="claude-code"))
-        return output("ask", f"askgate: {result.decision.reason}")
+        reason = result.decision.reason
+        if policy.errors and not result.decision.clamped:
+            reason = f"a policy file failed to load ({policy.errors[0]}); {reason}"
+        return output("ask", f"askgate: {reason}")
     gate.publish(result, request)
     if result.allowed:
         return output("allow", f"askgate: {result.reason}")
