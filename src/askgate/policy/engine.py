@@ -68,6 +68,7 @@ class Policy:
         # (surface, value, agent) -> what _lookup answers; valid while the rule count holds.
         self._lookups: dict[tuple[Surface, str, str | None], tuple[Action | None, Check | None]]
         self._lookups = {}
+        self._primaries: dict[tuple[str, str | None], tuple[Check, str]] = {}
         self._lookups_rule_count = len(self.rules)
         self.default = default
         self.default_origin = default_origin
@@ -137,6 +138,7 @@ class Policy:
         cwd = cwd or self.project_root
         if len(self.rules) != self._lookups_rule_count:  # rules added since: forget answers
             self._lookups.clear()
+            self._primaries.clear()
             self._lookups_rule_count = len(self.rules)
         problem = _value_problem(surface, value)
         if problem is not None:
@@ -295,6 +297,21 @@ class Policy:
         decision = _decision(Surface.BASH, command, action, checks, units=tuple(units))
         return decision
 
+    def _primary_check(self, command: str, agent: str | None) -> tuple[Check, str]:
+        """A unit's own bash check (its rule, else the default) and the reason it gives."""
+        key = (command, agent)
+        found = self._primaries.get(key)
+        if found is None:
+            _, check = self._lookup(Surface.BASH, command, agent)
+            if check is None:
+                check = self._default_check(Surface.BASH, command)
+            found = (check, _check_reason(check))
+            if len(command) <= _LOOKUP_CACHE_VALUE_LIMIT:
+                if len(self._primaries) >= _LOOKUP_CACHE_LIMIT:
+                    self._primaries.clear()
+                self._primaries[key] = found
+        return found
+
     def _decide_unit(
         self,
         unit: Unit,
@@ -302,8 +319,8 @@ class Policy:
         agent: str | None,
         path_memo: dict[tuple[Surface, str, str], list[Check]],
     ) -> UnitDecision:
-        _, primary = self._lookup(Surface.BASH, unit.command, agent)
-        checks: list[Check] = [primary or self._default_check(Surface.BASH, unit.command)]
+        primary, primary_reason = self._primary_check(unit.command, agent)
+        checks: list[Check] = [primary]
         for alternate in unit.alternates:
             action, check = self._lookup(Surface.BASH, alternate, agent)
             if check is not None:
@@ -355,7 +372,7 @@ class Policy:
             command=unit.command,
             action=action,
             rule=decisive.rule,
-            reason=_check_reason(decisive),
+            reason=primary_reason if decisive is primary else _check_reason(decisive),
             checks=tuple(checks),
             context=unit.context,
         )

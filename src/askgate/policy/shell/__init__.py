@@ -32,6 +32,7 @@ _BLANK = " \t\n\r\f\v"
 _COMMAND_TYPES = frozenset({"command", "declaration_command", "unset_command", "test_command"})
 _COMMAND_QUERY = f"[{' '.join(f'({t})' for t in sorted(_COMMAND_TYPES))}] @c"
 
+_TOP_FRAME = Frame()  # immutable
 _tools: tuple[Any, Any] | None = None  # (parser, query cursor); built on first use
 
 
@@ -56,7 +57,10 @@ _SAFE_STAND_IN = "\u00b7\u00b7".encode()
 
 
 def _parse(src: bytes) -> Any:
-    return _load()[0].parse(_FOUR_BYTE_CHARACTER.sub(_SAFE_STAND_IN, src)).root_node
+    parser = _tools[0] if _tools is not None else _load()[0]
+    if not src.isascii():
+        src = _FOUR_BYTE_CHARACTER.sub(_SAFE_STAND_IN, src)
+    return parser.parse(src).root_node
 
 
 def _find_commands(root: Any) -> list[Any] | None:
@@ -67,7 +71,8 @@ def _find_commands(root: Any) -> list[Any] | None:
     are walked with a cursor under a time budget instead.
     """
     if root.descendant_count < _BIG_TREE:
-        return _load()[1].captures(root).get("c", [])
+        cursor = _tools[1] if _tools is not None else _load()[1]
+        return cursor.captures(root).get("c", [])
     deadline = time.monotonic() + _SWEEP_BUDGET_SECONDS
     found: list[Any] = []
     cursor = root.walk()
@@ -112,7 +117,7 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
     if "\x00" in text:
         reasons.append("the command contains NUL bytes")
         text = text.replace("\x00", "\n")  # both halves stay visible to deny rules
-    if _SURROGATE.search(text):
+    if not text.isascii() and _SURROGATE.search(text):
         reasons.append("the command contains invalid unicode (lone surrogates)")
         text = _SURROGATE.sub("\ufffd", text)
     if len(text) > max_length:
@@ -125,9 +130,8 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
         reasons.append("the command does not parse cleanly")
     sink = Sink(_parse, _find_commands)
     walker = Walker(sink, src)
-    frame = Frame()
-    walker.program(root, Cwd(), frame)
-    walker.sweep(root, Cwd(), frame)
+    walker.program(root, Cwd(), _TOP_FRAME)
+    walker.sweep(root, Cwd(), _TOP_FRAME)
     reasons.extend(sink.floors)
     units = tuple(dict.fromkeys(sink.units)) if len(sink.units) > 1 else tuple(sink.units)
     if not units and not reasons:

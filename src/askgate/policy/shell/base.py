@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from askgate.policy.model import Unit
 from askgate.policy.shell.cwd import Cwd
-from askgate.policy.shell.words import Node, Word, WordBuilder
+from askgate.policy.shell.words import RUNTIME_CHARS, Node, Word, WordBuilder, runtime_reason
 
 REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 
@@ -106,20 +106,48 @@ class Base:
         """Adjacent nodes form one shell word (`r''m`, `a\\<newline>b`)."""
         groups: list[list[Node]] = []
         last_end = -1
+        src = self.src
         for node in nodes:
             if node.is_missing:
                 continue
             start = node.start_byte
-            if groups and (start == last_end or not self.src[last_end:start].replace(b"\\\n", b"")):
+            # Only a gap made of nothing but line continuations joins (a gap that does not
+            # start with a backslash cannot be one).
+            if groups and (
+                start <= last_end
+                or (src[last_end] == 92 and not src[last_end:start].replace(b"\\\n", b""))
+            ):
                 groups[-1].append(node)
             else:
                 groups.append([node])
             last_end = node.end_byte
         return groups
 
+    def arguments(self, groups: Sequence[Sequence[Node]], state: Cwd, frame: Frame) -> list[Word]:
+        """`words()` for already grouped nodes; a plain word skips the builder."""
+        src = self.src
+        argv: list[Word] = []
+        build = None
+        for group in groups:
+            if len(group) == 1:
+                node = group[0]
+                kind = node.type
+                if kind == "word" or kind == "number":
+                    raw = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+                    if "\\" not in raw:
+                        reason = runtime_reason(raw) if RUNTIME_CHARS.search(raw) else None
+                        argv.append(Word(raw, raw, f"{reason} in `{raw}`" if reason else None))
+                        continue
+            if build is None:
+                build = self.builder(state, frame).build
+            argv.append(build(group))
+        return argv
+
     def words(
         self, nodes: Sequence[Node], state: Cwd, frame: Frame, mode: str = "arg"
     ) -> list[Word]:
+        if mode == "arg":
+            return self.arguments(self.group(nodes), state, frame)
         build = self.builder(state, frame, mode).build
         return [build(group) for group in self.group(nodes)]
 

@@ -74,8 +74,7 @@ class CommandMixin(RedirectMixin):
                 word_nodes.append(child)
         redirect_nodes.extend(extra_redirects)
         groups = self.group(word_nodes)
-        build = self.builder(state, frame).build
-        argv = [build(group) for group in groups]
+        argv = self.arguments(groups, state, frame)
         floors: list[str] = []
         assigned = [self.assignment(a, state, frame, floors) for a in assignments]
         redirects = self.redirects(redirect_nodes, state, frame)
@@ -90,7 +89,10 @@ class CommandMixin(RedirectMixin):
                     floors.append(f"named file descriptor `{word.source}` is not analysed")
                 elif word.source.isdigit():
                     word.text = ""  # `cat 0< f`: tree-sitter leaves the descriptor as a word
-        argv = [w for w in argv if w.text or w.source[:1] in ("'", '"', "$")]
+        for word in argv:
+            if not word.text:
+                argv = [w for w in argv if w.text or w.source[:1] in ("'", '"', "$")]
+                break
         for body in bodies:
             self.statement(body, state, frame, piped)
         if bodies and all(w.static and w.text in ("time", "-p", "!") for w in argv):
@@ -253,11 +255,11 @@ class CommandMixin(RedirectMixin):
         head = primary[0]
         args = primary[1:]
         text = join_words(primary)
-        alternates = [join_words(layer) for layer in layers]
+        alternates = [join_words(layer) for layer in layers] if layers else []
         name = program_name(head)
         paths = Paths()
         cwd_words = extra.cwd
-        if not head.static:
+        if head.dynamic is not None:
             floors.append(f"command name `{head.source}` is only known at run time")
         elif "/" in head.text:
             directory, _, base = head.text.rpartition("/")
@@ -272,7 +274,7 @@ class CommandMixin(RedirectMixin):
             text, git_cwd = self.special(name, primary, text, alternates, floors, paths)
             if git_cwd:
                 cwd_words = [*cwd_words, *git_cwd]
-        elif head.static:
+        elif head.dynamic is None:
             base = head.text.rsplit("/", 1)[-1]
             inner = runner_inner(base, args)
             if inner is not None:
@@ -391,11 +393,13 @@ class CommandMixin(RedirectMixin):
             path, unknown = state.within(cwd_words)
         else:
             path, unknown = state.path, state.unknown
-        reasons = list(floors)
-        if unknown:
-            reasons.append(unknown)
-        if frame.floor:
-            reasons.append(frame.floor)
+        reasons = floors
+        if unknown or frame.floor:
+            reasons = list(floors)
+            if unknown:
+                reasons.append(unknown)
+            if frame.floor:
+                reasons.append(frame.floor)
         if frame.remote:
             reads = writes = ()
         elif frame.reads or frame.writes:

@@ -52,6 +52,8 @@ def normalise(argv: Sequence[Word]) -> GitForm:
     i, n = 1, len(argv)
     while i < n:
         text = argv[i].text
+        if not text.startswith("-"):
+            break  # the subcommand: every global option starts with `-`
         name, eq, value = text.partition("=")
         if text == "-C" and i + 1 < n:
             form.cwd.append(argv[i + 1])

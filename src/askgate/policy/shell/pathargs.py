@@ -135,8 +135,8 @@ class Paths:
 
 def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
     """Add the paths `name args…` reads and writes to `paths`."""
-    if name in NO_PATH_COMMANDS:
-        return
+    if not args or name in NO_PATH_COMMANDS:
+        return  # (every rule below finds nothing in an empty argument list)
     if name == "dd":
         for word in args:
             key, eq, value = word.text.partition("=")
@@ -252,21 +252,19 @@ def _known_option(option: str, spec: Spec) -> bool:
     return option[1:] in spec.short_value or option in spec.optional_value
 
 
+_TAR_LONG_VALUE = names(
+    "--file --directory --files-from --exclude-from --exclude --blocking-factor "
+    "--listed-incremental --info-script --new-volume-script --starting-file "
+    "--tape-length --newer --label --use-compress-program --format --owner --group "
+    "--mode --transform --to-command"
+)
+
+
 def _tar(args: Sequence[Word], paths: Paths) -> None:
     words = list(args)
     if words and not words[0].text.startswith("-"):
         words[0] = Word("-" + words[0].text, words[0].source, words[0].dynamic)  # `tar czf x`
-    result = scan(
-        words,
-        "fCTXbgFKLNVIH",
-        names(
-            "--file --directory --files-from --exclude-from --exclude --blocking-factor "
-            "--listed-incremental --info-script --new-volume-script --starting-file "
-            "--tape-length --newer --label --use-compress-program --format --owner --group "
-            "--mode --transform --to-command"
-        ),
-        permute=True,
-    )  # fmt: skip
+    result = scan(words, "fCTXbgFKLNVIH", _TAR_LONG_VALUE, permute=True)
     mode = "list"
     for option, _ in result.options:
         if option in ("-c", "--create"):

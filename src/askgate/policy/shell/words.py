@@ -133,12 +133,13 @@ def unescape_double_quoted(raw: str) -> str:
     return "".join(out)
 
 
-_RUNTIME_CHARS = re.compile(r"[*?\[{~]")
+# What runtime_reason() looks for: a word with none of these is static.
+RUNTIME_CHARS = re.compile(r"[*?\[{~]")
 
 
 def runtime_reason(shape: str) -> str | None:
     """Why an unquoted word changes at run time (glob, brace, ~user), or None."""
-    if not _RUNTIME_CHARS.search(shape):
+    if not RUNTIME_CHARS.search(shape):
         return None
     if "*" in shape or "?" in shape:
         return "glob"
