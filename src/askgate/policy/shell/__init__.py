@@ -36,13 +36,46 @@ _TOP_FRAME = Frame()  # immutable
 _tools: tuple[Any, Any] | None = None  # (parser, query cursor); built on first use
 
 
+def _bash_language() -> Any:
+    """The tree-sitter-bash grammar pointer.
+
+    The tree_sitter_bash package's __init__ imports importlib.resources (~20 ms, a
+    fifth of a hook's cold start) only to serve highlight queries we never use, so
+    the compiled binding is loaded directly; any surprise falls back to the package.
+    """
+    try:
+        import importlib.machinery
+        import importlib.util
+        import os
+
+        spec = importlib.util.find_spec("tree_sitter_bash")
+        folders = list(spec.submodule_search_locations or ()) if spec else []
+        for folder in folders:
+            for name in sorted(os.listdir(folder)):
+                if name.startswith("_binding.") and name.endswith(".so"):
+                    path = os.path.join(folder, name)
+                    loader = importlib.machinery.ExtensionFileLoader(
+                        "tree_sitter_bash._binding", path
+                    )
+                    binding_spec = importlib.util.spec_from_loader(loader.name, loader)
+                    if binding_spec is None:
+                        break
+                    module = importlib.util.module_from_spec(binding_spec)
+                    loader.exec_module(module)
+                    return module.language()
+    except (ImportError, OSError, AttributeError):
+        pass
+    import tree_sitter_bash
+
+    return tree_sitter_bash.language()
+
+
 def _load() -> tuple[Any, Any]:
     global _tools
     if _tools is None:
-        import tree_sitter_bash
         from tree_sitter import Language, Parser, Query, QueryCursor
 
-        language = Language(tree_sitter_bash.language())
+        language = Language(_bash_language())
         _tools = (Parser(language), QueryCursor(Query(language, _COMMAND_QUERY)))
     return _tools
 
