@@ -8,6 +8,7 @@ does that.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -134,7 +135,7 @@ class Policy:
         """Evaluate one value on one surface. `tool` names the tool whose `tool` rule is
         the fallback for path and mcp surfaces. Never raises for hostile values: they
         come back as ask with the reason."""
-        surface = Surface(surface)
+        surface = _SURFACE_BY_NAME.get(surface) or Surface(surface)  # ValueError if unknown
         cwd = cwd or self.project_root
         if len(self.rules) != self._lookups_rule_count:  # rules added since: forget answers
             self._lookups.clear()
@@ -422,15 +423,22 @@ def _value_problem(surface: Surface, value: object) -> str | None:
         return f"value is longer than {MAX_VALUE_LENGTH} characters"
     if surface is Surface.BASH:
         return None
-    if "\x00" in value:
+    bad = (_UNSAFE_PATH if surface.is_path else _UNSAFE_NAME).search(value)
+    if bad is None:
+        return None
+    char = bad.group()
+    if char == "\x00":
         return "value contains a NUL byte"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
+    if "\ud800" <= char <= "\udfff":
         return "value contains bytes that are not valid UTF-8"
-    if not surface.is_path and any(ord(c) < 32 or ord(c) == 127 for c in value):
-        return "name contains a control character"
-    return None
+    return "name contains a control character"
+
+
+# One scan each: NUL and lone surrogates (undecodable bytes) anywhere; in names (tool,
+# mcp, skill) any control character too.
+_SURFACE_BY_NAME: dict[str, Surface] = {s.value: s for s in Surface}
+_UNSAFE_PATH = re.compile("[\x00\ud800-\udfff]")
+_UNSAFE_NAME = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def _printable(value: object) -> str:
