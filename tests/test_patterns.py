@@ -169,3 +169,14 @@ def _needs_other_char(outer, inner) -> bool:
             if inner.matches(s) and not outer.matches(s):
                 return True
     return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(["wildcard", "path"]),
+    st.lists(st.sampled_from(["a", "b", "/", " ", "*", "?", "**", " *", "/**"]), max_size=4),
+    st.text(alphabet="ab/ \n", max_size=6),
+)
+def test_fast_matchers_agree_with_the_regex(kind, tokens, value) -> None:
+    pattern = compile_pattern(kind, "".join(tokens) or "a")
+    assert pattern.match(value) == pattern._regex_match(value)

@@ -21,7 +21,7 @@ value, and results are cached.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Literal
 
@@ -146,7 +146,7 @@ class Pattern:
     ever pay for a regex.
     """
 
-    __slots__ = ("_hash", "_regex", "items", "kind", "literal_prefix", "text")
+    __slots__ = ("_hash", "_regex", "items", "kind", "literal_prefix", "match", "text")
 
     def __init__(
         self, kind: PatternKind, text: str, items: tuple[Item, ...], literal_prefix: str
@@ -157,6 +157,9 @@ class Pattern:
         self.literal_prefix = literal_prefix
         self._regex: re.Pattern[str] | None = None
         self._hash = hash((kind, text))
+        # `match(value) -> bool`: plain string tests for the common shapes (a literal,
+        # a prefix with a trailing star, `cmd *`, `dir/**`), the regex otherwise.
+        self.match: Callable[[str], bool] = self._simple_matcher() or self._regex_match
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -169,8 +172,26 @@ class Pattern:
         return len(self.literal_prefix) == len(self.items)
 
     def matches(self, value: str) -> bool:
-        regex = self._regex or self.regex
-        return regex.fullmatch(value) is not None
+        return self.match(value)
+
+    def _regex_match(self, value: str) -> bool:
+        return (self._regex or self.regex).fullmatch(value) is not None
+
+    def _simple_matcher(self) -> Callable[[str], bool] | None:
+        prefix = self.literal_prefix
+        size = len(prefix)
+        rest = self.items[size:]
+        if not rest:
+            return prefix.__eq__
+        if rest == (("star", True),):
+            return lambda value: value.startswith(prefix)
+        if rest == (("star", False),):
+            return lambda value: value.startswith(prefix) and "/" not in value[size:]
+        for separator in (" ", "/"):
+            if rest == (("opt", (separator, ("star", True))),):
+                extended = prefix + separator
+                return lambda value: value == prefix or value.startswith(extended)
+        return None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Pattern) and (self.kind, self.text) == (other.kind, other.text)

@@ -153,10 +153,7 @@ class RuleSet:
             index = self._index.get(key)
             if index is None:
                 continue
-            for candidate in index.candidates(value):
-                pattern = candidate.pattern
-                if (pattern._regex or pattern.regex).fullmatch(value) is not None:
-                    found.append(candidate)
+            found.extend(c for c in index.candidates(value) if c.pattern.match(value))
         return found
 
     def evaluate(self, surface: Surface, value: str, agent: str | None = None) -> Evaluation:
