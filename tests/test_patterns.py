@@ -180,3 +180,24 @@ def _needs_other_char(outer, inner) -> bool:
 def test_fast_matchers_agree_with_the_regex(kind, tokens, value) -> None:
     pattern = compile_pattern(kind, "".join(tokens) or "a")
     assert pattern.match(value) == pattern._regex_match(value)
+
+
+# --- wcmatch as an oracle for the part of the glob language we share with it ----------
+# Differences are deliberate (docs/policy.md): "dir/**" also matches "dir" itself, a "**"
+# inside a segment still crosses "/", and "[", "]", "{", "}" are literal characters.
+
+_shared_segments = st.sampled_from(["a", "b", "*", "?", "a*", "*b", "a?", "**"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_shared_segments, min_size=1, max_size=4).filter(lambda segs: segs[-1] != "**"),
+    st.lists(st.sampled_from(["a", "b", "ab", "ba", ".a", "x"]), min_size=1, max_size=5),
+)
+def test_path_globs_agree_with_wcmatch_on_the_shared_subset(segments, parts) -> None:
+    from wcmatch import glob
+
+    pattern = "/" + "/".join(segments)
+    value = "/" + "/".join(parts)
+    flags = glob.GLOBSTAR | glob.DOTGLOB | glob.FORCEUNIX
+    assert p(pattern).match(value) == glob.globmatch(value, pattern, flags=flags)
