@@ -9,9 +9,11 @@ A failure to write is reported to the caller's logger and never changes a decisi
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import logging
 import os
 import re
+import stat
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -137,6 +139,20 @@ def delegated_record(pending: Pending, *, to: str) -> dict[str, Any]:
     }
 
 
+def _scrub(value: Any) -> Any:
+    """`value` with every string made encodable (lone surrogates as `\\udcff` escapes)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, Mapping):
+        return {_scrub(str(k)): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def default_log_path(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     if env.get("ASKGATE_AUDIT_LOG"):
@@ -156,19 +172,33 @@ class AuditLog:
         self._encoder = msgspec.json.Encoder()
 
     def write(self, record: Mapping[str, Any]) -> bool:
-        line = self._encoder.encode(record) + b"\n"
+        """Append one record; False (and one logged line) when it cannot be written."""
         try:
+            line = self._encode(record)
             with self._lock:
                 os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                # O_NOFOLLOW: a log path replaced by a symlink (to ~/.bashrc, say) must not
+                # get agent-controlled text appended to its target. O_NONBLOCK: a FIFO
+                # planted there must not block the hook; anything but a regular file is
+                # refused.
+                fd = os.open(self.path, _OPEN_FLAGS, 0o600)
                 try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        raise OSError(errno.EINVAL, "not a regular file")
                     os.write(fd, line)
                 finally:
                     os.close(fd)
             return True
-        except OSError as exc:
+        except (OSError, ValueError, TypeError) as exc:
             log.error("askgate: cannot write the review log %s: %s", self.path, exc)
             return False
+
+    def _encode(self, record: Mapping[str, Any]) -> bytes:
+        try:
+            return self._encoder.encode(record) + b"\n"
+        except UnicodeEncodeError:
+            # Lone surrogates (undecodable bytes in a command or path): keep them visible.
+            return self._encoder.encode(_scrub(record)) + b"\n"
 
     def outcome(self, outcome: Outcome, **context: Any) -> bool:
         return self.write(record_for(outcome, **context))

@@ -321,12 +321,31 @@ def attach_gate(bus: EventBus, gate: Any) -> Callable[[], None]:
 # ------------------------------------------------------------------ caller helpers
 
 
+# A receiving gate drops requests whose requestId it cannot reply to (events_rpc).
+MAX_REQUEST_ID = 512
+# Serialises "is this requestId already awaiting a reply?" with subscribing to it.
+_SUBSCRIBE_LOCK = threading.Lock()
+
+
 def _prepare(payload: dict[str, Any] | msgspec.Struct) -> dict[str, Any]:
     body = _wire(payload) if isinstance(payload, msgspec.Struct) else dict(payload)
     request_id = body.get("requestId")
-    if not isinstance(request_id, str) or not request_id:
+    if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
+        # Unanswerable as given: the caller would wait out its whole timeout.
         body["requestId"] = os.urandom(16).hex()
     return body
+
+
+def _subscribe_reply(
+    bus: EventBus, channel: str, body: dict[str, Any], on_reply: Handler
+) -> Callable[[], None]:
+    """Subscribe to this request's reply channel. A requestId already awaiting a reply
+    is replaced by a fresh one: one reply must never answer two requests (a human's
+    "yes" to one prompt approving another)."""
+    with _SUBSCRIBE_LOCK:
+        if bus.has_listeners(reply_channel(channel, body["requestId"])):
+            body["requestId"] = f"{body['requestId'][:400]}.{os.urandom(8).hex()}"
+        return bus.on(reply_channel(channel, body["requestId"]), on_reply)
 
 
 def _checked_envelope(data: Any) -> dict[str, Any]:
@@ -361,7 +380,7 @@ def request_sync(
             replies.append(data)
             answered.set()
 
-    unsubscribe = bus.on(reply_channel(channel, body["requestId"]), on_reply)
+    unsubscribe = _subscribe_reply(bus, channel, body, on_reply)
     try:
         bus.emit(channel, body)
         if not answered.wait(timeout):
@@ -393,7 +412,7 @@ async def request(
     def on_reply(data: Any) -> None:
         loop.call_soon_threadsafe(settle, data)
 
-    unsubscribe = bus.on(reply_channel(channel, body["requestId"]), on_reply)
+    unsubscribe = _subscribe_reply(bus, channel, body, on_reply)
     try:
         bus.emit(channel, body)
         try:

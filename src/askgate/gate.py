@@ -307,7 +307,14 @@ class Gate:
         return patterns
 
     def _infrastructure_read(self, target: ToolTarget, cwd: str, decision: Decision) -> bool:
-        roots = self.policy.infrastructure_read_paths
+        # A root of `/`, the home directory or above would let every read skip the human
+        # (the loader refuses them; a Policy built in code is held to the same line).
+        home = self.policy.home
+        roots = [
+            r
+            for r in self.policy.infrastructure_read_paths
+            if r != "/" and not paths.is_inside(home, r)
+        ]
         if not roots or decision.clamped:
             return False
         if any(c.basis == "floor" for c in decision.checks):

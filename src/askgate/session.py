@@ -136,6 +136,8 @@ def suggest_bash_pattern(command: str) -> str | None:
     first = os.path.basename(words[0]) if "/" in words[0] else words[0]
     if first in BANNED_PREFIXES or " ".join(words[:2]) in BANNED_PREFIXES:
         return None
+    # A "*" or "?" the agent typed would be a wildcard in the approved pattern, wider than
+    # the command the human saw; "$" and "`" make the command word dynamic.
     if any(ch in first for ch in "*?$`"):
         return None
     arity = 1
@@ -145,6 +147,8 @@ def suggest_bash_pattern(command: str) -> str | None:
             arity = ARITY[key]
             break
     if len(words) < arity or len(words) == 1:
+        if any(ch in word for word in words[1:] for ch in "*?"):
+            return None
         return " ".join([first, *words[1:]])
     head = [first, *words[1:arity]]
     if any(w.startswith("-") or any(ch in w for ch in "*?") for w in head[1:]):
@@ -158,7 +162,8 @@ def suggest_pattern(surface: Surface, value: str) -> str | None:
         return suggest_bash_pattern(value)
     if surface is Surface.MCP:
         server, sep, _ = value.partition(":")
-        return f"{server}:*" if sep and server and "*" not in server else None
+        wild = any(ch in server for ch in "*?")
+        return f"{server}:*" if sep and server and not wild else None
     if surface.is_path:
         parent = os.path.dirname(value)
         if parent in ("", "/") or any(ch in parent for ch in "*?"):

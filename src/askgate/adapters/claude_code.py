@@ -48,6 +48,8 @@ def parse_input(data: bytes) -> HookInput:
         hook = msgspec.json.decode(data, type=HookInput)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise HookError(f"hook input is not a PreToolUse JSON object: {exc}") from None
+    except RecursionError:
+        raise HookError("hook input is JSON nested too deeply") from None
     if hook.hook_event_name != "PreToolUse":
         raise HookError(
             f"askgate hook claude-code handles PreToolUse only, got {hook.hook_event_name!r}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -49,6 +50,10 @@ from askgate.forwarding.protocol import (
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 
 logger = logging.getLogger("askgate.forwarding")
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
 
 
 class ForwardingPrompter:
@@ -151,9 +156,11 @@ class ForwardingPrompter:
             else None,
         )
         budget = self.default_timeout if timeout is None else max(0.0, timeout)
+        # Deadlines run on the monotonic clock: a wall-clock jump back must not stretch
+        # the wait (nor a jump forward end it early). The files keep wall-clock times.
         exchange = ClientExchange(
             forwarded,
-            started_ms=started,
+            started_ms=_monotonic_ms(),
             timeout_ms=int(budget * 1000),
             grace_ms=int(self.serving_grace * 1000),
             require_heartbeat=self.require_heartbeat,
@@ -208,8 +215,8 @@ class ForwardingPrompter:
                 # There but unreadable (a symlink, a FIFO …): an unusable answer.
                 data = f"unreadable: {exc}".encode()
             serving = self.require_heartbeat and is_served(self.layout, target)
-            step = exchange.step(now_ms(), response=data, serving=serving)
+            step = exchange.step(_monotonic_ms(), response=data, serving=serving)
             if isinstance(step, Finished):
                 return step
-            remaining = (step.until_ms - now_ms()) / 1000
+            remaining = (step.until_ms - _monotonic_ms()) / 1000
             waiter.wait(max(0.001, min(remaining, self.check_interval)))

@@ -17,7 +17,7 @@ import re
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 from urllib.parse import quote
 
 import msgspec
@@ -117,6 +117,9 @@ class _Wire(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defa
     pass
 
 
+_W = TypeVar("_W", bound=_Wire)
+
+
 class SessionApproval(_Wire):
     """What "Yes, for this session" would record on the child (pi ko's field)."""
 
@@ -159,14 +162,23 @@ def encode(payload: _Wire) -> bytes:
     return msgspec.json.encode(payload) + b"\n"
 
 
+def _decode(data: bytes, kind: type[_W]) -> _W:
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except RecursionError:
+        # msgspec recurses into (even unknown) nested values: a file of 100,000 "["
+        # is malformed input like any other, not an internal error.
+        raise msgspec.DecodeError("JSON nested too deeply") from None
+
+
 def decode_request(data: bytes) -> ForwardedRequest:
     """Raises msgspec.DecodeError (a ValidationError is one) on anything malformed."""
-    return msgspec.json.decode(data, type=ForwardedRequest)
+    return _decode(data, ForwardedRequest)
 
 
 def decode_heartbeat(data: bytes) -> Heartbeat | None:
     try:
-        return msgspec.json.decode(data, type=Heartbeat)
+        return _decode(data, Heartbeat)
     except msgspec.DecodeError:
         return None
 
@@ -219,7 +231,7 @@ def reply_from_response(data: bytes, *, expected_responder: str) -> PromptReply:
         return PromptReply(state=PromptState.UNAVAILABLE, detail=f"unusable response: {why}")
 
     try:
-        response = msgspec.json.decode(data, type=ForwardedResponse)
+        response = _decode(data, ForwardedResponse)
     except msgspec.DecodeError as exc:
         return unusable(str(exc))
     if response.responder_session_id != expected_responder:

@@ -242,14 +242,23 @@ class ForwardingServer:
                 continue
             try:
                 reply = self.prompter.prompt(show.prompt, self.prompt_timeout)
+                if not isinstance(reply, PromptReply):
+                    raise TypeError(f"prompter returned {type(reply).__name__}, not PromptReply")
             except Exception as exc:
                 logger.exception("prompter failed on forwarded request %s", request_id)
                 reply = PromptReply(state=PromptState.UNAVAILABLE, detail=f"prompter failed: {exc}")
             if self._stop.is_set():
                 return
-            with self._lock:
-                actions = self.core.answered(request_id, reply, now_ms=now_ms())
-            self._perform(actions)
+            try:
+                with self._lock:
+                    actions = self.core.answered(request_id, reply, now_ms=now_ms())
+                self._perform(actions)
+            except Exception:
+                # This thread is the only one showing prompts: it must outlive a bug, or
+                # every later child waits out its whole timeout behind a live heartbeat.
+                logger.exception("cannot answer forwarded request %s", request_id)
+                with self._lock:
+                    self.core.done(request_id)
 
     # -- actions
 

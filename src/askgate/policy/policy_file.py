@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import msgspec
 
 from askgate.policy.model import Action, Origin, Rule, Surface
-from askgate.policy.paths import fold_lexically, normalize
+from askgate.policy.paths import fold_lexically, home_directory, is_inside, normalize
 from askgate.policy.schema import (
     AGENT_NAME,
     MAX_AGENT_NAME_LENGTH,
@@ -209,6 +209,21 @@ class _FileParser:
                 paths.append(normalized)
         return tuple(paths)
 
+    def no_sweeping_roots(self, key: KeyPath, paths: Sequence[str]) -> None:
+        """Refuse an infrastructure read path that is `/`, the home directory or one of
+        its ancestors: every read below it (~/.ssh included) would skip the human."""
+        try:
+            home: str | None = fold_lexically(home_directory(self.env))
+        except ValueError:
+            home = None
+        for index, path in enumerate(paths, start=1):
+            if path == "/" or (home is not None and (home == path or is_inside(home, path))):
+                self.fail(
+                    key,
+                    f"entry {index} ({path}) covers the whole filesystem or home directory;"
+                    " name the agent's own directories instead (~/.claude, …)",
+                )
+
     def agent_rules(self, value: object) -> list[tuple[str, list[Any]]]:
         if not isinstance(value, dict):
             self.fail(("agent",), f"expected [agent.NAME.SURFACE] tables, got {_toml_type(value)}")
@@ -290,6 +305,8 @@ def parse_policy_text(
             settings[key] = value
         elif key in PATH_LIST_KEYS:
             settings[key] = parser.path_list((key,), value, base_dir)
+            if key == "infrastructure_read_paths" and trusted:  # untrusted: ignored anyway
+                parser.no_sweeping_roots((key,), settings[key])
         elif key in SURFACE_NAMES:
             sections.append((None, parser.surface_rules(Surface(key), (key,), value)))
         elif key == "agent":

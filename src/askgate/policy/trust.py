@@ -63,12 +63,17 @@ def _root_key(root: str) -> str:
 def _read_store(path: str, *, strict: bool) -> dict[str, Any]:
     """The `projects` map; `{}` when missing. Corruption raises only when `strict`."""
     try:
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
+        # O_NOFOLLOW: a store replaced by a symlink could point at a file somebody else
+        # wrote. O_NONBLOCK: a FIFO planted here must not hang every hook call.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(descriptor, "rb") as handle:
+            info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode):
                 raise TrustError(f"{path}: trust store is not a regular file")
             if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
                 raise TrustError(f"{path}: trust store is writable by others; fix its mode")
+            if info.st_uid != os.geteuid():
+                raise TrustError(f"{path}: trust store belongs to another user")
             data = handle.read(_MAX_STORE_BYTES + 1)
     except FileNotFoundError:
         return {}
@@ -78,7 +83,8 @@ def _read_store(path: str, *, strict: bool) -> dict[str, Any]:
         return {}
     except OSError as error:
         if strict:
-            raise TrustError(f"{path}: cannot read trust store: {error.strerror}") from None
+            why = "it is a symlink" if error.errno == errno.ELOOP else error.strerror
+            raise TrustError(f"{path}: cannot read trust store: {why}") from None
         return {}
     try:
         if len(data) > _MAX_STORE_BYTES:

@@ -7,8 +7,10 @@ an unreadable answer never approves anything.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import termios
 import threading
 import time
 from typing import IO
@@ -22,6 +24,17 @@ _YES = {"1", "y", "yes"}
 _SESSION = {"2", "s", "session"}
 _NO = {"3", "n", "no"}
 _REASON = {"4", "r", "reason"}
+
+
+def visible(text: str) -> str:
+    """`text` with control characters shown as escapes: a command, a path or a child's
+    message could otherwise carry terminal sequences that redraw what the human reads."""
+    return "".join(
+        char
+        if char.isprintable() or char == "\t"
+        else char.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for char in text
+    )
 
 
 class _Deadline(Exception):
@@ -99,11 +112,14 @@ class TerminalPrompter:
         return fd, write_stream
 
     def _dialog(self, request: PromptRequest, fd: int, write, deadline) -> PromptReply:  # type: ignore[no-untyped-def]
+        self._discard_type_ahead(fd)
         options = ["1) Yes"]
         if request.session_pattern:
-            options.append(f"2) {request.session_label or 'Yes, for this session'}")
+            label = visible(request.session_label or "Yes, for this session")
+            options.append(f"2) {label}")
         options += ["3) No", "4) No, and tell the agent why"]
-        write(f"\n[askgate] Permission required\n{request.message}\n" + "\n".join(options) + "\n")
+        message = "\n".join(visible(line) for line in request.message.split("\n"))
+        write(f"\n[askgate] Permission required\n{message}\n" + "\n".join(options) + "\n")
         for _ in range(MAX_ATTEMPTS):
             write("> ")
             answer = self._readline(fd, deadline).strip().lower()
@@ -121,6 +137,14 @@ class TerminalPrompter:
                 return PromptReply(state=PromptState.DENIED)
             write("Please answer 1, 2, 3 or 4.\n")
         return PromptReply(state=PromptState.DENIED, detail="no valid answer")
+
+    def _discard_type_ahead(self, fd: int) -> None:
+        # Anything typed before this dialog was shown answers an earlier question (or
+        # none): a stray "1<Enter>" must never approve a prompt nobody has read yet.
+        self._pending = b""
+        with contextlib.suppress(OSError, termios.error):
+            if os.isatty(fd):
+                termios.tcflush(fd, termios.TCIFLUSH)
 
     def _readline(self, fd: int, deadline: float | None) -> str:
         while b"\n" not in self._pending:

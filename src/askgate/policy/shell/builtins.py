@@ -9,6 +9,7 @@ from askgate.policy.shell.base import Frame
 from askgate.policy.shell.commands import CommandMixin
 from askgate.policy.shell.cwd import Cwd
 from askgate.policy.shell.pathargs import FILE_TESTS
+from askgate.policy.shell.variables import declaration_floors
 from askgate.policy.shell.words import Node, Word, synthetic
 
 _ARITHMETIC_TEST = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
@@ -46,6 +47,7 @@ class BuiltinMixin(CommandMixin):
             elif child.is_named:
                 others.append(child)
         texts.extend(self._loose_words(others, state, frame, floors))
+        floors.extend(declaration_floors(keyword, [Word(t, t) for t in texts[1:]]))
         redirects = self.redirects(tail, state, frame)
         floors.extend(redirects.floors)
         self.add_unit(" ".join(texts), (), redirects.reads, redirects.writes, floors, frame,
@@ -66,6 +68,7 @@ class BuiltinMixin(CommandMixin):
         self.visited.add(node.id)
         floors: list[str] = []
         texts = ["unset", *self._loose_words(node.named_children, state, frame, floors)]
+        floors.extend(declaration_floors("unset", [Word(t, t) for t in texts[1:]]))
         redirects = self.redirects(tail, state, frame)
         self.add_unit(" ".join(texts), (), redirects.reads, redirects.writes,
                       floors + redirects.floors, frame, state)  # fmt: skip

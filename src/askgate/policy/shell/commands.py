@@ -22,6 +22,13 @@ from askgate.policy.shell.programs import (
 )
 from askgate.policy.shell.redirects import RedirectMixin
 from askgate.policy.shell.runners import REMOTE_RUNNERS, exec_option_floor, runner_inner
+from askgate.policy.shell.variables import (
+    DECLARATIONS,
+    attached,
+    builtin_floor,
+    declaration_floors,
+    name_floors,
+)
 from askgate.policy.shell.words import Node, Word
 from askgate.policy.shell.wrappers import Peel, peel
 
@@ -38,7 +45,7 @@ _INTEGER = re.compile(r"^[+-]?\d+$")
 _NAME_BUILTINS = names("read printf unset mapfile readarray wait getopts test [")
 MAX_WRAPPERS = 16
 _MOVES = names("cd pushd popd")
-_SPECIAL = names("git cd pushd let hash enable shopt") | _NAME_BUILTINS
+_SPECIAL = names("git cd pushd let hash enable shopt fc set") | _NAME_BUILTINS | DECLARATIONS
 
 
 class CommandMixin(RedirectMixin):
@@ -329,14 +336,25 @@ class CommandMixin(RedirectMixin):
             if form.stripped:
                 alternates.append(text)
                 text = join_words(form.argv)
+            alternates.extend(git.reordered(form.argv))
         if name in ("cd", "pushd"):
             for word in scan(args, short_flags="LPe@").operands:
                 if word.text != "-":
                     paths.read(word.text)
         else:
             collect(name, args, paths)
-        if name in _NAME_BUILTINS and any("[" in w.text for w in _variable_names(name, primary)):
-            floors.append(f"`{name}` with an array subscript evaluates it as arithmetic")
+        if name in _NAME_BUILTINS:
+            for word in _variable_names(name, primary):
+                if name in ("test", "["):
+                    if "[" in word.text:
+                        floors.append(f"`{name}` with an array subscript evaluates it as arithmetic")
+                else:
+                    floors.extend(name_floors(word.text, name))
+        elif name in DECLARATIONS:
+            floors.extend(declaration_floors(name, args))
+        reason = builtin_floor(name, args)
+        if reason:
+            floors.append(reason)
         if name == "let":
             floors.append("let evaluates arithmetic, which can run commands hidden in variables")
         elif name == "hash" and any(w.text.startswith("-p") for w in args):
@@ -503,9 +521,10 @@ def _peeled_forms(argv: list[Word], floors: list[str]) -> list[str]:
 def _variable_names(name: str, argv: Sequence[Word]) -> list[Word]:
     """The arguments of a builtin that name variables."""
     args = list(argv[1:])
-    if name in ("printf", "wait", "test", "["):
-        flag = {"printf": "-v", "wait": "-p"}.get(name, "-v")
-        return [args[i + 1] for i in range(len(args) - 1) if args[i].text == flag]
+    if name in ("printf", "wait"):
+        return attached(args, "-v" if name == "printf" else "-p")
+    if name in ("test", "["):
+        return [args[i + 1] for i in range(len(args) - 1) if args[i].text == "-v"]
     if name == "read":
         result = scan(args, "adinNptu")
         return result.operands + result.values("-a")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from askgate.policy.shell.words import Word
@@ -25,13 +26,31 @@ _PROGRAM_OPTIONS: dict[str, tuple[str, ...]] = {
     "push": ("--receive-pack", "--exec"),
     "archive": ("--exec",),
     "init": ("--template",),
+    "grep": ("-O", "--open-files-in-pager"),
+    "difftool": ("-x", "--extcmd"),
+    "rebase": ("-x", "--exec"),
+    "send-email": ("--smtp-server", "--sendmail-cmd", "--to-cmd", "--cc-cmd", "--header-cmd"),
 }
+# Subcommands (and their first word) whose arguments are commands to run.
+_RUNS_COMMANDS = {("bisect", "run"), ("submodule", "foreach"), ("filter-branch", None)}
+# Configuration keys whose value git (or a tool it starts) runs or loads.
+_EXEC_KEY = re.compile(
+    r"^(?:alias|pager|filter|include|includeif|credential|guitool|browser|man|difftool|"
+    r"mergetool|instaweb|sendemail)\.|^core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|"
+    r"askpass|gitproxy|alternaterefscommand|worktree)$|^(?:diff\.external|sequence\.editor|"
+    r"init\.templatedir|uploadpack\.packobjectshook|protocol\.allow)$|"
+    r"\.(?:textconv|command|cmd|driver|program|helper|path|uploadpack|receivepack|allow)$"
+)
 
 
 def _runs_program(option: str, word: str) -> bool:
     if option.startswith("--"):
-        return word == option or word.startswith(option + "=")
-    return word == option or (word.startswith(option) and len(word) > 2)  # -u, -uPROG
+        # git takes any unambiguous prefix of a long option (`--upload-p=x`).
+        name = word.split("=", 1)[0]
+        return len(name) > 2 and option.startswith(name)
+    if word.startswith("--") or not word.startswith("-"):
+        return False
+    return option[1] in word[1:]  # -u, -uPROG, or inside a cluster (`-ix CMD`)
 
 
 class GitForm:
@@ -88,8 +107,37 @@ def normalise(argv: Sequence[Word]) -> GitForm:
         if any(_runs_program(option, word.text) for option in options):
             form.floors.append(f"git {rest[0].text} {word.text} runs another program")
             break
+    if rest and (
+        (rest[0].text, None) in _RUNS_COMMANDS
+        or (len(rest) > 1 and (rest[0].text, rest[1].text) in _RUNS_COMMANDS)
+    ):
+        form.floors.append(f"git {rest[0].text} runs commands given as arguments")
+    if rest and rest[0].text == "config":
+        operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
+        if len(operands) > 1 and any(_EXEC_KEY.search(o.lower()) for o in operands):
+            form.floors.append("git config sets a key whose value git runs or loads")
     for word in rest:
         if word.text.startswith("ext::") or "::ext::" in word.text:
             form.floors.append("git ext:: transport runs a command")
             break
     return form
+
+
+def reordered(argv: Sequence[Word]) -> list[str]:
+    """Other spellings of `git SUB …` for deny rules: options first, and a `+ref` push as
+    `--force`, so a deny on `git push --force *` sees `git push origin main --force` and
+    `git push origin +main`. (Alternates only ever make a unit stricter.)"""
+    if len(argv) < 3:
+        return []
+    head, rest = [w.text for w in argv[:2]], argv[2:]
+    if "--" in [w.text for w in rest]:
+        return []
+    options = [w.text for w in rest if w.text.startswith("-")]
+    operands = [w.text for w in rest if not w.text.startswith("-")]
+    forms = []
+    if options and operands and rest[0].text != options[0]:
+        forms.append(" ".join([*head, *options, *operands]))
+    if head[1] == "push" and any(o.startswith("+") for o in operands):
+        bare = [o.removeprefix("+") for o in operands]
+        forms.append(" ".join([*head, "--force", *options, *bare]))
+    return forms

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from askgate.policy.shell.sedscript import runs_commands, sed_scripts
 from askgate.policy.shell.words import Word
 
 # (words after the program name that introduce the inner command, options taking a value)
@@ -95,28 +96,32 @@ _EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
 _EDITORS = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim"})
 _EDITOR_OPTIONS = ("-c", "--cmd", "-S", "-s", "-u", "--startuptime")
 _SSH_LIKE = frozenset({"scp", "sftp", "rsync"})
-_LOCAL_COMMAND_KEYS = ("proxycommand", "localcommand", "knownhostscommand", "permitlocalcommand")
-_SED_EXEC = re.compile(
-    r"(?:^|[;\n{}])\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/)?(?:,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/))?"
-    r"\s*!?\s*[ewWrR](?:\s|;|$)"
-    r"|s(.)(?:(?!\1)[^\\]|\\.)*\1(?:(?!\1)[^\\]|\\.)*\1[gpIiMm0-9]*[ew]"
-)
+# ssh -o keys that run a local program or load a library (ssh ignores leading blanks
+# and quotes around the key: `-o ' "ProxyCommand" cmd'`).
+LOCAL_COMMAND_KEYS = (
+    "proxycommand", "localcommand", "knownhostscommand", "permitlocalcommand",
+    "pkcs11provider", "securitykeyprovider",
+)  # fmt: skip
+
+
+def ssh_option_runs(value: str) -> bool:
+    return value.lstrip(' \t"').lower().startswith(LOCAL_COMMAND_KEYS)
 _AWK_EXEC = re.compile(r'\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;}]*\|\s*"')
 
 
 def exec_option_floor(name: str, args: Sequence[Word]) -> str | None:
     """Why `name args` runs another program through an option, or None."""
-    prefixes = _EXEC_OPTIONS.get(name)
-    if prefixes is not None:
-        for word in args:
-            if word.text.startswith("-") and word.text.startswith(prefixes):
-                return f"{name} {word.text.split('=')[0]} runs another program"
+    options = _EXEC_OPTIONS.get(name)
+    if options is not None:
+        found = _exec_option(name, args, options)
+        if found:
+            return f"{name} {found} runs another program"
     if name in _SSH_LIKE:
         for index, word in enumerate(args):
             value = word.text[2:] if word.text.startswith("-o") else ""
             if word.text == "-o" and index + 1 < len(args):
                 value = args[index + 1].text
-            if value.lower().startswith(_LOCAL_COMMAND_KEYS):
+            if ssh_option_runs(value):
                 return f"{name} -o {value.split('=')[0]} runs a local command"
     elif name in _EDITORS:
         for word in args:
@@ -130,11 +135,32 @@ def exec_option_floor(name: str, args: Sequence[Word]) -> str | None:
             if _AWK_EXEC.search(program):
                 return "the awk program runs commands"
     elif name in ("sed", "gsed"):
-        for script in _programs(args, ("-e", "--expression", "-f", "--file"), "efl"):
-            if _SED_EXEC.search(script):
-                return "the sed script runs commands or reads/writes other files (e, r, w)"
+        if not any(w.text == "--sandbox" for w in args) and any(
+            runs_commands(script) for script in sed_scripts(args)
+        ):
+            return "the sed script runs commands or reads/writes other files (e, r, w)"
     elif name == "less" and any(w.text.startswith("+!") for w in args):
         return "less +! runs a command"
+    return None
+
+
+def _exec_option(name: str, args: Sequence[Word], options: tuple[str, ...]) -> str | None:
+    """The option of `options` that args use, however spelled: `--to-comm=` (getopt takes
+    any unambiguous prefix), `-avze` (a cluster of short options), `tar xIf` (old style)."""
+    shorts = "".join(o[1] for o in options if len(o) == 2)
+    for index, word in enumerate(args):
+        text = word.text
+        if text == "--":
+            break
+        if text.startswith("--"):
+            option = text.split("=", 1)[0]
+            if any(long.startswith(option) for long in options if long.startswith("--")):
+                return option
+        elif text.startswith("-"):
+            if text.startswith(options) or any(letter in shorts for letter in text[1:]):
+                return text.split("=", 1)[0]
+        elif name == "tar" and index == 0 and any(letter in shorts for letter in text):
+            return text  # old-style bundle: `tar xIf PROGRAM archive`
     return None
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 from askgate.policy.shell.argv import names, scan
 from askgate.policy.shell.programs import FOREIGN_SHELLS, SHELLS, program_name, scan_shell
+from askgate.policy.shell.runners import ssh_option_runs
+from askgate.policy.shell.variables import builtin_floor, callback
 from askgate.policy.shell.words import Word, synthetic
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -97,8 +99,10 @@ def _kept(floor: str | None = None) -> Peel:
 
 def _env(args: list[Word]) -> Peel:
     words = list(args)
+    cleared = False
     while words and words[0].text == "-":
         words = words[1:]
+        cleared = True
     result = scan(
         words,
         "uCS",
@@ -115,6 +119,9 @@ def _env(args: list[Word]) -> Peel:
     if result.unknown:
         peel.add_floor(f"unrecognised option {result.unknown[0]} for env")
     peel.cwd = result.values("-C", "--chdir")
+    unset = [w.text for w in result.values("-u", "--unset")]
+    if cleared or result.has("-i", "--ignore-environment"):
+        unset.append("PATH")
     while rest and _ASSIGNMENT.match(rest[0].text):
         peel.assigned.append(rest[0].text.split("=", 1)[0])
         peel.option_words.append(rest[0])
@@ -125,6 +132,9 @@ def _env(args: list[Word]) -> Peel:
         peel.add_floor("env -S splits a string into a command")
         return peel
     peel.inner = rest
+    if "PATH" in unset and rest and program_name(rest[0]) in SHELLS:
+        # bash without PATH searches the current directory too (its default ends in `.`).
+        peel.add_floor("a shell started without PATH also runs programs from the current directory")
     return peel
 
 
@@ -361,7 +371,6 @@ def _su(args: list[Word]) -> Peel:
     return peel
 
 
-_SSH_LOCAL = ("proxycommand", "localcommand", "knownhostscommand", "permitlocalcommand")
 
 
 def _ssh(args: list[Word]) -> Peel:
@@ -370,10 +379,12 @@ def _ssh(args: list[Word]) -> Peel:
     peel.reads = [w.text for w in result.values("-F", "-i")]
     peel.writes = [w.text for w in result.values("-E")]
     for value in result.values("-o"):
-        if value.text.lower().startswith(_SSH_LOCAL):
+        if ssh_option_runs(value.text):
             peel.add_floor(f"ssh option {value.text.split('=')[0]} runs a local command")
     if result.has("-F"):
         peel.add_floor("ssh -F reads a config that can run local commands")
+    if result.has("-I"):
+        peel.add_floor("ssh -I loads a PKCS#11 library")
     remote = result.operands[1:]
     if remote:
         peel.scripts.append((_joined(remote), "ssh"))
@@ -431,6 +442,9 @@ def _shell(args: list[Word]) -> Peel | None:
         return None  # a script file or stdin: an ordinary unit
     peel = Peel()
     peel.scripts.append((script, "bash -c"))
+    reason = builtin_floor("set", args)  # bash -H / -k / -o histexpand …
+    if reason:
+        peel.add_floor(reason)
     if script.dynamic:
         peel.add_floor(f"the script of a shell -c is built at run time: {script.dynamic}")
     return peel
@@ -474,6 +488,21 @@ def _trap(args: list[Word]) -> Peel | None:
     peel = _kept("trap runs a string as a command later")
     peel.scripts.append((words[0], "trap"))
     return peel
+
+
+def _callback(name: str) -> Handler:
+    """mapfile -C, compgen -C/-W …: strings run as code, shown to denies and floored."""
+
+    def handler(args: list[Word]) -> Peel | None:
+        found = callback(name, args)
+        if found is None:
+            return None
+        scripts, reason = found
+        peel = _kept(reason)
+        peel.scripts.extend(scripts)
+        return peel
+
+    return handler
 
 
 WRAPPERS: dict[str, Handler] = {
@@ -526,6 +555,7 @@ WRAPPERS: dict[str, Handler] = {
     "chrt": _simple("T", skip_operands=1, floor="chrt runs a command with another scheduler"),
     "taskset": _simple(short_flags="acp", skip_operands=1, floor="taskset runs a command"),
 }
+WRAPPERS.update({name: _callback(name) for name in ("mapfile", "readarray", "compgen", "complete")})
 WRAPPERS.update(dict.fromkeys(SHELLS, _shell))
 WRAPPERS.update(dict.fromkeys(FOREIGN_SHELLS, _foreign_shell))
 

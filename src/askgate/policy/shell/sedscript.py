@@ -1,0 +1,157 @@
+"""Does a sed script run commands or touch other files? (GNU sed's `e`, `r`, `w` …)
+
+A small reader of sed's command syntax rather than a pattern search, so that
+addresses (`0~1e`, `/x/I e`, `/a/,+1e`) and attached options (`-e'e cmd'`,
+`--expression=…`) cannot hide an `e`. Anything it cannot read counts as running
+commands: the unit is asked about, never allowed by mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from askgate.policy.shell.argv import names, scan
+from askgate.policy.shell.words import Word
+
+_PLAIN = frozenset("=dDgGhHnNpPxzF")  # commands without arguments
+_NUMBERED = frozenset("qQlLv")  # an optional number (or version) follows
+_LABELLED = frozenset(":bTt")
+_TEXT = frozenset("aic")
+_S_FLAGS = frozenset("gpiImM0123456789")
+
+
+def sed_scripts(args: Sequence[Word]) -> list[str]:
+    """The script texts of `sed args`: -e/--expression values, else the first operand."""
+    result = scan(
+        list(args),
+        "efl",
+        names("--expression --file --line-length"),
+        permute=True,
+        optional_value=names("-i --in-place"),
+    )
+    scripts = [w.text for w in result.values("-e", "--expression")]
+    if scripts or result.values("-f", "--file"):
+        return scripts  # with -f, the program is a file the analyser does not read
+    return [result.operands[0].text] if result.operands else []
+
+
+def runs_commands(script: str) -> bool:
+    """True when the script may run a command or read/write a file other than its input."""
+    reader = _Reader(script)
+    try:
+        return reader.run()
+    except (IndexError, ValueError):
+        return True  # ran off the end where sed needs more: unreadable, so fail closed
+
+
+class _Reader:
+    __slots__ = ("i", "s")
+
+    def __init__(self, script: str) -> None:
+        self.s = script
+        self.i = 0
+
+    def blanks(self) -> None:
+        while self.i < len(self.s) and self.s[self.i] in " \t":
+            self.i += 1
+
+    def delimited(self, delimiter: str, regex: bool = False) -> None:
+        """Skip to just past the next unescaped delimiter (in a regex, not one in `[…]`)."""
+        s = self.s
+        while s[self.i] != delimiter:
+            if regex and s[self.i] == "[":
+                self.bracket()
+            else:
+                self.i += 2 if s[self.i] == "\\" else 1
+        self.i += 1
+
+    def bracket(self) -> None:
+        """Skip a bracket expression: `[^]a/[:alpha:]]` is one item, `/` and all."""
+        s = self.s
+        self.i += 1
+        if s[self.i] == "^":
+            self.i += 1
+        if s[self.i] == "]":
+            self.i += 1
+        while s[self.i] != "]":
+            if s[self.i] == "[" and s[self.i + 1] in ".:=":
+                close = s[self.i + 1] + "]"
+                self.i = s.index(close, self.i + 2) + 2  # ValueError: unreadable
+            else:
+                self.i += 1
+        self.i += 1
+
+    def address(self, second: bool) -> None:
+        s = self.s
+        c = s[self.i] if self.i < len(s) else ""
+        if c.isdigit() or (second and c in "+~"):
+            self.i += 1
+            while self.i < len(s) and (s[self.i].isdigit() or s[self.i] == "~"):
+                self.i += 1
+        elif c == "$":
+            self.i += 1
+        elif c in ("/", "\\"):
+            if c == "\\":
+                self.i += 1
+                c = s[self.i]
+            self.i += 1
+            self.delimited(c, regex=True)
+            while self.i < len(s) and s[self.i] in "IM":
+                self.i += 1
+
+    def run(self) -> bool:
+        s = self.s
+        n = len(s)
+        while True:
+            while self.i < n and s[self.i] in " \t\n;":
+                self.i += 1
+            if self.i >= n:
+                return False
+            self.address(False)
+            self.blanks()
+            if self.i < n and s[self.i] == ",":
+                self.i += 1
+                self.blanks()
+                self.address(True)
+            self.blanks()
+            while self.i < n and s[self.i] == "!":
+                self.i += 1
+                self.blanks()
+            if self.i >= n:
+                return True  # an address with no command: not sed as we know it
+            command = s[self.i]
+            self.i += 1
+            if command in "{}":
+                continue
+            if command == "#" or command in _TEXT:
+                self.line(continued=command != "#")
+            elif command in _LABELLED:
+                while self.i < n and s[self.i] not in ";\n":
+                    self.i += 1
+            elif command in _NUMBERED:
+                self.blanks()
+                while self.i < n and (s[self.i].isdigit() or s[self.i] == "."):
+                    self.i += 1
+            elif command in ("s", "y"):
+                delimiter = s[self.i]
+                if delimiter in "\n\\":
+                    return True
+                self.i += 1
+                self.delimited(delimiter, regex=command == "s")
+                self.delimited(delimiter)
+                if command == "s":
+                    while self.i < n and s[self.i] in _S_FLAGS:
+                        self.i += 1
+                    if self.i < n and s[self.i] in "ew":
+                        return True
+            elif command not in _PLAIN:
+                return True  # e, r, R, w, W, or something unknown
+            self.blanks()
+            if self.i < n and s[self.i] not in ";\n}#":
+                return True  # trailing text sed would read differently
+
+    def line(self, continued: bool) -> None:
+        """Skip the rest of the line (a/i/c text continues after a backslash-newline)."""
+        s = self.s
+        while self.i < len(s) and s[self.i] != "\n":
+            self.i += 2 if continued and s[self.i] == "\\" else 1
