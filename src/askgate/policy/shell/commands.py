@@ -21,7 +21,12 @@ from askgate.policy.shell.programs import (
     reads_script_from_stdin,
 )
 from askgate.policy.shell.redirects import RedirectMixin
-from askgate.policy.shell.runners import REMOTE_RUNNERS, exec_option_floor, runner_inner
+from askgate.policy.shell.runners import (
+    REMOTE_RUNNERS,
+    container_run_forms,
+    exec_option_floor,
+    runner_inner,
+)
 from askgate.policy.shell.variables import (
     DECLARATIONS,
     attached,
@@ -283,6 +288,7 @@ class CommandMixin(RedirectMixin):
                 cwd_words = [*cwd_words, *git_cwd]
         elif head.dynamic is None:
             base = head.text.rsplit("/", 1)[-1]
+            alternates.extend(container_run_forms(base, args))
             inner = runner_inner(base, args)
             if inner is not None:
                 alternates.extend(_peeled_forms(inner, floors))
@@ -306,6 +312,8 @@ class CommandMixin(RedirectMixin):
             paths.write(path)
         if piped or redirects.stdin is not None:
             self.stdin(name, primary, text, redirects, piped, floors, state, frame)
+            if name == "exec" and len(primary) == 1:  # a shell reading commands reads these
+                floors.append("exec replaces the standard input the shell may read commands from")
         context = frame.context
         if name is not None and (
             name in INLINE_INTERPRETERS or name.startswith(("python", "pypy"))
@@ -345,11 +353,10 @@ class CommandMixin(RedirectMixin):
             collect(name, args, paths)
         if name in _NAME_BUILTINS:
             for word in _variable_names(name, primary):
-                if name in ("test", "["):
-                    if "[" in word.text:
-                        floors.append(f"`{name}` with an array subscript evaluates it as arithmetic")
-                else:
+                if name not in ("test", "["):
                     floors.extend(name_floors(word.text, name))
+                elif "[" in word.text:
+                    floors.append(f"`{name}` with an array subscript evaluates it as arithmetic")
         elif name in DECLARATIONS:
             floors.extend(declaration_floors(name, args))
         reason = builtin_floor(name, args)

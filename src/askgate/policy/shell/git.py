@@ -137,6 +137,8 @@ def reordered(argv: Sequence[Word]) -> list[str]:
     forms = []
     if options and operands and rest[0].text != options[0]:
         forms.append(" ".join([*head, *options, *operands]))
+    if (head[1], rest[0].text) in _RUNS_COMMANDS:  # bisect run CMD, submodule foreach CMD
+        forms.append(" ".join(w.text for w in rest[1:] if w.text != "--recursive"))
     if head[1] == "push" and any(o.startswith("+") for o in operands):
         bare = [o.removeprefix("+") for o in operands]
         forms.append(" ".join([*head, "--force", *options, *bare]))

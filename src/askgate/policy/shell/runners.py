@@ -44,17 +44,60 @@ _RUNNERS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "kubectl": (("exec",), frozenset({"-c", "--container", "-n", "--namespace",
                                       "--context", "--kubeconfig"})),
 }  # fmt: skip
+# More spellings of runners already listed, and more runners (red team 2026-11-29).
+_ALSO: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
+    ("mise", ("x",), frozenset({"-C", "--cd", "-E", "--env", "-j", "--jobs"})),
+    ("asdf", ("exec",), frozenset()),
+    ("rtx", ("exec",), frozenset()),
+    ("rtx", ("x",), frozenset()),
+    ("pnpm", ("dlx",), frozenset()),
+    ("yarn", ("dlx",), frozenset({"-p", "--package"})),
+    ("npm", ("x",), frozenset({"-p", "--package", "-w", "--workspace", "--prefix"})),
+    ("bun", ("x",), frozenset()),
+    ("bun", ("run",), frozenset({"--cwd", "--filter", "-F"})),
+    ("conda", ("run",), frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})),
+    ("mamba", ("run",), frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})),
+    ("micromamba", ("run",), frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})),
+    ("pixi", ("run",), frozenset({"-e", "--environment", "--manifest-path"})),
+    ("pixi", ("exec",), frozenset({"-s", "--spec", "-c", "--channel"})),
+    ("rye", ("run",), frozenset({"--pyproject"})),
+    ("tox", ("exec",), frozenset({"-e", "-c", "--conf"})),
+)
+# Container tools whose `run IMAGE command…` starts a command (its options are too many
+# to track: every suffix that starts with an operand is offered to deny rules).
+_CONTAINER_RUN = frozenset({"docker", "podman", "nerdctl", "kubectl", "finch"})
+_MAX_RUN_FORMS = 12  # options with values before the image: a dozen is plenty
 # Runners whose first operand is not the command (a directory, a container, a pod).
 _SKIP_OPERAND = frozenset({"direnv", "docker", "podman", "kubectl"})
 # Runners whose inner command runs somewhere else: its paths are not ours.
 REMOTE_RUNNERS = frozenset({"docker", "podman", "kubectl"})
 
 
+def container_run_forms(name: str, args: Sequence[Word]) -> list[str]:
+    """`docker run [opts] IMAGE cmd…`: every operand-led suffix after `run`."""
+    if name not in _CONTAINER_RUN:
+        return []
+    words = [w.text for w in args]
+    if "run" not in words:
+        return []
+    tail = words[words.index("run") + 1 :]
+    starts = [i for i, text in enumerate(tail) if not text.startswith("-")]
+    return [" ".join(tail[i:]) for i in starts[:_MAX_RUN_FORMS]]
+
+
 def runner_inner(name: str, args: Sequence[Word]) -> list[Word] | None:
     """The command a runner starts, for deny matching; None when name is not a runner."""
     spec = _RUNNERS.get(name)
-    if spec is None:
-        return None
+    found = _inner(name, args, spec) if spec is not None else None
+    for other, prefix, valued in _ALSO:
+        if found is None and other == name:
+            found = _inner(name, args, (prefix, valued))
+    return found
+
+
+def _inner(
+    name: str, args: Sequence[Word], spec: tuple[tuple[str, ...], frozenset[str]]
+) -> list[Word] | None:
     prefix, valued = spec
     words = list(args)
     for expected in prefix:
@@ -92,6 +135,14 @@ _EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
     "man": ("-P", "--pager", "-H", "--html"),
     "wget": ("-e", "--execute", "--use-askpass"),
     "tcpdump": ("-z",),
+    "make": ("--eval", "-E"),
+    "gmake": ("--eval", "-E"),
+    "gdb": ("-ex", "-iex", "--eval-command", "--init-eval-command", "-x", "--command", "-ix",
+            "--init-command"),
+    "lldb": ("-o", "--one-line", "-O", "--one-line-before-file", "-s", "--source", "-S",
+             "--source-before-file", "-k", "--one-line-on-crash"),
+    "expect": ("-c",),
+    "rg": ("--pre",),
 }  # fmt: skip
 _EDITORS = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim"})
 _EDITOR_OPTIONS = ("-c", "--cmd", "-S", "-s", "-u", "--startuptime")
@@ -106,6 +157,8 @@ LOCAL_COMMAND_KEYS = (
 
 def ssh_option_runs(value: str) -> bool:
     return value.lstrip(' \t"').lower().startswith(LOCAL_COMMAND_KEYS)
+
+
 _AWK_EXEC = re.compile(r'\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;}]*\|\s*"')
 
 

@@ -33,7 +33,7 @@ def declaration_floors(keyword: str, words: Sequence[Word]) -> list[str]:
                 if "n" in letters:
                     floors.append("a name reference (-n) makes one variable stand for another")
                 if "i" in letters:
-                    floors.append("an integer variable (-i) evaluates what it is given as arithmetic")
+                    floors.append("an integer variable (-i) evaluates assignments as arithmetic")
             continue
         name = text.split("=", 1)[0].removesuffix("+")
         floors.extend(name_floors(name, keyword))

@@ -87,6 +87,8 @@ class Walker(BuiltinMixin):
         inner_frame = frame._replace(depth=frame.depth + 1, context=context)
         if root.has_error:
             reason = f"the string run by {context} does not parse cleanly"
+            # Like the outer command not parsing: bash may read it differently.
+            self.sink.floors.append(reason)
             inner_frame = inner_frame._replace(
                 floor=f"{frame.floor}; {reason}" if frame.floor else reason
             )

@@ -88,8 +88,9 @@ def decode_ansi_c(body: str) -> str:
             return chr(ord(ctrl.upper()) ^ 0x40) if ctrl != "?" else "\x7f"
         return "\\" + other
 
-    # bash stops a $'…' string at a decoded NUL; keep the rest visible instead (stricter).
-    return _ANSI_ESCAPE.sub(one, body).replace("\x00", " ")
+    # bash ends a $'…' string at a decoded NUL (`$'rm\0zz'` is `rm`): so does the analyser,
+    # or `$'rm\0x' -rf /` would hide `rm -rf /` from deny rules (red team 2026-11-29).
+    return _ANSI_ESCAPE.sub(one, body).partition("\x00")[0]
 
 
 def unescape_unquoted(raw: str) -> tuple[str, str]:

@@ -9,89 +9,21 @@ paths and directory it touches itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from askgate.policy.shell.argv import names, scan
+from askgate.policy.shell.launchers import LAUNCHERS
+from askgate.policy.shell.peeling import Handler, Peel
+from askgate.policy.shell.peeling import joined as _joined
+from askgate.policy.shell.peeling import kept as _kept
+from askgate.policy.shell.peeling import simple as _simple
 from askgate.policy.shell.programs import FOREIGN_SHELLS, SHELLS, program_name, scan_shell
 from askgate.policy.shell.runners import ssh_option_runs
-from askgate.policy.shell.variables import builtin_floor, callback
+from askgate.policy.shell.variables import builtin_floor
 from askgate.policy.shell.words import Word, synthetic
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _NO_NAMES: frozenset[str] = frozenset()
-
-
-class Peel:
-    """What one wrapper layer does (see module docstring)."""
-
-    __slots__ = (
-        "assigned",
-        "cwd",
-        "extra",
-        "floor",
-        "inner",
-        "keep",
-        "option_words",
-        "reads",
-        "scripts",
-        "writes",
-    )
-
-    def __init__(self, inner: Sequence[Word] = (), floor: str | None = None) -> None:
-        self.inner: list[Word] = list(inner)
-        self.floor = floor
-        self.keep = False  # the wrapper stays a unit of its own
-        self.scripts: list[tuple[Word, str]] = []  # (shell source, context)
-        self.extra: list[tuple[list[Word], str]] = []  # (argv, context)
-        self.cwd: list[Word] = []
-        self.reads: list[str] = []
-        self.writes: list[str] = []
-        self.option_words: list[Word] = []  # scanned for path-looking words
-        self.assigned: list[str] = []
-
-    def add_floor(self, reason: str) -> None:
-        self.floor = reason if self.floor is None else f"{self.floor}; {reason}"
-
-
-Handler = Callable[[list[Word]], Peel | None]
-
-
-def _simple(
-    short_value: str = "",
-    long_value: str = "",
-    short_flags: str = "",
-    long_flags: str = "",
-    floor: str | None = None,
-    skip_operands: int = 0,
-) -> Handler:
-    """A wrapper of the form `name [options] [N fixed operands] command…`."""
-    long_values, long_flag_set = names(long_value), names(long_flags)
-
-    def handler(args: list[Word]) -> Peel:
-        result = scan(
-            args, short_value, long_values, short_flags=short_flags, long_flags=long_flag_set
-        )
-        peel = Peel(result.operands[skip_operands:], floor)
-        peel.option_words = result.option_words + result.operands[:skip_operands]
-        if result.unknown and floor is None:
-            # A transparent wrapper we cannot read might be hiding what it runs.
-            peel.add_floor(f"unrecognised option {result.unknown[0]} for a wrapper")
-        return peel
-
-    return handler
-
-
-def _joined(words: Sequence[Word]) -> Word:
-    """Several words handed to a shell as one string (ssh, watch, eval)."""
-    text = " ".join(w.text for w in words)
-    dynamic = next((w.dynamic for w in words if w.dynamic), None)
-    return Word(text, " ".join(w.source for w in words), dynamic)
-
-
-def _kept(floor: str | None = None) -> Peel:
-    peel = Peel((), floor)
-    peel.keep = True
-    return peel
 
 
 # -- transparent wrappers ---------------------------------------------------------
@@ -371,8 +303,6 @@ def _su(args: list[Word]) -> Peel:
     return peel
 
 
-
-
 def _ssh(args: list[Word]) -> Peel:
     result = scan(args, "BbcDEeFIiJLlmOoPpQRSWw")
     peel = _kept()
@@ -490,21 +420,6 @@ def _trap(args: list[Word]) -> Peel | None:
     return peel
 
 
-def _callback(name: str) -> Handler:
-    """mapfile -C, compgen -C/-W …: strings run as code, shown to denies and floored."""
-
-    def handler(args: list[Word]) -> Peel | None:
-        found = callback(name, args)
-        if found is None:
-            return None
-        scripts, reason = found
-        peel = _kept(reason)
-        peel.scripts.extend(scripts)
-        return peel
-
-    return handler
-
-
 WRAPPERS: dict[str, Handler] = {
     "env": _env,
     "timeout": _timeout,
@@ -518,6 +433,7 @@ WRAPPERS: dict[str, Handler] = {
     "stdbuf": _simple("ioe", "--input --output --error"),
     "noglob": lambda args: Peel(args),
     "busybox": _busybox,
+    "toybox": _busybox,
     "sudo": _sudo,
     "sudoedit": _sudoedit,
     "doas": _simple("uC", short_flags="nsL", floor="doas runs the command as another user"),
@@ -555,9 +471,9 @@ WRAPPERS: dict[str, Handler] = {
     "chrt": _simple("T", skip_operands=1, floor="chrt runs a command with another scheduler"),
     "taskset": _simple(short_flags="acp", skip_operands=1, floor="taskset runs a command"),
 }
-WRAPPERS.update({name: _callback(name) for name in ("mapfile", "readarray", "compgen", "complete")})
 WRAPPERS.update(dict.fromkeys(SHELLS, _shell))
 WRAPPERS.update(dict.fromkeys(FOREIGN_SHELLS, _foreign_shell))
+WRAPPERS.update(LAUNCHERS)
 
 
 def peel(argv: Sequence[Word]) -> Peel | None:
