@@ -249,14 +249,7 @@ class Policy:
         try:
             return paths.resolve(path, cwd, self.env)
         except (ValueError, OSError) as exc:
-            return Check(
-                surface=Surface.READ,
-                value=path[:200],
-                action=Action.ASK,
-                rule=None,
-                basis="floor",
-                note=f"path cannot be checked: {exc}",
-            )
+            return _floor(Surface.READ, path[:200], Action.ASK, f"path cannot be checked: {exc}")
 
     def _decide_path(
         self, surface: Surface, value: str, cwd: str, agent: str | None, tool: str | None
@@ -285,14 +278,7 @@ class Policy:
         checks: list[Check] = []
         if analysis.floor is not None:
             checks.append(
-                Check(
-                    surface=Surface.BASH,
-                    value=command[:500],
-                    action=analysis.floor,
-                    rule=None,
-                    basis="floor",
-                    note=analysis.floor_reason,
-                )
+                _floor(Surface.BASH, command[:500], analysis.floor, analysis.floor_reason)
             )
         if not units and not checks:
             # Nothing runs (empty, or assignments only): the bash rule for the whole
@@ -335,27 +321,10 @@ class Policy:
         if first_word in SHELL_RESERVED_WORDS:
             # A reserved word where a command name should be means the parse did not
             # see the structure bash will run (`time if …; then rm …; fi`): never allow.
-            checks.append(
-                Check(
-                    surface=Surface.BASH,
-                    value=unit.command,
-                    action=Action.ASK,
-                    rule=None,
-                    basis="floor",
-                    note=f"the shell keyword {first_word!r} in command position was not understood",
-                )
-            )
+            note = f"the shell keyword {first_word!r} in command position was not understood"
+            checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
         if unit.floor is not None:
-            checks.append(
-                Check(
-                    surface=Surface.BASH,
-                    value=unit.command,
-                    action=unit.floor,
-                    rule=None,
-                    basis="floor",
-                    note=unit.floor_reason,
-                )
-            )
+            checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
         if unit.reads or unit.writes:
             unit_cwd = os.path.join(cwd, unit.cwd) if unit.cwd else cwd
             for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
@@ -462,10 +431,13 @@ def _ignored(check: Check) -> Check:
     )
 
 
+def _floor(surface: Surface, value: str, action: Action, note: str | None) -> Check:
+    """A check no rule made: a construct or value the analysis cannot see through."""
+    return Check(surface=surface, value=value, action=action, rule=None, basis="floor", note=note)
+
+
 def _refuse(surface: Surface, value: str, why: str) -> Decision:
-    check = Check(
-        surface=surface, value=value, action=Action.ASK, rule=None, basis="floor", note=why
-    )
+    check = _floor(surface, value, Action.ASK, why)
     return Decision(
         action=Action.ASK, reason=why, surface=surface, value=value, rule=None, checks=(check,)
     )
