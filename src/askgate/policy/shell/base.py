@@ -40,6 +40,13 @@ class Redirects:
 
 NO_REDIRECTS = Redirects()  # shared, never mutated
 
+# Plain words (a lone `word`/`number` node) recur across commands: their `dynamic` reason
+# (or _BUILD: has a backslash, needs the full builder) is remembered per text.
+_PLAIN_WORD_DYNAMIC: dict[str, object] = {}
+_MEMO_LIMIT = 4096
+_UNSEEN = object()
+_BUILD = object()
+
 
 def join_words(words: Sequence[Word]) -> str:
     return " ".join([w.text for w in words])
@@ -62,6 +69,7 @@ class Base:
     """State and helpers every part of the walker uses; Walker provides the abstract ones."""
 
     src: bytes
+    ascii_src: str | None  # src as str when it is ASCII (byte offsets are then str offsets)
     visited: set[int]
     sink: SinkLike
     piped_text: str | None  # what the previous pipeline stage is known to print
@@ -126,6 +134,8 @@ class Base:
     def arguments(self, groups: Sequence[Sequence[Node]], state: Cwd, frame: Frame) -> list[Word]:
         """`words()` for already grouped nodes; a plain word skips the builder."""
         src = self.src
+        ascii_src = self.ascii_src
+        memo = _PLAIN_WORD_DYNAMIC
         argv: list[Word] = []
         build = None
         for group in groups:
@@ -133,10 +143,22 @@ class Base:
                 node = group[0]
                 kind = node.type
                 if kind == "word" or kind == "number":
-                    raw = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
-                    if "\\" not in raw:
-                        reason = runtime_reason(raw) if RUNTIME_CHARS.search(raw) else None
-                        argv.append(Word(raw, raw, f"{reason} in `{raw}`" if reason else None))
+                    if ascii_src is not None:
+                        raw = ascii_src[node.start_byte : node.end_byte]
+                    else:
+                        raw = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+                    dynamic = memo.get(raw, _UNSEEN)
+                    if dynamic is _UNSEEN:
+                        if "\\" in raw:
+                            dynamic = _BUILD
+                        else:
+                            reason = runtime_reason(raw) if RUNTIME_CHARS.search(raw) else None
+                            dynamic = f"{reason} in `{raw}`" if reason else None
+                        if len(memo) >= _MEMO_LIMIT:
+                            memo.clear()
+                        memo[raw] = dynamic
+                    if dynamic is not _BUILD:
+                        argv.append(Word(raw, raw, dynamic))  # type: ignore[arg-type]
                         continue
             if build is None:
                 build = self.builder(state, frame).build
@@ -152,4 +174,6 @@ class Base:
         return [build(group) for group in self.group(nodes)]
 
     def text(self, node: Node) -> str:
+        if self.ascii_src is not None:
+            return self.ascii_src[node.start_byte : node.end_byte]
         return self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")

@@ -10,7 +10,7 @@ from askgate.policy.shell import git
 from askgate.policy.shell.argv import names, scan
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, join_words
 from askgate.policy.shell.cwd import Cwd
-from askgate.policy.shell.pathargs import Paths, collect, generic_path
+from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect, generic_path
 from askgate.policy.shell.programs import (
     INLINE_INTERPRETERS,
     SYSTEM_DIRS,
@@ -23,6 +23,7 @@ from askgate.policy.shell.programs import (
 from askgate.policy.shell.redirects import RedirectMixin
 from askgate.policy.shell.runners import (
     REMOTE_RUNNERS,
+    RUNNER_OR_EXEC_NAMES,
     container_run_forms,
     exec_option_floor,
     runner_inner,
@@ -50,6 +51,20 @@ _INTEGER = re.compile(r"^[+-]?\d+$")
 _NAME_BUILTINS = names("read printf unset mapfile readarray wait getopts test [")
 MAX_WRAPPERS = 16
 _MOVES = names("cd pushd popd")
+_ASSIGNMENT, _REDIRECT, _NAME, _BODY, _WORD = range(5)
+_NAMES_WITH_RULES = COLLECT_NAMES | RUNNER_OR_EXEC_NAMES
+# How command() treats a child node, by type (types not listed: a word when named or `$`).
+_CHILD_ROLES = {
+    "variable_assignment": _ASSIGNMENT,
+    **dict.fromkeys(REDIRECT_TYPES, _REDIRECT),
+    "command_name": _NAME,
+    **dict.fromkeys(STATEMENT_TYPES, _BODY),
+    "word": _WORD,
+}
+# First characters of a word's source that cannot start a `{fd}` or a descriptor number.
+_PLAIN_FIRST = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_./~'\"$*?[]=+:@%^,!#"
+)
 _SPECIAL = names("git cd pushd let hash enable shopt fc set") | _NAME_BUILTINS | DECLARATIONS
 
 
@@ -74,25 +89,35 @@ class CommandMixin(RedirectMixin):
         bodies: list[Node] = []
         for child in node.children:
             kind = child.type
-            if kind == "variable_assignment":
-                assignments.append(child)
-            elif kind in REDIRECT_TYPES:
-                redirect_nodes.append(child)
-            elif kind == "command_name":
+            role = _CHILD_ROLES.get(kind)
+            if role is None:
+                if child.is_named or kind == "$":
+                    word_nodes.append(child)
+            elif role == _NAME:
                 word_nodes.extend(child.children)
-            elif kind in STATEMENT_TYPES:
-                bodies.append(child)  # `time ( … )`: tree-sitter hangs the body on `time`
-            elif child.is_named or kind == "$":
+            elif role == _WORD:
                 word_nodes.append(child)
-        redirect_nodes.extend(extra_redirects)
+            elif role == _ASSIGNMENT:
+                assignments.append(child)
+            elif role == _REDIRECT:
+                redirect_nodes.append(child)
+            else:
+                bodies.append(child)  # `time ( … )`: tree-sitter hangs the body on `time`
+        if extra_redirects:
+            redirect_nodes.extend(extra_redirects)
         groups = self.group(word_nodes)
         argv = self.arguments(groups, state, frame)
         floors: list[str] = []
-        assigned = [self.assignment(a, state, frame, floors) for a in assignments]
+        assigned = (
+            [self.assignment(a, state, frame, floors) for a in assignments] if assignments else []
+        )
         redirects = self.redirects(redirect_nodes, state, frame)
-        floors.extend(redirects.floors)
+        if redirects.floors:
+            floors.extend(redirects.floors)
         for group, word in zip(groups, argv, strict=True):
             first = word.source[:1]
+            if first in _PLAIN_FIRST:
+                continue  # the common case: neither `{` nor a digit
             if first == "{" or first.isdigit():
                 end = group[-1].end_byte
                 if self.src[end : end + 1] not in (b"<", b">"):
@@ -288,16 +313,11 @@ class CommandMixin(RedirectMixin):
                 cwd_words = [*cwd_words, *git_cwd]
         elif head.dynamic is None:
             base = head.text.rsplit("/", 1)[-1]
-            alternates.extend(container_run_forms(base, args))
-            inner = runner_inner(base, args)
-            if inner is not None:
-                alternates.extend(_peeled_forms(inner, floors))
-                if base in REMOTE_RUNNERS:
-                    args = args[: len(args) - len(inner)]
-            collect(base, args, paths)
-            reason = exec_option_floor(base, args)
-            if reason:
-                floors.append(reason)
+            if base not in _NAMES_WITH_RULES:
+                if args:
+                    paths.generic(args)  # what collect() does for a name it has no rule for
+            else:
+                self.ruled(base, args, alternates, floors, paths)
         else:
             paths.generic(args)
         if extra.used:
@@ -322,6 +342,21 @@ class CommandMixin(RedirectMixin):
         self.add_unit(
             text, alternates, paths.reads, paths.writes, floors, frame, state, context, cwd_words
         )
+
+    def ruled(
+        self, base: str, args: list[Word], alternates: list[str], floors: list[str], paths: Paths
+    ) -> None:
+        """A command name with runner, exec-option or path rules of its own."""
+        alternates.extend(container_run_forms(base, args))
+        inner = runner_inner(base, args)
+        if inner is not None:
+            alternates.extend(_peeled_forms(inner, floors))
+            if base in REMOTE_RUNNERS:
+                args = args[: len(args) - len(inner)]
+        collect(base, args, paths)
+        reason = exec_option_floor(base, args)
+        if reason:
+            floors.append(reason)
 
     def special(
         self,

@@ -133,6 +133,13 @@ class Paths:
         return reads, writes
 
 
+_TESTS = ("test", "[")
+_TARS = ("tar", "bsdtar", "gtar")
+_ZIPS = ("unzip", "zip")
+_JQS = ("jq", "yq", "gojq", "jaq")
+_COMPRESSORS = ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lz4")
+
+
 def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
     """Add the paths `name args…` reads and writes to `paths`."""
     if not args or name in NO_PATH_COMMANDS:
@@ -145,21 +152,21 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
             elif eq and key == "of":
                 paths.write(value)
         return
-    if name in ("test", "["):
+    if name in _TESTS:
         for index, word in enumerate(args[:-1]):
             if word.text in FILE_TESTS:
                 paths.read(args[index + 1].text)
         return
-    if name in ("tar", "bsdtar", "gtar"):
+    if name in _TARS:
         _tar(args, paths)
         return
-    if name in ("unzip", "zip"):
+    if name in _ZIPS:
         _zip(name, args, paths)
         return
-    if name in ("jq", "yq", "gojq", "jaq"):
+    if name in _JQS:
         _jq(name, args, paths)
         return
-    if name in ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lz4"):
+    if name in _COMPRESSORS:
         _compressor(args, paths)
         return
     spec = SPECS.get(name)
@@ -206,6 +213,12 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
             paths.read(word.text)
     elif kind == "none":
         paths.generic(operands)
+
+
+# Names collect() has a rule for; for every other name it is `paths.generic(args)`.
+COLLECT_NAMES = frozenset(
+    {*NO_PATH_COMMANDS, "dd", *_TESTS, *_TARS, *_ZIPS, *_JQS, *_COMPRESSORS, *SPECS}
+)
 
 
 def _code_cut(name: str, result: Scan, args: Sequence[Word]) -> list[Word]:

@@ -162,6 +162,10 @@ def ssh_option_runs(value: str) -> bool:
 _AWK_EXEC = re.compile(r'\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;}]*\|\s*"')
 
 
+_AWKS = ("awk", "gawk", "mawk", "nawk")
+_SEDS = ("sed", "gsed")
+
+
 def exec_option_floor(name: str, args: Sequence[Word]) -> str | None:
     """Why `name args` runs another program through an option, or None."""
     options = _EXEC_OPTIONS.get(name)
@@ -183,11 +187,11 @@ def exec_option_floor(name: str, args: Sequence[Word]) -> str | None:
                 text.startswith("+") and not text[1:].isdigit()
             ):
                 return f"{name} {text} runs editor commands, which can run shell commands"
-    elif name in ("awk", "gawk", "mawk", "nawk"):
+    elif name in _AWKS:
         for program in _programs(args, ("-f", "--file", "-e", "--source"), "fvFileE"):
             if _AWK_EXEC.search(program):
                 return "the awk program runs commands"
-    elif name in ("sed", "gsed"):
+    elif name in _SEDS:
         if not any(w.text == "--sandbox" for w in args) and any(
             runs_commands(script) for script in sed_scripts(args)
         ):
@@ -240,3 +244,11 @@ def _programs(args: Sequence[Word], program_options: tuple[str, ...], valued: st
     if not found and operand is not None:
         found.append(operand)
     return found
+
+
+# Every name container_run_forms, runner_inner or exec_option_floor can answer for:
+# for any other name they find nothing (commands.py skips them).
+RUNNER_OR_EXEC_NAMES = frozenset(
+    {*_CONTAINER_RUN, *_RUNNERS, *(name for name, _, _ in _ALSO), *_EXEC_OPTIONS, *_SSH_LIKE,
+     *_EDITORS, *_AWKS, *_SEDS, "less"}
+)  # fmt: skip

@@ -64,6 +64,7 @@ class Walker(BuiltinMixin):
     def __init__(self, sink: Sink, src: bytes) -> None:
         self.sink = sink
         self.src = src
+        self.ascii_src = src.decode("ascii") if src.isascii() else None
         self.visited: set[int] = set()
         self.nesting = 0
         self.piped_text: str | None = None
