@@ -12,7 +12,10 @@ from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, join_wor
 from askgate.policy.shell.cwd import Cwd
 from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect, generic_path
 from askgate.policy.shell.programs import (
+    FOREIGN_SHELLS,
     INLINE_INTERPRETERS,
+    INTERPRETERS,
+    SHELLS,
     SYSTEM_DIRS,
     dangerous_variable,
     interpreter_context,
@@ -36,7 +39,7 @@ from askgate.policy.shell.variables import (
     name_floors,
 )
 from askgate.policy.shell.words import Node, Word
-from askgate.policy.shell.wrappers import Peel, peel
+from askgate.policy.shell.wrappers import WRAPPERS, Peel, peel
 
 # Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
 STATEMENT_TYPES = names(
@@ -66,6 +69,14 @@ _PLAIN_FIRST = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_./~'\"$*?[]=+:@%^,!#"
 )
 _SPECIAL = names("git cd pushd let hash enable shopt fc set") | _NAME_BUILTINS | DECLARATIONS
+# The fused path (plain()) is only for names run()/emit() give no treatment of their own:
+# built from the same tables those consult, so the two cannot drift apart.
+_NOT_FUSED = frozenset(
+    {*WRAPPERS, *_SPECIAL, *_MOVES, *RUNNER_OR_EXEC_NAMES, *INLINE_INTERPRETERS, *INTERPRETERS,
+     *SHELLS, *FOREIGN_SHELLS, "xargs", "source", ".", "exec"}
+)  # fmt: skip
+# A command whose whole source is plain words: no quotes, escapes, expansions, globs.
+_PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_./:=@%+, \t-]+")
 
 
 class CommandMixin(RedirectMixin):
@@ -107,6 +118,13 @@ class CommandMixin(RedirectMixin):
             redirect_nodes.extend(extra_redirects)
         groups = self.group(word_nodes)
         argv = self.arguments(groups, state, frame)
+        if (
+            not (assignments or redirect_nodes or bodies)
+            and argv
+            and argv[0].text not in _NOT_FUSED
+            and self.plain(node, groups, argv, state, frame)
+        ):
+            return
         floors: list[str] = []
         assigned = (
             [self.assignment(a, state, frame, floors) for a in assignments] if assignments else []
@@ -151,6 +169,48 @@ class CommandMixin(RedirectMixin):
                 self.piped_text = redirects.stdin_text
             self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
             self.piped_text = None
+
+    def plain(
+        self, node: Node, groups: list[list[Node]], argv: list[Word], state: Cwd, frame: Frame
+    ) -> bool:
+        """The fused path: a plain command straight to its unit, as run() and emit() would.
+
+        False (nothing done) for anything that needs their full treatment.
+        """
+        head = argv[0].text
+        directory, slash, base = head.rpartition("/")
+        if base in _NOT_FUSED or not base or base.startswith(("python", "pypy")):
+            return False
+        if not _PLAIN_COMMAND.fullmatch(self.text(node)):
+            return False
+        in_system_dir = bool(slash) and (directory or "/") in SYSTEM_DIRS
+        src = self.src
+        for group, word in zip(groups, argv, strict=True):
+            if word.dynamic is not None:
+                return False
+            if word.text[:1].isdigit():
+                end = group[-1].end_byte
+                if src[end : end + 1] in (b"<", b">"):
+                    return False  # a descriptor number: command() decides what it is
+        args = argv[1:]
+        text = join_words(argv)
+        alternates: list[str] = []
+        paths = Paths()
+        if slash:
+            base_form = join_words([Word(base, base), *args])
+            if in_system_dir:
+                alternates.append(text)
+                text = base_form
+            else:
+                alternates.append(base_form)
+                paths.read(head)
+        if base in COLLECT_NAMES:
+            collect(base, args, paths)
+        elif args:
+            paths.generic(args)
+        self.add_unit(text, alternates, paths.reads, paths.writes, [], frame, state)
+        self.after(argv, state)
+        return True
 
     def assignment(self, node: Node, state: Cwd, frame: Frame, floors: list[str]) -> str:
         """`NAME=value` as text; floors for variables that change what runs."""
