@@ -14,6 +14,7 @@ from typing import NoReturn, TextIO
 from askgate.forwarding.env import default_forwarding_root
 from askgate.forwarding.io import HOST, list_json, now_ms, pid_alive, read_limited
 from askgate.forwarding.protocol import (
+    DEFAULT_TIMEOUT,
     MAX_HEARTBEAT_BYTES,
     InvalidSessionId,
     Layout,
@@ -44,7 +45,11 @@ def _parser() -> argparse.ArgumentParser:
         "--poll-interval", type=float, default=0.25, metavar="SECONDS", help="default 0.25"
     )
     serve.add_argument(
-        "--prompt-timeout", type=float, default=None, metavar="SECONDS", help="per prompt"
+        "--prompt-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="per prompt; unanswered, it ends timed_out (default: %(default)s s)",
     )
     status = commands.add_parser("status", help="list serving sessions and pending requests")
     status.add_argument("--root", type=Path, help="forwarding directory (default: pi's)")
