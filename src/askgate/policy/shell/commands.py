@@ -71,6 +71,7 @@ _PLAIN_FIRST = frozenset(
 _SPECIAL = names("git cd pushd let hash enable shopt fc set") | _NAME_BUILTINS | DECLARATIONS
 # The fused path (plain()) is only for names run()/emit() give no treatment of their own:
 # built from the same tables those consult, so the two cannot drift apart.
+# (One exception: git with no global option, whose special() treatment plain() repeats.)
 _NOT_FUSED = frozenset(
     {*WRAPPERS, *_SPECIAL, *_MOVES, *RUNNER_OR_EXEC_NAMES, *INLINE_INTERPRETERS, *INTERPRETERS,
      *SHELLS, *FOREIGN_SHELLS, "xargs", "source", ".", "exec"}
@@ -121,7 +122,7 @@ class CommandMixin(RedirectMixin):
         if (
             not (assignments or redirect_nodes or bodies)
             and argv
-            and argv[0].text not in _NOT_FUSED
+            and (argv[0].text not in _NOT_FUSED or argv[0].text == "git")
             and self.plain(node, groups, argv, state, frame)
         ):
             return
@@ -179,7 +180,13 @@ class CommandMixin(RedirectMixin):
         """
         head = argv[0].text
         directory, slash, base = head.rpartition("/")
-        if base in _NOT_FUSED or not base or base.startswith(("python", "pypy")):
+        # `git SUB …` with no global option: normalise() would strip nothing.
+        plain_git = head == "git" and (len(argv) < 2 or argv[1].text[:1] != "-")
+        if (
+            (base in _NOT_FUSED and not plain_git)
+            or not base
+            or base.startswith(("python", "pypy"))
+        ):
             return False
         if not _PLAIN_COMMAND.fullmatch(self.text(node)):
             return False
@@ -195,8 +202,13 @@ class CommandMixin(RedirectMixin):
         args = argv[1:]
         text = join_words(argv)
         alternates: list[str] = []
+        floors: list[str] = []
         paths = Paths()
-        if slash:
+        if plain_git:
+            # As special() does for git: the floors normalise() finds, the reordered forms.
+            floors = git.normalise(argv).floors
+            alternates = git.reordered(argv)
+        elif slash:
             base_form = join_words([Word(base, base), *args])
             if in_system_dir:
                 alternates.append(text)
@@ -204,11 +216,11 @@ class CommandMixin(RedirectMixin):
             else:
                 alternates.append(base_form)
                 paths.read(head)
-        if base in COLLECT_NAMES:
+        if plain_git or base in COLLECT_NAMES:
             collect(base, args, paths)
         elif args:
             paths.generic(args)
-        self.add_unit(text, alternates, paths.reads, paths.writes, [], frame, state)
+        self.add_unit(text, alternates, paths.reads, paths.writes, floors, frame, state)
         self.after(argv, state)
         return True
 

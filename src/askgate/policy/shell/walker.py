@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 
@@ -24,6 +25,25 @@ _WORD_LIKE = names(
 )
 
 Parse = Callable[[bytes], Node]  # bytes -> root node
+
+# Source with no quoting, expansion, grouping, test or comment syntax: when it also holds no
+# reserved word, every command-like node is a simple command lying between two separators,
+# so there are at most (separators + 1) of them. An `&` touching `<` or `>` is part of a
+# redirection (`2>&1`, `&>f`); `|&` and `;;` count extra: the bound only ever errs high,
+# and a high bound just means the sweep runs.
+_FLAT_SOURCE = re.compile(rb"[A-Za-z0-9_./:=@%+,~*?<> \t\n;&|-]*")
+_SEPARATOR = re.compile(rb"&&|\|\||(?<![<>])&(?!>)|[;|\n]")
+_RESERVED_WORD = re.compile(
+    rb"(?<![^\s;&|<>])(?:if|then|else|elif|fi|for|while|until|do|done|case|esac|select|"
+    rb"function|time|coproc|in)(?![^\s;&|<>])"
+)
+
+
+def _flat_command_bound(src: bytes) -> int:
+    """At most how many command-like nodes src parses into; -1 when that is not obvious."""
+    if not _FLAT_SOURCE.fullmatch(src) or _RESERVED_WORD.search(src):
+        return -1
+    return len(_SEPARATOR.findall(src)) + 1
 
 
 def _flatten_list(node: Node) -> list[Node]:
@@ -102,6 +122,10 @@ class Walker(BuiltinMixin):
     def sweep(self, root: Node, state: Cwd, frame: Frame) -> None:
         """Safety net: a command the walk did not reach still becomes a unit (floored)."""
         visited = self.visited
+        # visited holds only command-like nodes of this tree: when it is as large as the
+        # bound, the walk reached every one of them and the search would find nothing.
+        if not root.has_error and len(visited) == _flat_command_bound(self.src):
+            return
         found = self.sink.find_commands(root)
         if found is None:
             self.sink.floors.append("the command is too complex to check completely")
