@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from askgate.policy import paths
 from askgate.policy.model import (
     Action,
@@ -368,19 +370,9 @@ class Policy:
     def _clamp(self, decision: Decision) -> Decision:
         if not self.errors or decision.action is not Action.ALLOW:
             return decision
-        note = (
-            "a policy file failed to load, so nothing is allowed without asking: "
-            + (self.errors[0])
-        )
-        return Decision(
-            action=Action.ASK,
-            reason=note,
-            surface=decision.surface,
-            value=decision.value,
-            rule=decision.rule,
-            units=decision.units,
-            checks=decision.checks,
-            clamped=True,
+        note = "a policy file failed to load, so nothing is allowed without asking: "
+        return msgspec.structs.replace(
+            decision, action=Action.ASK, reason=note + self.errors[0], clamped=True
         )
 
 
