@@ -58,7 +58,7 @@ def test_bad_usage_is_a_one_line_error(cli: Cli, tmp_path: Path) -> None:
         ([], ("a command is required",)),
         (["frobnicate"], ("invalid choice: 'frobnicate'",)),
         (["hook"], ("askgate hook claude-code",)),
-        (["hook", "codex"], ("askgate hook claude-code",)),
+        (["hook", "no-such-agent"], ("askgate hook claude-code",)),
         (["check", "--config", policy, "bogus", "ls"], ("invalid choice: 'bogus'",)),
         (["explain", "--config", policy, "bogus", "ls"], ("invalid choice: 'bogus'",)),
         (["check", "--config", policy, "bash"], ("VALUE",)),

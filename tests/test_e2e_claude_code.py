@@ -9,8 +9,8 @@ The settings also grant Claude Code's own permission `Bash`, so without the hook
 would run (test_premise_* proves it): whenever a command does not run below, askgate stopped it.
 "Ran" is proven by a marker file in the project, not by anything the CLI reports.
 
-The CLI is installed by scripts/install-clients (pinned, into .cache/clients/); without it (no
-npm) these tests skip.
+The CLI is installed by scripts/install-clients (pinned, into ~/.cache/askgate/clients/); without
+it these tests skip, and fail in CI (tests/clients.py).
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ from typing import Any
 
 import pytest
 
+from clients import client_bin, require_client
 from fake_anthropic import FakeAnthropic, tool_result_text
 
 CLAUDE_CODE_VERSION = "2.1.197"
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CLAUDE_BIN = REPO_ROOT / ".cache" / "clients" / "node_modules" / ".bin" / "claude"
+CLAUDE_BIN = client_bin("claude-code", CLAUDE_CODE_VERSION, "claude")
 RUN_TIMEOUT = 60.0  # a run takes 1-3 s; the deadline only stops a hung CLI from hanging pytest
 MARKER = "marker.txt"
 QUIET_ENV = {
@@ -82,10 +83,7 @@ def isolated_env(tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def claude_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not CLAUDE_BIN.exists():
-        if shutil.which("npm") is None:
-            pytest.skip("npm not found, so the Claude Code CLI is not installed")
-        pytest.skip("Claude Code CLI not installed: run scripts/install-clients")
+    require_client("claude-code", CLAUDE_CODE_VERSION, "claude")
     env = isolated_env(tmp_path_factory.mktemp("claude-version"))
     proc = subprocess.run(
         [str(CLAUDE_BIN), "--version"],

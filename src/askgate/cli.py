@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 SURFACES = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
-COMMANDS = ("check", "explain", "config", "schema", "trust", "untrust", "hook", "forward")
+COMMANDS = ("check", "explain", "config", "schema", "trust", "untrust", "hook")
 # A VALUE read with --stdin larger than this is refused outright; anything over the
 # engine's own limit (far smaller) is answered "ask" without being analysed.
 MAX_STDIN_BYTES = 16 * 1024 * 1024
@@ -77,28 +77,81 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("directory", nargs="?", default=None)
 
-    hook = sub.add_parser("hook", help="agent hooks: claude-code (PreToolUse)", add_help=False)
+    hook = sub.add_parser("hook", help="agent hooks: claude-code | codex | gemini", add_help=False)
     hook.add_argument("rest", nargs=argparse.REMAINDER)
-    fwd = sub.add_parser("forward", help="subagent forwarding: serve | status", add_help=False)
-    fwd.add_argument("rest", nargs=argparse.REMAINDER)
+    for word, text in ROUTED_HELP.items():
+        routed = sub.add_parser(word, help=text, add_help=False)
+        routed.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+# Commands that live in their own modules: word -> "module:function". The function takes
+# the arguments after the word, owns its argparse (and --help) and returns the exit code.
+# Routing by table keeps this module small and lets each command load only what it needs.
+ROUTED: dict[str, str] = {
+    "forward": "askgate.forwarding.cli:main",
+    "serve": "askgate.server.cli:serve_main",
+    "user": "askgate.server.cli:user_main",
+    "enroll": "askgate.server.cli:enroll_main",
+    "doctor": "askgate.server.doctor:main",
+    "daemon": "askgate.daemon.cli:main",
+    "install": "askgate.install:main",
+    "import": "askgate.importers:main",
+    "pi": "askgate.adapters.pi_rpc.cli:main",
+    "acp": "askgate.adapters.acp.cli:main",
+    "sandbox": "askgate.sandbox.cli:main",
+    "init": "askgate.profiles.init_cli:main",
+    "suggest": "askgate.profiles.suggest_cli:main",
+    "log": "askgate.log_cli:main",
+}
+
+ROUTED_HELP: dict[str, str] = {
+    "forward": "subagent forwarding: serve | status",
+    "serve": "run the approval server (web page, phone, HTTP API)",
+    "user": "approval server users: add | list | token",
+    "enroll": "enroll a phone for a user (ntfy topic, QR code)",
+    "doctor": "check the configuration: budgets, database, secret, notifier",
+    "daemon": "the resident decider: start | status | stop",
+    "install": "register askgate with an agent: claude-code | codex | gemini",
+    "import": "convert an agent's permission settings: claude-code",
+    "pi": "drive pi workers over RPC: run",
+    "acp": "an ACP proxy in front of an ACP agent",
+    "sandbox": "run a command in a kernel sandbox derived from the policy",
+    "init": "write a starter policy for this project",
+    "suggest": "suggest rules from what people approved",
+    "log": "show the review log",
+}
+
+
+def _routed(word: str, rest: list[str]) -> int:
+    import importlib
+
+    module_name, _, function = ROUTED[word].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            print(f"askgate: error: '{word}' is not available in this build", file=sys.stderr)
+            return 2
+        raise
+    result: int = getattr(module, function)(rest)
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:2] == ["hook", "claude-code"]:
-        from askgate.adapters.claude_code import main as hook_main
+    if argv[:1] == ["hook"]:
+        from askgate.entry import run_hook
 
-        return hook_main(argv[2:])
-    if argv[:1] == ["forward"]:
-        from askgate.forwarding.cli import main as forward_main
-
-        return forward_main(argv[1:])
+        return run_hook(argv[1:])
+    if argv[:1] and argv[0] in ROUTED:
+        return _routed(argv[0], argv[1:])
     _tolerate_undecodable_output()
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError(f"a command is required: {', '.join(COMMANDS)} (see askgate --help)")
+            commands = ", ".join((*COMMANDS, *ROUTED))
+            raise UsageError(f"a command is required: {commands} (see askgate --help)")
         return _dispatch(args)
     except UsageError as exc:
         print(f"askgate: error: {error_line(str(exc))}", file=sys.stderr)
@@ -143,7 +196,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "schema":
         return _schema(args.which)
     if args.command == "hook":
-        raise UsageError("usage: askgate hook claude-code [--config FILE]... < hook.json")
+        raise UsageError("usage: askgate hook claude-code|codex|gemini [--config FILE]... < input")
     if args.command in ("trust", "untrust"):
         return _trust(args.command, args.directory)
     raise UsageError(f"unknown command {args.command!r}")

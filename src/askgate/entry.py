@@ -8,13 +8,37 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+# agent -> "module:function"; the function takes the arguments after the agent name.
+HOOKS: dict[str, str] = {
+    "claude-code": "askgate.adapters.claude_code:main",
+    "codex": "askgate.adapters.codex:main",
+    "gemini": "askgate.adapters.gemini:main",
+}
+
+
+def run_hook(args: list[str]) -> int:
+    """`askgate hook AGENT …`. Exit 2 blocks the tool call in every agent that honours it."""
+    if not args or args[0] not in HOOKS:
+        known = " | ".join(HOOKS)
+        print(f"askgate: error: usage: askgate hook {known} [--config FILE]...", file=sys.stderr)
+        return 2
+    import importlib
+
+    module_name, _, function = HOOKS[args[0]].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        hook = getattr(module, function)
+    except Exception as exc:  # a missing or broken adapter blocks the call, loudly
+        print(f"askgate: error: hook {args[0]} is unavailable: {exc!r}"[:600], file=sys.stderr)
+        return 2
+    result: int = hook(args[1:])
+    return result
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:2] == ["hook", "claude-code"]:
-        from askgate.adapters.claude_code import main as hook_main
-
-        return hook_main(args[2:])
+    if args[:1] == ["hook"]:
+        return run_hook(args[1:])
     from askgate.cli import main as cli_main
 
     return cli_main(args)
