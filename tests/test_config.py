@@ -403,7 +403,7 @@ def test_config_files_replace_discovery_but_managed_still_applies(world: World) 
     summary = [(rule.pattern, rule.origin, rule.rank) for rule in loaded.rules]
     assert summary == [
         ("a *", Origin.CONFIG, 100),
-        ("b *", Origin.CONFIG, 101),
+        ("b *", Origin.CONFIG, 102),
         ("aa", Origin.CONFIG_AGENT, 300),
         ("ba", Origin.CONFIG_AGENT, 301),
         ("m *", Origin.MANAGED, 600),

@@ -66,9 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("value", nargs="?", metavar="VALUE", help="command, path, tool name …")
 
     cfg = sub.add_parser("config", help="show, validate or locate policy files")
-    cfg.add_argument("action", choices=("show", "validate", "paths"))
+    cfg.add_argument("action", choices=("show", "validate", "paths", "test"))
     _policy_options(cfg)
     cfg.add_argument("--json", action="store_true")
+    cfg.add_argument(
+        "--builtin", action="store_true", help="show: include askgate's built-in rules"
+    )
 
     schema = sub.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", choices=("policy", "events"))
@@ -327,6 +330,12 @@ def _config(args: argparse.Namespace) -> int:
                 mark = "found  " if row["exists"] else "missing"
                 print(f"{mark} {row['origin']:<10} {row['path']}")
         return 0
+    if args.action == "test":
+        from askgate.policy.config import run_examples
+        from askgate.report import render_examples
+
+        _require_config_files(files)
+        return render_examples(run_examples(cwd, config_files=files), as_json=args.json)
     loaded = load_policy(cwd, config_files=files, agent=agent)
     if args.action == "validate":
         return _validate(loaded, as_json=args.json)
@@ -334,7 +343,7 @@ def _config(args: argparse.Namespace) -> int:
         raise UsageError(str(loaded.errors[0]))
     from askgate.report import render_config
 
-    render_config(loaded, as_json=args.json)
+    render_config(loaded, as_json=args.json, builtin=args.builtin)
     return 0
 
 

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from askgate.policy.engine import Policy
-from askgate.policy.model import Check, Decision, Rule, RuleRef
+from askgate.policy.model import Check, Decision, Origin, Rule, RuleRef
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -143,9 +143,17 @@ def display_path(path: str, *, cwd: str | None = None, home: str | None = None) 
     return path
 
 
+def source_label(source: str, line: int | None) -> str:
+    """`describe_source` with the file path shortened for display."""
+    from askgate.policy.builtin import describe_source
+
+    label = describe_source(source, line)
+    return display_path(label) if label.startswith("/") else label
+
+
 def _where(rule: Rule) -> str:
     where = str(rule.origin) + ("" if rule.trusted else " (untrusted)")
-    return where + (f" {display_path(rule.source)}:{rule.line}" if rule.source else "")
+    return where + (f" {source_label(rule.source, rule.line)}" if rule.source else "")
 
 
 def _overriders(policy: Policy, check: Check, rule: Rule, agent: str | None) -> list[str]:
@@ -241,7 +249,12 @@ def render_explain(decision: Decision, policy: Policy, *, agent: str | None) -> 
         console.print(table)
 
 
-def render_config(loaded: Any, *, as_json: bool) -> None:
+def render_config(loaded: Any, *, as_json: bool, builtin: bool = False) -> None:
+    shown = [r for r in loaded.rules if builtin or r.origin is not Origin.BUILTIN]
+    if builtin:  # the protections computed from the environment, not read from a file
+        from askgate.policy.protected import protected_rules
+
+        shown += protected_rules(os.environ, loaded.project_root)
     rows = [
         {
             "surface": str(r.surface),
@@ -253,9 +266,10 @@ def render_config(loaded: Any, *, as_json: bool) -> None:
             "trusted": r.trusted,
             "source": r.source,
             "line": r.line,
+            "where": source_label(r.source, r.line) if r.source else "",
             "reason": r.reason,
         }
-        for r in loaded.rules
+        for r in shown
     ]
     summary = {
         "project_root": loaded.project_root,
@@ -290,7 +304,71 @@ def render_config(loaded: Any, *, as_json: bool) -> None:
                 r["action"],
                 r["origin"] + ("" if r["trusted"] else " (untrusted)"),
                 r["agent"] or "",
-                f"{display_path(r['source'])}:{r['line']}" if r["source"] else "",
+                r["where"],
             )
         )
     console.print(table)
+    hidden = sum(1 for r in loaded.rules if r.origin is Origin.BUILTIN)
+    if hidden and not builtin:
+        console.print(f"({hidden} built-in rules not shown: --builtin lists them)", markup=False)
+
+
+def render_examples(runs: Any, *, as_json: bool) -> int:
+    """`askgate config test`: every example of every file; exit 0 all pass, 1 some fail,
+    2 a file could not be parsed."""
+    failed = sum(1 for run in runs for example in run.examples if not example.passed)
+    broken = [run for run in runs if run.error]
+    total = sum(len(run.examples) for run in runs)
+    if as_json:
+        print(
+            dump_json(
+                {
+                    "ok": not failed and not broken,
+                    "examples": total,
+                    "failed": failed,
+                    "files": [
+                        {
+                            "path": run.path,
+                            "error": run.error,
+                            "examples": [
+                                {
+                                    "rule": example.key,
+                                    "line": example.line,
+                                    "value": example.value,
+                                    "expect": "match" if example.should_match else "not_match",
+                                    "passed": example.passed,
+                                }
+                                for example in run.examples
+                            ],
+                        }
+                        for run in runs
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        from rich.table import Table
+
+        table = Table()
+        for column in ("result", "rule", "example", "expect", "where"):
+            table.add_column(column, overflow="fold")
+        for run in runs:
+            for example in run.examples:
+                table.add_row(
+                    *_plain(
+                        "ok" if example.passed else "FAILED",
+                        example.key,
+                        example.value,
+                        "match" if example.should_match else "not match",
+                        source_label(run.path, example.line),
+                    )
+                )
+        console = _console()
+        console.print(table)
+        for run in broken:
+            console.print(f"error: {run.error}", markup=False)
+        console.print(f"{total - failed} of {total} examples pass", markup=False)
+    if broken:
+        return 2
+    return 1 if failed else 0

@@ -10,10 +10,13 @@ Scopes, lowest to highest rank:
     project agents  [agent.NAME.*] of the project file          rank 400
     managed         /etc/askgate/policy.toml                    rank 600
     managed agents  [agent.NAME.*] of the managed file          rank 800
+    built-in        policy/builtin/rules/*.toml, protected.py   rank 1,000,000
+
+A file's `profiles = [...]` load the named built-in profiles one rank below the file.
 
 `--config FILE` (repeatable) replaces the user and project files: file i loads at rank
-100 + i and its agent sections at 300 + i, so every config file's agent sections sit
-above all config files' base sections, mirroring user/project. The managed file still
+100 + 2i (its profiles at 99 + 2i) and its agent sections at 300 + i, so every config
+file's agent sections sit above all config files' base sections, mirroring user/project. The managed file still
 applies on top: an administrator's floor cannot be bypassed with `--config`.
 
 Relative path patterns and relative `extra_directories` of every file (user, managed and
@@ -29,6 +32,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from askgate.policy.examples import RuleExample
 from askgate.policy.model import Action, Origin, Rule
 from askgate.policy.paths import check_path_text, fold_lexically, home_directory, normalize
 from askgate.policy.policy_file import (
@@ -53,6 +57,7 @@ from askgate.policy.trust import (
 
 __all__ = [
     "ConfigError",
+    "ExampleRun",
     "LoadedPolicy",
     "PolicyFile",
     "TrustError",
@@ -66,6 +71,7 @@ __all__ = [
     "parse_policy_text",
     "policy_json_schema",
     "project_policy_path",
+    "run_examples",
     "trust_project",
     "trust_store_path",
     "untrust_project",
@@ -78,8 +84,11 @@ RANK_USER_AGENT = 300
 RANK_PROJECT_AGENT = 400
 RANK_MANAGED = 600
 RANK_MANAGED_AGENT = 800
-RANK_CONFIG = 100  # + index of the --config file
+RANK_CONFIG = 100  # + 2 x index of the --config file (the odd rank below is its profiles')
 RANK_CONFIG_AGENT = 300  # + index of the --config file
+# A file's profiles load one rank below the file itself: its own rules override them, and
+# they override the scopes below it like the file's rules would.
+PROFILE_RANK_OFFSET = -1
 MAX_CONFIG_FILES = 100  # keeps config ranks below the next scope's
 
 DEFAULT_MANAGED_POLICY = "/etc/askgate/policy.toml"
@@ -178,7 +187,7 @@ def _sources(
             except ValueError as error:
                 errors.append(ConfigError(one_line(str(name)), None, None, str(error)))
                 continue
-            rank, agent_rank = RANK_CONFIG + index, RANK_CONFIG_AGENT + index
+            rank, agent_rank = RANK_CONFIG + 2 * index, RANK_CONFIG_AGENT + index
             sources.append(_Source(Origin.CONFIG, path, rank, agent_rank, required=True))
     else:
         for origin, path in discover_paths(cwd, env):
@@ -231,6 +240,42 @@ def _untrusted_warning(policy: PolicyFile) -> str:
     )
 
 
+def _profiles_of(
+    policy: PolicyFile, root: str, env: Mapping[str, str] | None
+) -> tuple[list[PolicyFile], ConfigError | None]:
+    """The profiles a trusted file selects, one rank below it. A profile that cannot load
+    is reported as an error of the selecting file (so that file's scope clamps)."""
+    from askgate.policy.builtin import load_profile
+
+    loaded: list[PolicyFile] = []
+    for name in policy.profiles:
+        try:
+            loaded.append(
+                load_profile(
+                    name,
+                    origin=policy.origin,
+                    rank=policy.rank_base + PROFILE_RANK_OFFSET,
+                    base_dir=root,
+                    env=env,
+                )
+            )
+        except (ConfigError, OSError, ValueError) as error:
+            message = f"profile {name!r} cannot load: {error}"
+            return loaded, ConfigError(policy.path, policy.profiles_line, "profiles", message)
+    return loaded, None
+
+
+def _builtin_files(
+    root: str, env: Mapping[str, str] | None
+) -> tuple[list[PolicyFile], ConfigError | None]:
+    from askgate.policy.builtin import load_builtin_rules
+
+    try:
+        return load_builtin_rules(base_dir=root, env=env), None
+    except (ConfigError, OSError, ValueError) as error:
+        return [], ConfigError("<built-in rules>", None, None, f"cannot load: {error}")
+
+
 def load_policy(
     cwd: str,
     *,
@@ -255,6 +300,14 @@ def load_policy(
             files.append(loaded)
             if not loaded.trusted:
                 warnings.append(_untrusted_warning(loaded))
+            profiles, error = _profiles_of(loaded, root, env)
+            files.extend(profiles)
+            if error is not None:
+                errors.append(error)
+    builtin, error = _builtin_files(root, env)
+    files.extend(builtin)
+    if error is not None:
+        errors.append(error)
     return merge_files(files, errors=errors, warnings=warnings, project_root=root, agent=agent)
 
 
@@ -300,3 +353,64 @@ def merge_files(
         project_root=project_root,
         agent=agent,
     )
+
+
+# --- rule examples ----------------------------------------------------------------------
+
+
+class ExampleRun(msgspec.Struct, frozen=True, kw_only=True):
+    """The examples of one file (`error` set when the file cannot be parsed at all)."""
+
+    path: str
+    examples: tuple[RuleExample, ...] = ()
+    error: str | None = None
+
+
+def _example_run(
+    path: str, data: bytes, origin: Origin, root: str, env: Mapping[str, str] | None
+) -> tuple[ExampleRun, tuple[str, ...]]:
+    try:
+        parsed = parse_policy_bytes(
+            data,
+            path=path,
+            origin=origin,
+            rank_base=0,
+            trusted=True,  # examples are checked whatever the file's trust
+            base_dir=root,
+            env=env,
+            check_examples=False,
+        )
+    except ConfigError as error:
+        return ExampleRun(path=path, error=str(error)), ()
+    return ExampleRun(path=path, examples=parsed.examples), parsed.profiles
+
+
+def run_examples(
+    cwd: str, *, config_files: Sequence[str] = (), env: Mapping[str, str] | None = None
+) -> list[ExampleRun]:
+    """Every rule example of every file that applies to `cwd` (the profiles they select and
+    the built-in rule files included), each checked, none raising: `askgate config test`."""
+    from askgate.policy.builtin import builtin_rule_paths, profile_path
+
+    root = find_project_root(cwd)
+    runs: list[ExampleRun] = []
+    profiles: list[str] = []
+    for source in _sources(cwd, config_files, env, []):
+        try:
+            data = read_regular_file(source.path, MAX_FILE_BYTES)
+        except (OSError, ValueError) as error:
+            runs.append(ExampleRun(path=source.path, error=f"cannot read: {error}"))
+            continue
+        if data is None:
+            if source.required:
+                runs.append(ExampleRun(path=source.path, error="file not found"))
+            continue
+        run, selected = _example_run(source.path, data, source.origin, root, env)
+        runs.append(run)
+        profiles += [name for name in selected if name not in profiles]
+    builtin = [profile_path(name) for name in profiles] + list(builtin_rule_paths())
+    for path in builtin:
+        with open(path, "rb") as handle:
+            run, _ = _example_run(path, handle.read(), Origin.BUILTIN, root, env)
+        runs.append(run)
+    return runs

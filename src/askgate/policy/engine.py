@@ -436,12 +436,15 @@ def _refuse(surface: Surface, value: str, why: str) -> Decision:
 
 
 def _check_reason(check: Check) -> str:
+    from askgate.policy.builtin import describe_source
+
     if check.basis == "floor":
         return check.note or "needs a human"
     if check.rule is None:
         return f"no {check.surface} rule matches {check.value!r}; {check.note or 'default applies'}"
     rule = check.rule
-    where = f" ({rule.origin}: {rule.source}:{rule.line})" if rule.source else f" ({rule.origin})"
+    where = f" ({rule.origin}: {describe_source(rule.source, rule.line)})" if rule.source else ""
+    where = where or f" ({rule.origin})"
     text = f"{check.surface} rule {rule.pattern!r} = {rule.action} matches {check.value!r}{where}"
     if rule.reason:
         text += f": {rule.reason}"

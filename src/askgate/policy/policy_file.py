@@ -13,8 +13,10 @@ from typing import Any, NoReturn
 
 import msgspec
 
+from askgate.policy.examples import MAX_EXAMPLES_PER_RULE, RuleExample, example_matches
 from askgate.policy.model import Action, Origin, Rule, Surface
 from askgate.policy.paths import fold_lexically, home_directory, is_inside, normalize
+from askgate.policy.patterns import validate_pattern
 from askgate.policy.schema import (
     AGENT_NAME,
     MAX_AGENT_NAME_LENGTH,
@@ -24,22 +26,13 @@ from askgate.policy.schema import (
     MAX_PATTERN_LENGTH,
     MAX_REASON_LENGTH,
     PATH_LIST_KEYS,
+    PROFILE_NAME,
+    RULE_KEYS,
     SURFACE_NAMES,
     TOP_LEVEL_KEYS,
 )
 from askgate.policy.toml_lines import KeyPath, key_lines, line_of
 from askgate.policy.trust import policy_digest
-
-try:
-    from askgate.policy.patterns import validate_pattern
-except ImportError:  # pragma: no cover - only while patterns.py is being written
-
-    def validate_pattern(surface: Surface, pattern: str) -> None:
-        if not pattern:
-            raise ValueError("pattern is empty")
-        if "\x00" in pattern:
-            raise ValueError("pattern contains a NUL byte")
-
 
 # Agent sections rank this far above their file's base rules unless told otherwise.
 AGENT_RANK_OFFSET = 200
@@ -92,6 +85,9 @@ class PolicyFile(msgspec.Struct, frozen=True, kw_only=True):
     agent_rank: int = 0
     sha256: str = ""  # of the file's bytes ("" when parsed from text)
     ignored: tuple[str, ...] = ()  # keys an untrusted file set that did not load
+    profiles: tuple[str, ...] = ()  # built-in profiles the file selects (trusted files only)
+    profiles_line: int | None = None
+    examples: tuple[RuleExample, ...] = ()  # every rule example, each checked
 
 
 # --- parsing and validation ---------------------------------------------------------
@@ -112,10 +108,14 @@ def _toml_type(value: object) -> str:
 
 
 class _FileParser:
-    def __init__(self, *, text: str, path: str, env: Mapping[str, str] | None) -> None:
+    def __init__(
+        self, *, text: str, path: str, env: Mapping[str, str] | None, base_dir: str
+    ) -> None:
         self.text = text
         self.path = path
         self.env = env
+        self.base_dir = base_dir
+        self.examples: list[RuleExample] = []
         self._lines: dict[KeyPath, int] | None = None
 
     def line(self, key: KeyPath) -> int | None:
@@ -171,14 +171,17 @@ class _FileParser:
             self.pattern(surface, rule_key, pattern)
             reason = None
             if isinstance(value, dict):
-                unknown = sorted(set(value) - {"action", "reason"})
+                unknown = sorted(set(value) - set(RULE_KEYS))
                 if unknown:
-                    self.fail((*rule_key, unknown[0]), "unknown key (only action and reason)")
+                    self.fail((*rule_key, unknown[0]), f"unknown key (only {', '.join(RULE_KEYS)})")
                 if "action" not in value:
                     self.fail(rule_key, "inline table needs an action")
                 action = self.action((*rule_key, "action"), value["action"])
                 if "reason" in value:
                     reason = self.reason((*rule_key, "reason"), value["reason"])
+                for field in ("match", "not_match"):
+                    if field in value:
+                        self.rule_examples(surface, rule_key, pattern, field, value[field])
             elif isinstance(value, str):
                 action = self.action(rule_key, value)
             else:
@@ -187,6 +190,56 @@ class _FileParser:
                 )
             rules.append((surface, pattern, action, reason, self.line(rule_key)))
         return rules
+
+    def rule_examples(
+        self, surface: Surface, rule_key: KeyPath, pattern: str, field: str, value: object
+    ) -> None:
+        key = (*rule_key, field)
+        if not isinstance(value, list):
+            self.fail(key, f"expected an array of examples, got {_toml_type(value)}")
+        if len(value) > MAX_EXAMPLES_PER_RULE:
+            self.fail(key, f"more than {MAX_EXAMPLES_PER_RULE} examples")
+        for index, item in enumerate(value, start=1):
+            if not isinstance(item, str) or not item.strip():
+                self.fail(key, f"example {index} must be a non-empty string")
+            if len(item) > MAX_PATTERN_LENGTH or any(char in _CONTROL for char in item):
+                self.fail(key, f"example {index} is too long or contains a control character")
+            try:
+                matched = example_matches(
+                    surface, pattern, item, base_dir=self.base_dir, env=self.env
+                )
+            except ValueError as error:
+                self.fail(key, f"example {index}: {error}")
+            should_match = field == "match"
+            agent = rule_key[1] if rule_key[0] == "agent" else None
+            self.examples.append(
+                RuleExample(
+                    surface=surface,
+                    pattern=pattern,
+                    value=item,
+                    should_match=should_match,
+                    passed=matched == should_match,
+                    line=self.line(key) or self.line(rule_key),
+                    key=_render_key(rule_key),
+                    agent=agent,
+                )
+            )
+
+    def profile_names(self, key: KeyPath, value: object) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            self.fail(key, f"expected an array of profile names, got {_toml_type(value)}")
+        from askgate.policy.builtin import profile_names  # the shipped profiles
+
+        known = profile_names()
+        names: list[str] = []
+        for index, item in enumerate(value, start=1):
+            if not isinstance(item, str) or not PROFILE_NAME.fullmatch(item):
+                self.fail(key, f"entry {index} must be a profile name (a-z 0-9 -)")
+            if item not in known:
+                self.fail(key, _unknown(f"profile {item!r}", item, known))
+            if item not in names:
+                names.append(item)
+        return tuple(names)
 
     def path_list(self, key: KeyPath, value: object, base_dir: str) -> tuple[str, ...]:
         if not isinstance(value, list):
@@ -276,11 +329,14 @@ def parse_policy_text(
     agent_rank: int | None = None,
     env: Mapping[str, str] | None = None,
     sha256: str = "",
+    check_examples: bool = True,
 ) -> PolicyFile:
     """Parse and strictly validate one policy file; raise ConfigError naming line and key.
 
     An untrusted file is validated in full but keeps only its deny and ask rules (marked
-    `trusted=False`); its allows and settings are listed in `ignored`.
+    `trusted=False`); its allows and settings (profile selections included) are listed in
+    `ignored`. A rule example that does not behave as written is an error unless
+    `check_examples` is False (`askgate config test` collects them all instead).
     """
     if len(text) > MAX_FILE_BYTES:
         raise ConfigError(path, None, None, f"file is larger than {MAX_FILE_BYTES} bytes")
@@ -291,8 +347,8 @@ def parse_policy_text(
         raise _toml_syntax_error(path, error) from None
     except (ValueError, RecursionError) as error:
         raise ConfigError(path, None, None, f"cannot parse: {error}") from None
-    parser = _FileParser(text=text, path=path, env=env)
     base_dir = fold_lexically(base_dir)
+    parser = _FileParser(text=text, path=path, env=env, base_dir=base_dir)
     agent_rank = rank_base + AGENT_RANK_OFFSET if agent_rank is None else agent_rank
     settings: dict[str, Any] = {}
     sections: list[tuple[str | None, list[Any]]] = []
@@ -307,6 +363,8 @@ def parse_policy_text(
             settings[key] = parser.path_list((key,), value, base_dir)
             if key == "infrastructure_read_paths" and trusted:  # untrusted: ignored anyway
                 parser.no_sweeping_roots((key,), settings[key])
+        elif key == "profiles":
+            settings[key] = parser.profile_names((key,), value)
         elif key in SURFACE_NAMES:
             sections.append((None, parser.surface_rules(Surface(key), (key,), value)))
         elif key == "agent":
@@ -314,6 +372,17 @@ def parse_policy_text(
         else:
             parser.fail((key,), _unknown("key", key, TOP_LEVEL_KEYS))
 
+    failed = [example for example in parser.examples if not example.passed]
+    if failed and check_examples:
+        first = failed[0]
+        expected = "match" if first.should_match else "not match"
+        more = f" (and {len(failed) - 1} more failing examples)" if len(failed) > 1 else ""
+        raise ConfigError(
+            path,
+            first.line,
+            first.key,
+            f"example {first.value!r} does not {expected} the pattern{more}",
+        )
     ignored = [] if trusted else [_render_key((key,)) for key in settings]
     rules: list[Rule] = []
     for agent, entries in sections:
@@ -352,6 +421,9 @@ def parse_policy_text(
         agent_rank=agent_rank,
         sha256=sha256,
         ignored=tuple(ignored),
+        profiles=settings.get("profiles", ()),
+        profiles_line=parser.line(("profiles",)) if "profiles" in settings else None,
+        examples=tuple(parser.examples),
     )
 
 

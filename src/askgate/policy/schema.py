@@ -21,9 +21,18 @@ MAX_LIST_ITEMS = 1000
 MAX_PATH_ENTRY_LENGTH = 4096
 
 AGENT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+RULE_KEYS: tuple[str, ...] = ("action", "reason", "match", "not_match")
 SURFACE_NAMES: tuple[str, ...] = tuple(surface.value for surface in Surface)
 PATH_LIST_KEYS: tuple[str, ...] = ("infrastructure_read_paths", "extra_directories")
-TOP_LEVEL_KEYS: tuple[str, ...] = ("default", "yolo", *PATH_LIST_KEYS, *SURFACE_NAMES, "agent")
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "default",
+    "yolo",
+    "profiles",
+    *PATH_LIST_KEYS,
+    *SURFACE_NAMES,
+    "agent",
+)
 
 # No control characters except tab (ECMA-262 syntax, also valid for Python's `re`).
 _NO_CONTROL = "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$"
@@ -44,6 +53,12 @@ _SCHEMA: dict[str, Any] = {
             "description": "Action when no rule matches (default: ask).",
         },
         "yolo": {"type": "boolean", "description": "Turn every ask into allow (never a deny)."},
+        "profiles": {
+            "type": "array",
+            "description": "Built-in profiles to load just below this file's own rules.",
+            "items": {"type": "string", "pattern": f"^{PROFILE_NAME.pattern}$"},
+            "uniqueItems": True,
+        },
         "infrastructure_read_paths": {"$ref": "#/$defs/pathList"},
         "extra_directories": {"$ref": "#/$defs/pathList"},
         **{name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
@@ -74,6 +89,14 @@ _SCHEMA: dict[str, Any] = {
                             "maxLength": MAX_REASON_LENGTH,
                             "pattern": _TEXT,
                         },
+                        "match": {
+                            "$ref": "#/$defs/examples",
+                            "description": "Values the pattern must match (checked at load).",
+                        },
+                        "not_match": {
+                            "$ref": "#/$defs/examples",
+                            "description": "Values it must not match (checked at load).",
+                        },
                     },
                 },
             ]
@@ -91,6 +114,11 @@ _SCHEMA: dict[str, Any] = {
             "type": "object",
             "additionalProperties": False,
             "properties": {name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
+        },
+        "examples": {
+            "type": "array",
+            "maxItems": 50,
+            "items": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_LENGTH},
         },
         "pathList": {
             "type": "array",

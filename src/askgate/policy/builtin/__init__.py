@@ -1,0 +1,107 @@
+"""Rules askgate ships as data: profiles a policy file can select, and built-in rules.
+
+Both are ordinary policy files inside the package, parsed by the same strict parser as a
+user's file (so their examples are checked too), and reviewable by anyone:
+
+- `profiles/NAME.toml`: selected with `profiles = ["NAME", …]` in a policy file; their
+  rules load just below the selecting file's own rules (config.py gives the rank).
+- `rules/*.toml`: built-in protections that rank above every scope, managed included.
+  Paths that depend on the environment (askgate's own state under XDG directories) are
+  computed in `protected.py`; what can be written as a fixed pattern lives here.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+
+from askgate.policy.model import Origin
+from askgate.policy.policy_file import PolicyFile, parse_policy_bytes
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROFILES_DIR = os.path.join(HERE, "profiles")
+RULES_DIR = os.path.join(HERE, "rules")
+BUILTIN_RANK = 1_000_000  # the same rank as protected.py's denies: above managed
+
+
+def describe_source(source: str, line: int | None) -> str:
+    """Where a rule was written: `path:line`, or `profile NAME line N` / `built-in FILE line N`
+    for the TOML files shipped inside the package (their install path says nothing)."""
+    at = f" line {line}" if line is not None else ""
+    directory, name = os.path.split(source)
+    if directory == PROFILES_DIR:
+        return f"profile {name.removesuffix('.toml')}{at}"
+    if directory == RULES_DIR:
+        return f"built-in {name}{at}"
+    return f"{source}:{line}" if line is not None else source
+
+
+def _toml_stems(directory: str) -> tuple[str, ...]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return ()
+    return tuple(sorted(name[:-5] for name in names if name.endswith(".toml")))
+
+
+@functools.cache
+def profile_names() -> tuple[str, ...]:
+    """The names of the shipped profiles, sorted."""
+    return _toml_stems(PROFILES_DIR)
+
+
+def profile_path(name: str) -> str:
+    if name not in profile_names():
+        raise ValueError(f"unknown profile {name!r}")
+    return os.path.join(PROFILES_DIR, name + ".toml")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def load_profile(
+    name: str,
+    *,
+    origin: Origin,
+    rank: int,
+    base_dir: str,
+    env: Mapping[str, str] | None,
+) -> PolicyFile:
+    """One profile as rules of `origin` at `rank` (the selecting file's scope, just below
+    its own rules). Raises ConfigError (naming the profile's file and line) or OSError."""
+    path = profile_path(name)
+    return parse_policy_bytes(
+        _read(path),
+        path=path,
+        origin=origin,
+        rank_base=rank,
+        agent_rank=rank,
+        trusted=True,
+        base_dir=base_dir,
+        env=env,
+    )
+
+
+def builtin_rule_paths() -> tuple[str, ...]:
+    return tuple(os.path.join(RULES_DIR, stem + ".toml") for stem in _toml_stems(RULES_DIR))
+
+
+def load_builtin_rules(*, base_dir: str, env: Mapping[str, str] | None) -> list[PolicyFile]:
+    """Every `rules/*.toml`, as built-in rules above managed. A broken built-in file is a
+    packaging error: it raises, and the caller fails closed."""
+    return [
+        parse_policy_bytes(
+            _read(path),
+            path=path,
+            origin=Origin.BUILTIN,
+            rank_base=BUILTIN_RANK,
+            agent_rank=BUILTIN_RANK,
+            trusted=True,
+            base_dir=base_dir,
+            env=env,
+        )
+        for path in builtin_rule_paths()
+    ]
