@@ -16,8 +16,9 @@ A file's `profiles = [...]` load the named built-in profiles one rank below the 
 
 `--config FILE` (repeatable) replaces the user and project files: file i loads at rank
 100 + 2i (its profiles at 99 + 2i) and its agent sections at 300 + i, so every config
-file's agent sections sit above all config files' base sections, mirroring user/project. The managed file still
-applies on top: an administrator's floor cannot be bypassed with `--config`.
+file's agent sections sit above all config files' base sections, mirroring user/project.
+The managed file still applies on top: an administrator's floor cannot be bypassed with
+`--config`.
 
 Relative path patterns and relative `extra_directories` of every file (user, managed and
 `--config` files included) are relative to the project root of the working directory —
