@@ -375,13 +375,10 @@ def parse_policy_text(
     failed = [example for example in parser.examples if not example.passed]
     if failed and check_examples:
         first = failed[0]
-        expected = "match" if first.should_match else "not match"
+        what = "does not match" if first.should_match else "matches (it is under not_match)"
         more = f" (and {len(failed) - 1} more failing examples)" if len(failed) > 1 else ""
         raise ConfigError(
-            path,
-            first.line,
-            first.key,
-            f"example {first.value!r} does not {expected} the pattern{more}",
+            path, first.line, first.key, f"example {first.value!r} {what} the pattern{more}"
         )
     ignored = [] if trusted else [_render_key((key,)) for key in settings]
     rules: list[Rule] = []
