@@ -43,7 +43,7 @@ def test_passing_examples_load_and_are_kept() -> None:
     ("rule", "message"),
     [
         ('"git push *" = { action = "deny", match = ["git pull"] }', "'git pull' does not match"),
-        ('"git push *" = { action = "deny", not_match = ["git push"] }', "matches (it is under not_match)"),
+        ('"git push *" = { action = "deny", not_match = ["git push"] }', "under not_match"),
         ('"x" = { action = "deny", match = "x" }', "expected an array of examples"),
         ('"x" = { action = "deny", match = [""] }', "example 1 must be a non-empty string"),
         ('"x" = { action = "deny", match = [1] }', "example 1 must be a non-empty string"),
@@ -115,9 +115,7 @@ def test_every_example_in_the_shipped_example_policy_passes(tmp_path: Path) -> N
 def test_config_test_prints_a_table_and_exits_by_outcome(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
     good = cli.write("good.toml", '[bash]\n"ls *" = { action = "allow", match = ["ls -la"] }\n')
-    bad = cli.write(
-        "bad.toml", '[bash]\n"ls *" = { action = "allow", match = ["ls", "cat x"] }\n'
-    )
+    bad = cli.write("bad.toml", '[bash]\n"ls *" = { action = "allow", match = ["ls", "cat x"] }\n')
     broken = cli.write("broken.toml", "[bash\n")
 
     ok = cli.run("config", "test", "--config", str(good))
