@@ -1,0 +1,102 @@
+"""The fewer-questions goal: `askgate init --yes` in a Python project asks about at most a
+quarter of ordinary agent traffic, and still allows nothing of the adversarial corpus."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from askgate.policy.engine import Policy
+from askgate.policy.model import Action
+from cli_harness import Cli
+
+DATA = Path(__file__).parent / "data"
+MAX_ASK_RATE = 0.25
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"askgate_{name}", DATA / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+traffic = _load("agent_traffic")
+corpus = _load("bash_corpus")
+
+
+@pytest.fixture(scope="module")
+def python_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Policy, str]:
+    """A Python project (src layout, tests, docs, compose file) with the policy `init
+    --yes` writes for it."""
+    cli = Cli(tmp_path_factory.mktemp("fewer"))
+    root = cli.project("app")
+    for name in (
+        "pyproject.toml",
+        "README.md",
+        "compose.yaml",
+        "package.json",
+        "src/app/__init__.py",
+        "src/app/main.py",
+        "src/app/util.py",
+        "tests/test_main.py",
+        "docs/notes.md",
+        "scripts/run.sh",
+    ):
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    (cli.home / ".ssh").mkdir()
+    result = cli.run(
+        "init",
+        "--yes",
+        "--profile",
+        "read-only",
+        "--profile",
+        "project-write",
+        "--profile",
+        "python-dev",
+        "--profile",
+        "git-local",
+        "--profile",
+        "docker-read",
+        "--cwd",
+        str(root),
+    )
+    assert result.returncode == 0, result
+    policy = Policy.load(str(root), env=cli.env)
+    assert not policy.errors
+    return policy, str(root)
+
+
+def test_init_asks_about_at_most_a_quarter_of_ordinary_traffic(
+    python_project: tuple[Policy, str],
+) -> None:
+    policy, root = python_project
+    actions = {command: policy.decide("bash", command, cwd=root).action for command in traffic.ALL}
+    asked = [command for command, action in actions.items() if action is Action.ASK]
+    rate = len(asked) / len(actions)
+    print(f"\nask rate {rate:.1%} ({len(asked)} of {len(actions)}):", *asked, sep="\n  ")
+    assert rate <= MAX_ASK_RATE, asked
+    # The ones that must stay questions (or worse) do.
+    for command in traffic.NETWORK_AND_MISC:
+        assert actions[command] is not Action.ALLOW, command
+
+
+@pytest.mark.parametrize(
+    "case",
+    [case for case in corpus.CASES if case.at_least_ask or case.deny_visible],
+    ids=lambda case: repr(case.command)[:60],
+)
+def test_the_adversarial_corpus_allows_nothing_under_the_generated_policy(
+    python_project: tuple[Policy, str], case: object
+) -> None:
+    policy, root = python_project
+    decision = policy.decide("bash", case.command, cwd=root)  # type: ignore[attr-defined]
+    assert decision.action is not Action.ALLOW, decision.reason
