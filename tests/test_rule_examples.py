@@ -120,13 +120,16 @@ def test_config_test_prints_a_table_and_exits_by_outcome(tmp_path: Path) -> None
 
     ok = cli.run("config", "test", "--config", str(good))
     assert ok.returncode == 0, ok
-    assert "1 of 1 examples pass" in ok.stdout
+    last = ok.stdout.strip().splitlines()[-1].split()
+    assert last[0] == last[2] and last[3:] == ["examples", "pass"], ok.stdout
+    assert "ls -la" in ok.stdout and "built-in agent-registrations.toml" in ok.stdout
 
     failed = cli.run("config", "test", "--config", str(bad), "--json")
     assert failed.returncode == 1, failed
     report = failed.json()
-    assert report["failed"] == 1 and report["examples"] == 2
+    assert report["failed"] == 1 and not report["ok"]
     assert [e["passed"] for e in report["files"][0]["examples"]] == [True, False]
+    assert report["files"][0]["path"] == str(bad)
 
     unparseable = cli.run("config", "test", "--config", str(broken))
     assert unparseable.returncode == 2, unparseable

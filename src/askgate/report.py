@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from askgate.policy.engine import Policy
-from askgate.policy.model import Check, Decision, Origin, Rule, RuleRef
+from askgate.policy.model import Check, Decision, Rule, RuleRef
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -250,11 +250,11 @@ def render_explain(decision: Decision, policy: Policy, *, agent: str | None) -> 
 
 
 def render_config(loaded: Any, *, as_json: bool, builtin: bool = False) -> None:
-    shown = [r for r in loaded.rules if builtin or r.origin is not Origin.BUILTIN]
-    if builtin:  # the protections computed from the environment, not read from a file
+    shown = list(loaded.rules)
+    if builtin:  # the shipped rule files, and the protections computed from the environment
         from askgate.policy.protected import protected_rules
 
-        shown += protected_rules(os.environ, loaded.project_root)
+        shown += [*loaded.builtin_rules, *protected_rules(os.environ, loaded.project_root)]
     rows = [
         {
             "surface": str(r.surface),
@@ -308,9 +308,10 @@ def render_config(loaded: Any, *, as_json: bool, builtin: bool = False) -> None:
             )
         )
     console.print(table)
-    hidden = sum(1 for r in loaded.rules if r.origin is Origin.BUILTIN)
-    if hidden and not builtin:
-        console.print(f"({hidden} built-in rules not shown: --builtin lists them)", markup=False)
+    if not builtin:
+        console.print(
+            "(askgate's built-in rules are not shown: --builtin lists them)", markup=False
+        )
 
 
 def render_examples(runs: Any, *, as_json: bool) -> int:

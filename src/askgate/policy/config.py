@@ -109,6 +109,10 @@ class LoadedPolicy(msgspec.Struct, frozen=True, kw_only=True):
     extra_directories: tuple[str, ...]
     project_root: str
     agent: str | None
+    # askgate's built-in rule files (policy/builtin/rules/*.toml), kept apart from the
+    # files a user wrote; the engine adds their rules above every scope.
+    builtin_files: tuple[PolicyFile, ...] = ()
+    builtin_rules: tuple[Rule, ...] = ()
 
 
 # --- discovery ------------------------------------------------------------------------
@@ -306,10 +310,18 @@ def load_policy(
             if error is not None:
                 errors.append(error)
     builtin, error = _builtin_files(root, env)
-    files.extend(builtin)
     if error is not None:
         errors.append(error)
-    return merge_files(files, errors=errors, warnings=warnings, project_root=root, agent=agent)
+    merged = merge_files(files, errors=errors, warnings=warnings, project_root=root, agent=agent)
+    builtin_rules = tuple(
+        rule
+        for policy in builtin
+        for rule in policy.rules
+        if rule.agent is None or (agent is not None and rule.agent == agent)
+    )
+    return msgspec.structs.replace(
+        merged, builtin_files=tuple(builtin), builtin_rules=builtin_rules
+    )
 
 
 def merge_files(

@@ -109,13 +109,18 @@ class Policy:
 
     @classmethod
     def from_loaded(cls, loaded: LoadedPolicy, *, env: Mapping[str, str] | None = None) -> Policy:
-        """The loaded files' rules plus the built-in denies that keep askgate's own
-        configuration and state out of agents' reach (policy/protected.py)."""
+        """The loaded files' rules plus the built-in ones: the rule files shipped in
+        policy/builtin/rules/ and the denies that keep askgate's own configuration and
+        state out of agents' reach (policy/protected.py)."""
         from askgate.policy.protected import protected_rules
 
         environ = os.environ if env is None else env
         return cls(
-            [*loaded.rules, *protected_rules(environ, loaded.project_root)],
+            [
+                *loaded.rules,
+                *loaded.builtin_rules,
+                *protected_rules(environ, loaded.project_root),
+            ],
             project_root=loaded.project_root,
             default=loaded.default,
             default_origin=loaded.default_origin,
