@@ -122,7 +122,7 @@ def test_config_test_prints_a_table_and_exits_by_outcome(tmp_path: Path) -> None
     assert ok.returncode == 0, ok
     last = ok.stdout.strip().splitlines()[-1].split()
     assert last[0] == last[2] and last[3:] == ["examples", "pass"], ok.stdout
-    assert "ls -la" in ok.stdout and "built-in agent-registrations.toml" in ok.stdout
+    assert "ls -la" in ok.stdout and "built-in" in ok.stdout
 
     failed = cli.run("config", "test", "--config", str(bad), "--json")
     assert failed.returncode == 1, failed
