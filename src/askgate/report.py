@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from askgate.policy.engine import Policy
-from askgate.policy.model import Check, Decision, Rule, RuleRef
+from askgate.policy.model import Check, Decision, Origin, Rule, RuleRef
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -152,7 +152,8 @@ def source_label(source: str, line: int | None) -> str:
 
 
 def _where(rule: Rule) -> str:
-    where = str(rule.origin) + ("" if rule.trusted else " (untrusted)")
+    untrusted = not rule.trusted and rule.origin is not Origin.BUILTIN
+    where = str(rule.origin) + (" (untrusted)" if untrusted else "")
     return where + (f" {source_label(rule.source, rule.line)}" if rule.source else "")
 
 
@@ -302,7 +303,7 @@ def render_config(loaded: Any, *, as_json: bool, builtin: bool = False) -> None:
                 r["surface"],
                 r["pattern"],
                 r["action"],
-                r["origin"] + ("" if r["trusted"] else " (untrusted)"),
+                r["origin"] + ("" if r["trusted"] or r["origin"] == "builtin" else " (untrusted)"),
                 r["agent"] or "",
                 r["where"],
             )

@@ -5,9 +5,11 @@ user's file (so their examples are checked too), and reviewable by anyone:
 
 - `profiles/NAME.toml`: selected with `profiles = ["NAME", …]` in a policy file; their
   rules load just below the selecting file's own rules (config.py gives the rank).
-- `rules/*.toml`: built-in protections that rank above every scope, managed included.
-  Paths that depend on the environment (askgate's own state under XDG directories) are
-  computed in `protected.py`; what can be written as a fixed pattern lives here.
+- `rules/*.toml`: built-in deny and ask rules that rank above every scope, managed
+  included, and override nothing (a floor). Paths that depend on the environment
+  (askgate's own state under XDG directories, the files that register askgate with an
+  agent, whose directories come from CODEX_HOME or PI_CODING_AGENT_DIR) are computed in
+  `protected.py`; what can be written as a fixed pattern lives here.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import functools
 import os
 from collections.abc import Mapping
 
-from askgate.policy.model import Origin
+import msgspec
+
+from askgate.policy.model import Action, Origin
 from askgate.policy.policy_file import PolicyFile, parse_policy_bytes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -92,8 +96,9 @@ def builtin_rule_paths() -> tuple[str, ...]:
 def load_builtin_rules(*, base_dir: str, env: Mapping[str, str] | None) -> list[PolicyFile]:
     """Every `rules/*.toml`, as built-in rules above managed. A broken built-in file is a
     packaging error: it raises, and the caller fails closed."""
-    return [
-        parse_policy_bytes(
+    files = []
+    for path in builtin_rule_paths():
+        parsed = parse_policy_bytes(
             _read(path),
             path=path,
             origin=Origin.BUILTIN,
@@ -103,5 +108,11 @@ def load_builtin_rules(*, base_dir: str, env: Mapping[str, str] | None) -> list[
             base_dir=base_dir,
             env=env,
         )
-        for path in builtin_rule_paths()
-    ]
+        if any(rule.action is Action.ALLOW for rule in parsed.rules):
+            raise ValueError(f"{path}: a built-in rule file may only deny or ask")
+        # Built-in rules add strictness and lift nothing: at the top rank, a built-in ask
+        # would otherwise override a user's own deny of a path inside it. Untrusted rules
+        # override nothing (rules.py), which is exactly the floor they are meant to be.
+        rules = tuple(msgspec.structs.replace(rule, trusted=False) for rule in parsed.rules)
+        files.append(msgspec.structs.replace(parsed, rules=rules))
+    return files
