@@ -10,19 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 
+from askgate.cli_support import OneLineParser, confirm, write_atomically
 from askgate.profiles.detect import detect_profiles, starter_policy
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"askgate: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="askgate init",
         description="Write a starter policy with the profiles that fit this project.",
         epilog="exit codes: 0 written or already up to date, 1 not written, 2 bad usage",
@@ -41,29 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--force", action="store_true", help="overwrite an existing file")
     parser.add_argument("--cwd", default=None, help="project directory (default: here)")
     return parser
-
-
-def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".policy.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _confirm(question: str) -> bool:
-    if not sys.stdin.isatty():
-        return False
-    try:
-        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
-    except EOFError:
-        return False
 
 
 def _profiles(args: argparse.Namespace, root: str) -> list[tuple[str, str]]:
@@ -109,10 +80,10 @@ def main(argv: list[str]) -> int:
     if existing is not None and not args.force:
         print(f"askgate: {path} exists and differs; not overwritten (use --force)", file=sys.stderr)
         return 1
-    if not args.yes and not _confirm(f"write {path}?"):
+    if not args.yes and not confirm(f"write {path}?"):
         print("not written (rerun with --yes to write without asking)", file=sys.stderr)
         return 1
-    _write_atomically(path, text)
+    write_atomically(path, text)
     print(f"wrote {path}")
     return _trust(args, root, path)
 

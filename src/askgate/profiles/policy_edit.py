@@ -8,11 +8,10 @@ writes always loads.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 
+from askgate.cli_support import write_atomically
 from askgate.policy.model import Origin, Surface
 
 
@@ -74,14 +73,5 @@ def add_rules(path: str, rules: Sequence[tuple[Surface, str]]) -> int:
         )
     except ConfigError as error:
         raise PolicyEditError(f"not written, the result would not load: {error}") from None
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".policy.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(new_text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomically(path, new_text)
     return added

@@ -14,18 +14,14 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from askgate.cli_support import OneLineParser, confirm
+
 MAX_LOG_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"askgate: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="askgate suggest",
         description="Propose allow rules from the asks a human approved.",
         epilog="exit codes: 0 done, 1 review log missing/empty/unreadable, 2 bad usage",
@@ -177,7 +173,7 @@ def _write(proposals: list[Any], *, assume_yes: bool) -> int:
 
     chosen = []
     for proposal in proposals:
-        if assume_yes or _confirm(f'add {proposal.surface} "{proposal.pattern}" = "allow"?'):
+        if assume_yes or confirm(f'add {proposal.surface} "{proposal.pattern}" = "allow"?'):
             chosen.append((proposal.surface, proposal.pattern))
     if not chosen:
         print("nothing added")
@@ -190,12 +186,3 @@ def _write(proposals: list[Any], *, assume_yes: bool) -> int:
         return 2
     print(f"added {added} rule(s) to {path}")
     return 0
-
-
-def _confirm(question: str) -> bool:
-    if not sys.stdin.isatty():
-        return False
-    try:
-        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
-    except EOFError:
-        return False
