@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
@@ -43,10 +44,33 @@ def kind_of(surface: Surface) -> PatternKind:
 
 
 # --- the pattern language, as a small AST ------------------------------------
-# A pattern is a sequence of items; an item is a literal character (str of len 1),
-# ("one", slash_ok), ("star", slash_ok) or ("opt", sequence).
+# A pattern is a sequence of items: a literal character (a str of length 1), One (one
+# character), Star (any run of characters) or Opt (an optional group of items). One and
+# Star carry whether they may match "/" (always in wildcards; only "**" in path globs).
 
-Item = object
+
+@dataclass(frozen=True, slots=True)
+class One:
+    slash_ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Star:
+    slash_ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Opt:
+    items: tuple[Item, ...]
+
+
+Item = str | One | Star | Opt
+# The four leaf items, built once: patterns share them (frozen, so sharing is safe, and
+# compiling thousands of rules does not pay for constructing them).
+ANY_RUN = Star(slash_ok=True)
+SEGMENT_RUN = Star(slash_ok=False)
+ANY_CHAR = One(slash_ok=True)
+SEGMENT_CHAR = One(slash_ok=False)
 
 
 def _parse_wildcard(pattern: str) -> list[Item]:
@@ -55,13 +79,13 @@ def _parse_wildcard(pattern: str) -> list[Item]:
     items: list[Item] = []
     for ch in body:
         if ch == "*":
-            items.append(("star", True))
+            items.append(ANY_RUN)
         elif ch == "?":
-            items.append(("one", True))
+            items.append(ANY_CHAR)
         else:
             items.append(ch)
     if optional_tail:
-        items.append(("opt", (" ", ("star", True))))
+        items.append(Opt((" ", ANY_RUN)))
     return items
 
 
@@ -78,22 +102,22 @@ def _parse_path(pattern: str) -> list[Item]:
             at_segment_start = i == 0 or pattern[i - 1] == "/"
             if at_segment_start and j < n and pattern[j] == "/":
                 # "**/" : zero or more whole directories
-                items.append(("opt", (("star", True), "/")))
+                items.append(Opt((ANY_RUN, "/")))
                 i = j + 1
                 continue
             if j == n and items and items[-1] == "/":
                 # trailing "/**": the directory itself or anything below it
                 items.pop()  # the "/" we already emitted
-                items.append(("opt", ("/", ("star", True))))
+                items.append(Opt(("/", ANY_RUN)))
                 i = j
                 continue
-            items.append(("star", True))
+            items.append(ANY_RUN)
             i = j
             continue
         if ch == "*":
-            items.append(("star", False))
+            items.append(SEGMENT_RUN)
         elif ch == "?":
-            items.append(("one", False))
+            items.append(SEGMENT_CHAR)
         else:
             items.append(ch)
         i += 1
@@ -105,14 +129,12 @@ def _to_regex(items: Iterable[Item]) -> str:
     for item in items:
         if isinstance(item, str):
             out.append(re.escape(item))
-            continue
-        tag, arg = item  # type: ignore[misc]
-        if tag == "star":
-            out.append(".*" if arg else "[^/]*")
-        elif tag == "one":
-            out.append("." if arg else "[^/]")
-        else:  # opt
-            out.append("(?:" + _to_regex(arg) + ")?")
+        elif isinstance(item, Star):
+            out.append(".*" if item.slash_ok else "[^/]*")
+        elif isinstance(item, One):
+            out.append("." if item.slash_ok else "[^/]")
+        else:
+            out.append("(?:" + _to_regex(item.items) + ")?")
     return "".join(out)
 
 
@@ -130,8 +152,8 @@ def _literals(items: Iterable[Item]) -> set[str]:
     for item in items:
         if isinstance(item, str):
             chars.add(item)
-        elif item[0] == "opt":  # type: ignore[index]
-            chars |= _literals(item[1])  # type: ignore[index]
+        elif isinstance(item, Opt):
+            chars |= _literals(item.items)
     return chars
 
 
@@ -183,12 +205,12 @@ class Pattern:
         rest = self.items[size:]
         if not rest:
             return prefix.__eq__
-        if rest == (("star", True),):
+        if rest == (ANY_RUN,):
             return lambda value: value.startswith(prefix)
-        if rest == (("star", False),):
+        if rest == (SEGMENT_RUN,):
             return lambda value: value.startswith(prefix) and "/" not in value[size:]
         for separator in (" ", "/"):
-            if rest == (("opt", (separator, ("star", True))),):
+            if rest == (Opt((separator, ANY_RUN)),):
                 extended = prefix + separator
                 return lambda value: value == prefix or value.startswith(extended)
         return None
@@ -252,24 +274,23 @@ class _Nfa:
                 self.edges[cur].append((item, nxt))
                 cur = nxt
                 continue
-            tag, arg = item  # type: ignore[misc]
-            if tag == "one":
+            if isinstance(item, One):
                 nxt = self._new()
-                self.edges[cur].append((_ANY if arg else _NOT_SLASH, nxt))
+                self.edges[cur].append((_ANY if item.slash_ok else _NOT_SLASH, nxt))
                 cur = nxt
-            elif tag == "star":
+            elif isinstance(item, Star):
                 # Separate entry, loop and exit states so that an epsilon edge into
                 # the exit (from an enclosing optional group) cannot reach the loop.
                 loop = self._new()
                 self.eps[cur].append(loop)
-                self.edges[loop].append((_ANY if arg else _NOT_SLASH, loop))
+                self.edges[loop].append((_ANY if item.slash_ok else _NOT_SLASH, loop))
                 exit_ = self._new()
                 self.eps[loop].append(exit_)
                 cur = exit_
-            else:  # opt
+            else:
                 start = self._new()
                 self.eps[cur].append(start)
-                end = self._build(list(arg), start)
+                end = self._build(list(item.items), start)
                 join = self._new()
                 self.eps[end].append(join)
                 self.eps[cur].append(join)
@@ -324,7 +345,7 @@ def _contains(outer: Pattern, inner: Pattern) -> bool:
         return False
     if (
         len(outer.items) == len(outer.literal_prefix) + 1
-        and outer.items[-1] == ("star", True)
+        and outer.items[-1] == ANY_RUN
         and inner.literal_prefix.startswith(outer.literal_prefix)
     ):  # "PREFIX*" holds everything that starts with PREFIX
         return True
