@@ -20,7 +20,7 @@ import msgspec
 from askgate.outcome import Outcome, Resolution, ToolRequest
 from askgate.policy import paths
 from askgate.policy.engine import Policy
-from askgate.policy.model import Action, Check, Decision, Surface
+from askgate.policy.model import Action, Basis, Check, Decision, Surface
 from askgate.prompters.base import NoPrompter, Prompter, PromptReply, PromptRequest, PromptState
 from askgate.session import MAX_SESSION_PATTERNS, SessionApprovals, suggest_pattern
 from askgate.tools import ToolInputError, ToolTarget, target_for
@@ -269,9 +269,9 @@ class Gate:
                 checks.extend(unit.checks)
         items: list[tuple[Surface, str]] = []
         for check in checks:
-            if check.basis == "ignored" or check.action is not Action.ASK:
+            if check.basis == Basis.IGNORED or check.action is not Action.ASK:
                 continue
-            if check.basis == "floor":
+            if check.basis == Basis.FLOOR:
                 return None
             item = (check.surface, check.value)
             if item not in items:
@@ -317,7 +317,7 @@ class Gate:
         ]
         if not roots or decision.clamped:
             return False
-        if any(c.basis == "floor" for c in decision.checks):
+        if any(c.basis == Basis.FLOOR for c in decision.checks):
             return False
         try:
             forms = paths.resolve(target.value, cwd, self.policy.env)

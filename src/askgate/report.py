@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from askgate.policy.engine import Policy
-from askgate.policy.model import Check, Decision, Origin, Rule, RuleRef
+from askgate.policy.model import Basis, Check, Decision, Origin, Rule, RuleRef
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -171,7 +171,7 @@ def _overriders(policy: Policy, check: Check, rule: Rule, agent: str | None) -> 
 
 def _status(policy: Policy, check: Check, rule: Rule, agent: str | None, ev: Any) -> str:
     if rule is ev.rule:
-        if check.basis == "ignored":
+        if check.basis == Basis.IGNORED:
             return "WINNER, but an allow here cannot loosen the command"
         return "WINNER (strictest standing)"
     if any(rule is r for r in ev.standing):
@@ -186,7 +186,7 @@ def _status(policy: Policy, check: Check, rule: Rule, agent: str | None, ev: Any
 
 def _explain_rows(policy: Policy, check: Check, agent: str | None) -> list[tuple[str, ...]]:
     """One row per candidate rule of one lookup (a single row for a default or floor)."""
-    if check.basis in ("default", "floor"):
+    if check.basis in (Basis.DEFAULT, Basis.FLOOR):
         return [("-", str(check.action), check.note or check.basis, check.basis)]
     ev = policy.rules.evaluate(check.surface, check.value, agent)
     return [

@@ -17,6 +17,7 @@ import msgspec
 from askgate.policy import paths
 from askgate.policy.model import (
     Action,
+    Basis,
     Check,
     Decision,
     Origin,
@@ -194,7 +195,7 @@ class Policy:
             value=value,
             action=self.default,
             rule=None,
-            basis="default",
+            basis=Basis.DEFAULT,
             note=f"no rule matches; default is {self.default} ({self.default_origin})",
         )
 
@@ -268,7 +269,7 @@ class Policy:
         checks = self._path_checks(surface, forms, agent, fallback, stricter_only=False)
         if surface is not Surface.EXTERNAL_DIRECTORY:
             checks += self._external_checks(forms, agent)
-        action = Action.strictest(*(c.action for c in checks if c.basis != "ignored"))
+        action = Action.strictest(*(c.action for c in checks if c.basis != Basis.IGNORED))
         return _decision(surface, forms.lexical, action, checks, units=())
 
     def _decide_bash(
@@ -347,7 +348,7 @@ class Policy:
         decisive = checks[0]  # never an ignored check
         strictness = _STRICTNESS[decisive.action]
         for check in checks:
-            if check.basis != "ignored" and _STRICTNESS[check.action] > strictness:
+            if check.basis != Basis.IGNORED and _STRICTNESS[check.action] > strictness:
                 decisive, strictness = check, _STRICTNESS[check.action]
         action = decisive.action
         return UnitDecision(
@@ -423,14 +424,16 @@ def _ignored(check: Check) -> Check:
         value=check.value,
         action=check.action,
         rule=check.rule,
-        basis="ignored",
+        basis=Basis.IGNORED,
         note="an allow here cannot loosen the command",
     )
 
 
 def _floor(surface: Surface, value: str, action: Action, note: str | None) -> Check:
     """A check no rule made: a construct or value the analysis cannot see through."""
-    return Check(surface=surface, value=value, action=action, rule=None, basis="floor", note=note)
+    return Check(
+        surface=surface, value=value, action=action, rule=None, basis=Basis.FLOOR, note=note
+    )
 
 
 def _refuse(surface: Surface, value: str, why: str) -> Decision:
@@ -443,7 +446,7 @@ def _refuse(surface: Surface, value: str, why: str) -> Decision:
 def _check_reason(check: Check) -> str:
     from askgate.policy.builtin import describe_source
 
-    if check.basis == "floor":
+    if check.basis == Basis.FLOOR:
         return check.note or "needs a human"
     if check.rule is None:
         return f"no {check.surface} rule matches {check.value!r}; {check.note or 'default applies'}"
@@ -465,8 +468,8 @@ def _decision(
     units: tuple[UnitDecision, ...],
 ) -> Decision:
     decisive_unit = next((u for u in units if u.action is action), None)
-    effective = [c for c in checks if c.basis != "ignored" and c.action is action]
-    if decisive_unit is not None and (not effective or effective[0].basis == "default"):
+    effective = [c for c in checks if c.basis != Basis.IGNORED and c.action is action]
+    if decisive_unit is not None and (not effective or effective[0].basis == Basis.DEFAULT):
         reason = f"{decisive_unit.command!r}: {decisive_unit.reason}"
         rule = decisive_unit.rule
     elif effective:

@@ -150,6 +150,15 @@ class RuleRef(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
+class Basis(StrEnum):
+    """Why a check has its action."""
+
+    RULE = "rule"  # a rule matched
+    DEFAULT = "default"  # nothing matched: the policy's default
+    FLOOR = "floor"  # the analysis requires at least this (opaque construct, wrapper …)
+    IGNORED = "ignored"  # a matching allow that cannot loosen (e.g. on a path it reads)
+
+
 class Check(msgspec.Struct, frozen=True, kw_only=True):
     """One (surface, value) lookup that contributed to a decision."""
 
@@ -157,8 +166,7 @@ class Check(msgspec.Struct, frozen=True, kw_only=True):
     value: str
     action: Action
     rule: RuleRef | None  # None: nothing matched, the default (or a floor) applied
-    # "rule", "default", "floor", "ignored" (a matching allow that cannot loosen)
-    basis: str = "rule"
+    basis: Basis = Basis.RULE
     note: str | None = None
 
 
