@@ -170,3 +170,20 @@ def test_audit_log_records_every_outcome(project, home, tmp_path) -> None:
     assert second["resolution"] == "confirmation_unavailable"
     assert "t0ps3cret" not in lines[1]
     assert second["agent"] == "main" and second["session"] == "s1"
+
+
+def test_an_outcome_can_only_be_allow_or_deny() -> None:
+    import pytest
+
+    from askgate.outcome import Outcome, Resolution
+    from askgate.policy.model import Action, Decision, Surface
+
+    decision = Decision(surface=Surface.BASH, value="ls", action=Action.ASK, reason="r", rule=None)
+    with pytest.raises(ValueError, match="allow or deny"):
+        Outcome(
+            request_id="r",
+            action=Action.ASK,
+            resolution=Resolution.POLICY_DENY,
+            decision=decision,
+            reason="x",
+        )

@@ -47,6 +47,12 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     denial_reason: str | None = None  # what the human typed, if anything
     session_pattern: str | None = None  # pattern approved for the session, if any
 
+    def __post_init__(self) -> None:
+        # An outcome is what the agent is told: "ask" is a question for a human, never an
+        # answer, so an Outcome carrying it is a bug that must not leave the gate.
+        if self.action is not Action.ALLOW and self.action is not Action.DENY:
+            raise ValueError(f"an outcome is allow or deny, not {self.action!r}")
+
     @property
     def allowed(self) -> bool:
         return self.action is Action.ALLOW
