@@ -48,7 +48,8 @@ SHELL_RESERVED_WORDS = frozenset(
 
 
 class Policy:
-    """An immutable, evaluated-ready policy: rules plus the settings that go with them."""
+    """A policy ready to evaluate: rules plus the settings that go with them. Its rules and
+    settings are fixed at construction; it memoises lookups as it answers."""
 
     def __init__(
         self,
@@ -69,11 +70,10 @@ class Policy:
         self.project_root = project_root
         self.rules = RuleSet(rules, home=self.home)
         self._refs: dict[int, RuleRef] = {}  # id(rule) -> its reported form
-        # (surface, value, agent) -> what _lookup answers; valid while the rule count holds.
+        # (surface, value, agent) -> what _lookup answers (the rules never change).
         self._lookups: dict[tuple[Surface, str, str | None], tuple[Action | None, Check | None]]
         self._lookups = {}
         self._primaries: dict[tuple[str, str | None], tuple[Check, str]] = {}
-        self._lookups_rule_count = len(self.rules)
         self.default = default
         self.default_origin = default_origin
         self.yolo = yolo
@@ -150,10 +150,6 @@ class Policy:
         come back as ask with the reason."""
         surface = _SURFACE_BY_NAME.get(surface) or Surface(surface)  # ValueError if unknown
         cwd = cwd or self.project_root
-        if len(self.rules) != self._lookups_rule_count:  # rules added since: forget answers
-            self._lookups.clear()
-            self._primaries.clear()
-            self._lookups_rule_count = len(self.rules)
         problem = _value_problem(surface, value)
         if problem is not None:
             decision = _refuse(surface, _printable(value), problem)

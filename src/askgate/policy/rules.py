@@ -114,7 +114,9 @@ class _PrefixIndex:
 
 
 class RuleSet:
-    """An immutable, indexed set of rules. Build once per policy load."""
+    """An indexed set of rules, built once per policy load. Its rules never change after
+    construction (so answers can be cached); it keeps per-matched-set memos as it is
+    used."""
 
     def __init__(self, rules: Iterable[Rule], *, home: str | None = None) -> None:
         self._home = home if home is not None else os.path.expanduser("~")
@@ -122,7 +124,7 @@ class RuleSet:
         self._rules: list[Rule] = []
         self._by_matched: dict[tuple[int, ...], Evaluation] = {}
         for rule in rules:
-            self.add(rule)
+            self._add(rule)
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -137,7 +139,7 @@ class RuleSet:
             text = expand_path_pattern(text, home=self._home, base_dir=rule.base_dir)
         return compile_pattern(kind_of(rule.surface), text)
 
-    def add(self, rule: Rule) -> None:
+    def _add(self, rule: Rule) -> None:
         pattern = self.compile(rule)
         key = (rule.surface, rule.agent)
         trie = self._index.get(key)
@@ -145,7 +147,6 @@ class RuleSet:
             trie = self._index[key] = _PrefixIndex()
         trie.add(pattern.literal_prefix, CompiledRule(rule, pattern))
         self._rules.append(rule)
-        self._by_matched.clear()
 
     def matching(self, surface: Surface, value: str, agent: str | None) -> list[CompiledRule]:
         found: list[CompiledRule] = []
