@@ -200,7 +200,11 @@ def test_pis_own_0755_directories_are_tightened_and_served(tmp_path) -> None:
         response = layout.response_path(SESSION, PI_REQUEST_ID)
         wait_until(response.exists, what="the response")
         assert json.loads(response.read_bytes())["state"] == "approved"
-    for directory in (layout.sessions_dir, layout.session_dir(SESSION), layout.requests_dir(SESSION)):
+    for directory in (
+        layout.sessions_dir,
+        layout.session_dir(SESSION),
+        layout.requests_dir(SESSION),
+    ):
         assert (directory.stat().st_mode & 0o777) == 0o700, directory
 
 
