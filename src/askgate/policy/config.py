@@ -29,8 +29,9 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from askgate import locations
 from askgate.policy.model import Action, Origin, Rule
-from askgate.policy.paths import check_path_text, fold_lexically, home_directory, normalize
+from askgate.policy.paths import check_path_text, fold_lexically, normalize
 from askgate.policy.policy_file import (
     ConfigError,
     PolicyFile,
@@ -82,7 +83,7 @@ RANK_CONFIG = 100  # + index of the --config file
 RANK_CONFIG_AGENT = 300  # + index of the --config file
 MAX_CONFIG_FILES = 100  # keeps config ranks below the next scope's
 
-DEFAULT_MANAGED_POLICY = "/etc/askgate/policy.toml"
+DEFAULT_MANAGED_POLICY = locations.SYSTEM_MANAGED_POLICY
 
 
 class LoadedPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,20 +110,18 @@ def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def config_home(env: Mapping[str, str] | None = None) -> str:
-    """`$XDG_CONFIG_HOME`, or `~/.config` when unset or not absolute (XDG spec)."""
-    configured = _environ(env).get("XDG_CONFIG_HOME", "")
-    if configured.startswith("/") and "\x00" not in configured:
-        return configured
-    return os.path.join(home_directory(env), ".config")
+    """`$XDG_CONFIG_HOME`, or `~/.config` when unset or not absolute (askgate.locations)."""
+    return locations.config_home(env)
 
 
 def user_policy_path(env: Mapping[str, str] | None = None) -> str:
-    return os.path.join(config_home(env), "askgate", "policy.toml")
+    return locations.user_policy_path(env)
 
 
 def managed_policy_path(env: Mapping[str, str] | None = None) -> str:
-    """`/etc/askgate/policy.toml`; `ASKGATE_MANAGED_POLICY` overrides it (for tests)."""
-    return _environ(env).get("ASKGATE_MANAGED_POLICY") or DEFAULT_MANAGED_POLICY
+    """`/etc/askgate/policy.toml`; `ASKGATE_MANAGED_POLICY` names another file only while
+    nothing exists there (a test seam: it cannot replace a real managed file)."""
+    return locations.managed_policy_path(env)
 
 
 def find_project_root(cwd: str) -> str:
