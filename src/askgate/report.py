@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from askgate.policy.engine import Policy
-from askgate.policy.model import Check, Decision, Rule, RuleRef
+from askgate.policy.model import Check, Decision, Origin, Rule, RuleRef
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -144,7 +144,9 @@ def display_path(path: str, *, cwd: str | None = None, home: str | None = None) 
 
 
 def _where(rule: Rule) -> str:
-    where = str(rule.origin) + ("" if rule.trusted else " (untrusted)")
+    # Built-in floors are marked trusted=False only so that they override nothing.
+    untrusted = not rule.trusted and rule.origin is not Origin.BUILTIN
+    where = str(rule.origin) + (" (untrusted)" if untrusted else "")
     return where + (f" {display_path(rule.source)}:{rule.line}" if rule.source else "")
 
 
