@@ -100,6 +100,9 @@ class LoadedPolicy(msgspec.Struct, frozen=True, kw_only=True):
     extra_directories: tuple[str, ...]
     project_root: str
     agent: str | None
+    # Errors of the managed file: the administrator's floor cannot be known, so the
+    # caller must deny everything (not merely clamp to ask). Also listed in `errors`.
+    fatal_errors: tuple[ConfigError, ...] = ()
 
 
 # --- discovery ------------------------------------------------------------------------
@@ -240,21 +243,27 @@ def load_policy(
     """Discover, parse and merge every scope for `cwd`. Never raises for a bad file.
 
     A file that fails to load contributes nothing and is listed in `errors`; the caller
-    must then fail closed (the CLI exits 2, the gate clamps every allow to ask).
+    must then fail closed (the CLI exits 2, the gate clamps every allow to ask). A
+    managed file that fails to load is also listed in `fatal_errors`: everything is
+    denied, since the administrator's floor cannot be known.
     """
     root = find_project_root(cwd)
     errors: list[ConfigError] = []
+    fatal: list[ConfigError] = []
     warnings: list[str] = []
     files: list[PolicyFile] = []
     for source in _sources(cwd, config_files, env, errors):
         loaded, error = _load_file(source, root, env)
         if error is not None:
             errors.append(error)
+            if source.origin is Origin.MANAGED:
+                fatal.append(error)
         if loaded is not None:
             files.append(loaded)
             if not loaded.trusted:
                 warnings.append(_untrusted_warning(loaded))
-    return merge_files(files, errors=errors, warnings=warnings, project_root=root, agent=agent)
+    merged = merge_files(files, errors=errors, warnings=warnings, project_root=root, agent=agent)
+    return msgspec.structs.replace(merged, fatal_errors=tuple(fatal)) if fatal else merged
 
 
 def merge_files(
