@@ -97,6 +97,8 @@ def record_for(
         "policy_action": str(outcome.decision.action),
         "action": str(outcome.action),
         "resolution": str(outcome.resolution),
+        # askgate failed (internal_error, malformed_input, prompter_error): not a rule.
+        "error": outcome.error,
         "reason": bound(mask_text(outcome.reason)),
         "denial_reason": bound(outcome.denial_reason) if outcome.denial_reason else None,
         "rule": None
