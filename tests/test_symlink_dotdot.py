@@ -50,9 +50,7 @@ def _env(home: Path) -> dict[str, str]:
 
 def _example_policy(world: dict[str, Path]) -> Policy:
     env = _env(world["home"])
-    loaded = load_policy(
-        str(world["project"]), config_files=[str(EXAMPLE_POLICY)], env=env | {"NO": "managed"}
-    )
+    loaded = load_policy(str(world["project"]), config_files=[str(EXAMPLE_POLICY)], env=env)
     assert not loaded.errors, loaded.errors
     return Policy.from_loaded(loaded, env=env)
 
@@ -138,3 +136,20 @@ def test_resolved_form_is_realpath_of_the_unfolded_path(
         # And the kernel agrees: when the path opens, it opens the very same file.
         if os.path.exists(unfolded):
             assert os.path.samefile(forms.resolved, unfolded)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd cache && cat ../.ssh/id_rsa",
+        "cat ./cache/../.ssh/id_rsa",
+        "head -n1 cache/../.ssh/id_rsa",
+        "grep key cache/../.ssh/id_rsa",
+    ],
+)
+def test_other_shell_spellings_through_the_link_are_denied(
+    world: dict[str, Path], command: str
+) -> None:
+    policy = _example_policy(world)
+    decision = policy.decide(Surface.BASH, command, cwd=str(world["project"]))
+    assert decision.action is Action.DENY, decision.reason
