@@ -228,3 +228,23 @@ def test_ordinary_round_trip_still_works(tmp_path) -> None:
     root = tmp_path / "fwd"
     with ForwardingServer(SESSION, Recorder(), root=root):
         assert ask(ForwardingPrompter(SESSION, root=root)).state is PromptState.APPROVED
+
+
+def test_orphan_collection_never_deletes_through_a_symlinked_responses(tmp_path, watcher) -> None:
+    """The parent removes unread responses older than ten minutes: through a symlink that
+    would delete every old `*.json` of the target directory."""
+    root = tmp_path / "fwd"
+    layout = Layout(root)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    old_file = victim / "settings.json"
+    old_file.write_text("{}")
+    long_ago = 1_000_000_000  # 2001
+    os.utime(old_file, (long_ago, long_ago))
+    with ForwardingServer(SESSION, Recorder(), root=root, heartbeat_interval=0.05):
+        layout.responses_dir(SESSION).symlink_to(victim)
+        wait_until(
+            lambda: any("cannot collect" in m for m in watcher.messages) or not old_file.exists(),
+            what="the collector to refuse the directory (or delete through it)",
+        )
+    assert old_file.read_text() == "{}"

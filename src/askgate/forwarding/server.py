@@ -223,6 +223,8 @@ class ForwardingServer:
                         remove_at(responses, info.name)
         except FileNotFoundError:
             return
+        except OSError as exc:  # a refused directory: nothing in it is touched
+            logger.warning("cannot collect unread responses: %s", exc)
 
     def _scan(self) -> None:
         # The requests directory is opened once per scan, without following a symlink
