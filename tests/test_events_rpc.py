@@ -25,17 +25,6 @@ from askgate.prompters.bus import BusPrompter, reply_from_envelope
 from conftest import ScriptedPrompter, policy_for
 
 
-def _shell_ready() -> bool:
-    try:
-        from askgate.policy.shell import analyze  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_shell = pytest.mark.skipif(not _shell_ready(), reason="bash analysis not available yet")
-
-
 class Recorder:
     def __init__(self, bus: EventBus, channel: str) -> None:
         self.items: list[dict] = []
@@ -95,7 +84,6 @@ def test_check_honours_per_agent_rules(project, home) -> None:
     assert (agent["data"]["result"], other["data"]["result"]) == ("deny", "ask")
 
 
-@needs_shell
 def test_check_bash_allow_and_deny(project, home) -> None:
     rules = [("bash", "git status *", "allow"), ("bash", "rm *", "deny")]
     _gate, bus = gate_on_bus(project, home, rules)
@@ -105,7 +93,6 @@ def test_check_bash_allow_and_deny(project, home) -> None:
     assert deny["data"] == {"result": "deny", "matchedPattern": "rm *", "origin": "user"}
 
 
-@needs_shell
 def test_check_analyses_a_bash_value_like_a_real_command(project, home) -> None:
     _gate, bus = gate_on_bus(
         project, home, [("bash", "git status *", "allow"), ("bash", "rm *", "deny")]
@@ -412,7 +399,6 @@ def test_decision_event_for_policy_allow_and_deny(project, home) -> None:
     assert (event["matchedPattern"], event["origin"]) == ("gh:del*", "user")
 
 
-@needs_shell
 def test_decision_event_for_a_bash_policy_deny(project, home) -> None:
     gate, bus = gate_on_bus(project, home, [("bash", "rm *", "deny")])
     decisions = Recorder(bus, CHANNEL_DECISION)

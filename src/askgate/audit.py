@@ -97,6 +97,8 @@ def record_for(
         "policy_action": str(outcome.decision.action),
         "action": str(outcome.action),
         "resolution": str(outcome.resolution),
+        # askgate failed (internal_error, malformed_input, prompter_error): not a rule.
+        "error": outcome.error,
         "reason": bound(mask_text(outcome.reason)),
         "denial_reason": bound(outcome.denial_reason) if outcome.denial_reason else None,
         "rule": None
@@ -154,13 +156,11 @@ _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONB
 
 
 def default_log_path(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    if env.get("ASKGATE_AUDIT_LOG"):
-        return env["ASKGATE_AUDIT_LOG"]
-    state = env.get("XDG_STATE_HOME") or os.path.join(
-        env.get("HOME") or os.path.expanduser("~"), ".local", "state"
-    )
-    return os.path.join(state, "askgate", "review.jsonl")
+    """`$ASKGATE_AUDIT_LOG` (absolute), else `$XDG_STATE_HOME/askgate/review.jsonl`
+    (askgate.locations: a relative XDG value is ignored, never resolved in the project)."""
+    from askgate import locations
+
+    return locations.review_log_path(env)
 
 
 class AuditLog:

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from askgate.outcome import Outcome, Resolution, ToolRequest
+from askgate.outcome import (
+    INTERNAL_ERROR,
+    MALFORMED_INPUT,
+    PROMPTER_ERROR,
+    Outcome,
+    Resolution,
+    ToolRequest,
+)
 from askgate.policy import paths
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Basis, Check, Decision, Surface
@@ -98,7 +105,9 @@ class Gate:
                 outcome = self._ask_human(result)
             except Exception as exc:  # fail closed, loudly
                 log.exception("askgate: internal error while asking about %s", request.tool)
-                outcome = _failed(result.request_id, request, f"askgate internal error: {exc!r}")
+                outcome = _failed(
+                    result.request_id, request, f"askgate internal error: {exc!r}", INTERNAL_ERROR
+                )
         else:
             outcome = result
         self._publish(outcome, request)
@@ -121,10 +130,10 @@ class Gate:
             )
             return self._settle(request_id, request, target, decision)
         except ToolInputError as exc:
-            return _failed(request_id, request, f"malformed tool input: {exc}")
+            return _failed(request_id, request, f"malformed tool input: {exc}", MALFORMED_INPUT)
         except Exception as exc:  # fail closed, loudly
             log.exception("askgate: internal error while deciding %s", request.tool)
-            return _failed(request_id, request, f"askgate internal error: {exc!r}")
+            return _failed(request_id, request, f"askgate internal error: {exc!r}", INTERNAL_ERROR)
 
     def publish(self, outcome: Outcome, request: ToolRequest) -> None:
         """Broadcast and audit an outcome (decide() does this itself)."""
@@ -224,6 +233,7 @@ class Gate:
                 Action.DENY,
                 Resolution.CONFIRMATION_UNAVAILABLE,
                 f"{what} requires approval, but asking failed: {exc!r}"[:500],
+                error=PROMPTER_ERROR,
             )
 
         if reply.state is PromptState.APPROVED_FOR_SESSION and patterns:
@@ -382,7 +392,7 @@ def _session_label(patterns: list[tuple[Surface, str]]) -> str | None:
     return f"Yes, allow {shown} for this session"
 
 
-def _failed(request_id: str, request: ToolRequest, why: str) -> Outcome:
+def _failed(request_id: str, request: ToolRequest, why: str, error: str) -> Outcome:
     why = why[:500]
     surface = Surface.BASH if request.tool in ("Bash", "bash") else Surface.TOOL
     raw = request.input if isinstance(request.input, dict) else {}
@@ -400,4 +410,5 @@ def _failed(request_id: str, request: ToolRequest, why: str) -> Outcome:
         resolution=Resolution.POLICY_DENY,
         decision=decision,
         reason=why,
+        error=error,
     )

@@ -25,6 +25,12 @@ class Resolution(StrEnum):
     TIMED_OUT = "timed_out"
 
 
+INTERNAL_ERROR = "internal_error"
+MALFORMED_INPUT = "malformed_input"
+PROMPTER_ERROR = "prompter_error"
+ERROR_KINDS = (INTERNAL_ERROR, MALFORMED_INPUT, PROMPTER_ERROR)
+
+
 class ToolRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A tool call an agent wants to make."""
 
@@ -46,6 +52,10 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     reason: str  # shown to the agent on deny
     denial_reason: str | None = None  # what the human typed, if anything
     session_pattern: str | None = None  # pattern approved for the session, if any
+    # Set when askgate itself failed rather than a rule or a human deciding: one of
+    # ERROR_KINDS. The resolution stays what it always was (policy_deny for internal
+    # errors and malformed input); the review log records this mark beside it.
+    error: str | None = None
 
     def __post_init__(self) -> None:
         # An outcome is what the agent is told: "ask" is a question for a human, never an

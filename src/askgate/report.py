@@ -152,6 +152,7 @@ def source_label(source: str, line: int | None) -> str:
 
 
 def _where(rule: Rule) -> str:
+    # Built-in floors are marked trusted=False only so that they override nothing.
     untrusted = not rule.trusted and rule.origin is not Origin.BUILTIN
     where = str(rule.origin) + (" (untrusted)" if untrusted else "")
     return where + (f" {source_label(rule.source, rule.line)}" if rule.source else "")

@@ -76,13 +76,15 @@ def run(
     """Decide one hook call; returns stdout bytes or raises HookError."""
     from askgate.audit import AuditLog, default_log_path
     from askgate.gate import Gate, Pending
+    from askgate.locations import review_log_disabled
     from askgate.outcome import ToolRequest
     from askgate.policy.engine import Policy
 
     hook = parse_input(data)
     env = os.environ if env is None else env
     policy = Policy.load(hook.cwd, config_files=config_files, agent=hook.agent_type, env=env)
-    audit = None if env.get("ASKGATE_AUDIT_LOG") == "off" else AuditLog(default_log_path(env))
+    # "off" cannot silence the log while a managed policy file exists (askgate.locations).
+    audit = None if review_log_disabled(env) else AuditLog(default_log_path(env))
     gate = Gate(policy, audit=audit, session=hook.session_id)
     request = ToolRequest(
         tool=hook.tool_name,

@@ -24,13 +24,14 @@ from askgate.forwarding.env import (
 from askgate.forwarding.io import (
     ChangeWaiter,
     Mode,
-    atomic_write,
     cleanup_empty,
-    ensure_dir,
     is_served,
     now_ms,
-    read_limited,
-    remove_quietly,
+    opened_directory,
+    read_in,
+    remove_in,
+    session_parts,
+    write_in,
 )
 from askgate.forwarding.protocol import (
     DEFAULT_TIMEOUT,
@@ -165,24 +166,26 @@ class ForwardingPrompter:
             grace_ms=int(self.serving_grace * 1000),
             require_heartbeat=self.require_heartbeat,
         )
-        request_path = self.layout.request_path(target, forwarded.id)
-        response_path = self.layout.response_path(target, forwarded.id)
+        # Every file operation goes through directory descriptors (forwarding/io.py).
+        root, name = self.layout.root, f"{forwarded.id}.json"
+        requests, responses = session_parts(target, "requests"), session_parts(target, "responses")
         waiter: ChangeWaiter | None = None
         try:
-            ensure_dir(self.layout.requests_dir(target))
-            ensure_dir(self.layout.responses_dir(target))
+            for parts in (requests, responses):
+                with opened_directory(root, parts, create=True):
+                    pass
             # Watch before writing, so the answer cannot slip in unseen.
             waiter = ChangeWaiter(
                 session_dir, mode=self.mode, poll_interval=self.poll_interval, step_ms=self.step_ms
             )
-            atomic_write(request_path, encode(forwarded))
+            write_in(root, requests, name, encode(forwarded))
             logger.info(
                 "forwarded request %s to session %s",
                 forwarded.id,
                 target,
                 extra={"event": "forwarded_permission.request_created"},
             )
-            finished = self._await(exchange, waiter, response_path)
+            finished = self._await(exchange, waiter, responses, name)
         except OSError as exc:
             logger.warning("permission forwarding to session %s failed: %s", target, exc)
             finished = Finished(
@@ -192,8 +195,8 @@ class ForwardingPrompter:
         finally:
             if waiter is not None:
                 waiter.close()
-            remove_quietly(request_path)
-            remove_quietly(response_path)
+            remove_in(root, requests, name)
+            remove_in(root, responses, name)
             cleanup_empty(self.layout, target)
         logger.info(
             "request %s: %s (%s)",
@@ -204,11 +207,13 @@ class ForwardingPrompter:
         )
         return finished.reply
 
-    def _await(self, exchange: ClientExchange, waiter: ChangeWaiter, response: Path) -> Finished:
+    def _await(
+        self, exchange: ClientExchange, waiter: ChangeWaiter, responses: tuple[str, ...], name: str
+    ) -> Finished:
         target = exchange.request.target_session_id
         while True:
             try:
-                data: bytes | None = read_limited(response, MAX_RESPONSE_BYTES)
+                data: bytes | None = read_in(self.layout.root, responses, name, MAX_RESPONSE_BYTES)
             except FileNotFoundError:
                 data = None
             except OSError as exc:

@@ -74,17 +74,18 @@ def normalize_session_id(value: object) -> str | None:
 
 
 def pi_agent_dir(env: Mapping[str, str] | None = None) -> Path:
-    configured = _environ(env).get(PI_AGENT_DIR_ENV, "").strip()
-    return Path(configured).expanduser() if configured else Path.home() / ".pi" / "agent"
+    """`$PI_CODING_AGENT_DIR` (absolute), else `~/.pi/agent` (askgate.locations)."""
+    from askgate import locations
+
+    return Path(locations.pi_agent_dir(env))
 
 
 def default_forwarding_root(env: Mapping[str, str] | None = None) -> Path:
     """`$ASKGATE_FORWARDING_DIR`, else pi's own location, so a Python parent and a pi
     child (or the other way round) meet in the same directory."""
-    configured = _environ(env).get(FORWARDING_DIR_ENV, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    return pi_agent_dir(env) / "sessions" / "permission-forwarding"
+    from askgate import locations
+
+    return Path(locations.forwarding_root(env))
 
 
 def subagent_hints(env: Mapping[str, str] | None = None) -> tuple[str, ...]:

@@ -3,6 +3,14 @@ heartbeat checks and waiting for changes (inotify through watchfiles, or polling
 
 Files under the forwarding root are written by other processes and are untrusted:
 reads refuse symlinks, FIFOs and oversized files; writes never follow a planted link.
+
+Directories are untrusted too: a child that swaps `sessions/<id>/requests` for a symlink
+must not make the parent list, answer or delete the files of some other directory. So
+every operation goes through a directory descriptor (`open_directory`): each component
+from the forwarding root down is opened with `O_DIRECTORY | O_NOFOLLOW` relative to the
+one above it, created 0700 whatever the umask, and refused unless it belongs to this
+user and nobody else can write to it; then every read, write, rename and unlink uses
+`dir_fd=`.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import socket
 import stat
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +35,7 @@ from askgate.forwarding.protocol import (
     Layout,
     decode_heartbeat,
     heartbeat_is_fresh,
+    quote_session_id,
 )
 
 logger = logging.getLogger("askgate.forwarding")
@@ -44,6 +54,200 @@ def now_ms() -> int:
 
 def ensure_dir(path: Path) -> None:
     path.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+
+
+# --- directory descriptors -------------------------------------------------------------
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_GROUP_OR_OTHER_WRITE = stat.S_IWGRP | stat.S_IWOTH
+
+
+class UnsafeDirectory(OSError):
+    """A directory under the forwarding root that must not be used (a symlink, somebody
+    else's, or writable by others). `str()` says which and why."""
+
+
+def session_parts(session_id: str, *below: str) -> tuple[str, ...]:
+    """The components of `sessions/<quoted id>/…` below the forwarding root."""
+    return ("sessions", quote_session_id(session_id), *below)
+
+
+def _check_directory(fd: int, where: Path) -> None:
+    """Refuse a directory that is not ours or that others can write; make ours 0700.
+
+    pi's extension creates these directories with `mkdir -p` under the umask (0755):
+    ours and writable only by us, so they are tightened in place rather than refused.
+    """
+    info = os.fstat(fd)
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeDirectory(
+            errno.ENOTDIR, "refusing a forwarding directory: not a directory", str(where)
+        )
+    if info.st_uid != os.geteuid():
+        raise UnsafeDirectory(
+            errno.EPERM,
+            f"refusing a forwarding directory owned by uid {info.st_uid}, not by this user",
+            str(where),
+        )
+    if info.st_mode & _GROUP_OR_OTHER_WRITE:
+        raise UnsafeDirectory(
+            errno.EPERM,
+            f"refusing a forwarding directory writable by others (mode {info.st_mode & 0o777:o})",
+            str(where),
+        )
+    if stat.S_IMODE(info.st_mode) != _DIR_MODE:
+        os.fchmod(fd, _DIR_MODE)
+
+
+def _open_component(parent_fd: int | None, name: str, where: Path, *, create: bool) -> int:
+    """Open one directory below `parent_fd` (or the path `where`) without following a
+    symlink; with `create`, make it 0700 first when it is missing."""
+    target: str = name if parent_fd is not None else str(where)
+    for _attempt in range(_WRITE_ATTEMPTS):
+        try:
+            fd = os.open(target, _DIR_FLAGS, dir_fd=parent_fd)
+        except FileNotFoundError:
+            if not create:
+                raise
+            with contextlib.suppress(FileExistsError):  # a peer made it first: fine
+                os.mkdir(target, _DIR_MODE, dir_fd=parent_fd)
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise UnsafeDirectory(
+                    exc.errno, "refusing a forwarding directory that is a symlink", str(where)
+                ) from None
+            raise
+        try:
+            _check_directory(fd, where)  # also sets 0700 on a directory we just made
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+    raise FileNotFoundError(errno.ENOENT, "directory keeps vanishing", str(where))
+
+
+def open_directory(root: Path, parts: Sequence[str] = (), *, create: bool = False) -> int:
+    """A descriptor for `root/parts…`, every component opened O_DIRECTORY|O_NOFOLLOW
+    relative to the one above (the root itself by path, its last component not
+    followed either). With `create`, missing components are made 0700 (and the root's
+    own parents with `mkdir -p`, 0700). Raises FileNotFoundError when something is
+    missing and `create` is off, UnsafeDirectory for a component that must not be used.
+    """
+    root = Path(root)
+    if create:
+        ensure_dir(root.parent)
+    fd = _open_component(None, "", root, create=create)
+    where = root
+    try:
+        for name in parts:
+            if not name or name in (".", "..") or "/" in name:
+                raise UnsafeDirectory(errno.EINVAL, "refusing an unusable directory name", name)
+            where = where / name
+            child = _open_component(fd, name, where, create=create)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def opened_directory(
+    root: Path, parts: Sequence[str] = (), *, create: bool = False
+) -> Iterator[int]:
+    """`open_directory` as a context manager that closes the descriptor."""
+    fd = open_directory(root, parts, create=create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_subdirectory(parent_fd: int, name: str, where: Path, *, create: bool = False) -> int:
+    """One more component below an open directory, with the same checks."""
+    return _open_component(parent_fd, name, where, create=create)
+
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
+    """Write `<name>.<pid>.<ms>.<rand>.tmp` in the directory, then rename it over `name`."""
+    tmp = f"{name}.{os.getpid()}.{now_ms()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(
+        tmp,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        _FILE_MODE,
+        dir_fd=dir_fd,
+    )
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+def read_limited_at(dir_fd: int, name: str, limit: int) -> bytes:
+    """`read_limited` for a file named relative to an open directory."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    return _read_fd(fd, limit, name)
+
+
+def list_json_at(dir_fd: int) -> list[FileInfo]:
+    """Regular `*.json` files directly in an open directory."""
+    infos: list[FileInfo] = []
+    # scandir on a descriptor consumes it: give it a duplicate.
+    with os.scandir(os.dup(dir_fd)) as entries:
+        for entry in entries:
+            if not entry.name.endswith(".json"):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                infos.append(FileInfo(entry.name, st.st_size, st.st_mtime_ns))
+    return infos
+
+
+def exists_at(dir_fd: int, name: str) -> bool:
+    """True when `name` exists in the open directory (a symlink counts, unfollowed)."""
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def remove_at(dir_fd: int, name: str) -> None:
+    """Unlink `name` in the open directory; already gone is fine."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def write_in(root: Path, parts: Sequence[str], name: str, data: bytes) -> None:
+    """Atomically write `root/parts…/name`, creating the directories 0700."""
+    with opened_directory(root, parts, create=True) as directory:
+        atomic_write_at(directory, name, data)
+
+
+def read_in(root: Path, parts: Sequence[str], name: str, limit: int) -> bytes:
+    """`read_limited` of `root/parts…/name` (FileNotFoundError when any part is missing)."""
+    with opened_directory(root, parts) as directory:
+        return read_limited_at(directory, name, limit)
+
+
+def remove_in(root: Path, parts: Sequence[str], name: str) -> None:
+    """Unlink `root/parts…/name`; missing is fine, an unusable directory is logged."""
+    try:
+        with opened_directory(root, parts) as directory:
+            remove_at(directory, name)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        logger.warning("cannot remove %s: %s", name, exc)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -76,9 +280,13 @@ def read_limited(path: Path, limit: int) -> bytes:
     O_NOFOLLOW refuses a symlink, O_NONBLOCK keeps a planted FIFO from blocking us.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    return _read_fd(fd, limit, str(path))
+
+
+def _read_fd(fd: int, limit: int, name: str) -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
+            raise OSError(errno.EINVAL, "not a regular file", name)
         chunks: list[bytes] = []
         remaining = limit + 1
         while remaining > 0:
@@ -118,14 +326,17 @@ def remove_quietly(path: Path) -> None:
 
 def cleanup_empty(layout: Layout, session_id: str) -> None:
     """Remove the session's empty requests/, responses/ and session directory (pi does
-    this after every exchange). A directory that is not empty is left alone."""
-    for directory in (
-        layout.requests_dir(session_id),
-        layout.responses_dir(session_id),
-        layout.session_dir(session_id),
-    ):
-        with contextlib.suppress(OSError):
-            directory.rmdir()
+    this after every exchange). A directory that is not empty is left alone; nothing is
+    removed through a symlink."""
+    try:
+        with opened_directory(layout.root, session_parts(session_id)) as session:
+            for name in ("requests", "responses"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=session)
+        with opened_directory(layout.root, ("sessions",)) as sessions, contextlib.suppress(OSError):
+            os.rmdir(quote_session_id(session_id), dir_fd=sessions)
+    except OSError:
+        return
 
 
 def pid_alive(pid: int) -> bool:
@@ -144,7 +355,9 @@ def pid_alive(pid: int) -> bool:
 
 def read_heartbeat(layout: Layout, session_id: str) -> Heartbeat | None:
     try:
-        data = read_limited(layout.heartbeat_path(session_id), MAX_HEARTBEAT_BYTES)
+        name = layout.heartbeat_path(session_id).name
+        with opened_directory(layout.root, ("serving",)) as serving:
+            data = read_limited_at(serving, name, MAX_HEARTBEAT_BYTES)
     except OSError:
         return None
     if len(data) > MAX_HEARTBEAT_BYTES:

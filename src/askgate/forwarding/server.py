@@ -20,14 +20,18 @@ from askgate.forwarding.io import (
     HOST,
     ChangeWaiter,
     Mode,
-    atomic_write,
-    ensure_dir,
+    UnsafeDirectory,
+    atomic_write_at,
+    exists_at,
     heartbeat_alive,
-    list_json,
+    list_json_at,
     now_ms,
+    open_subdirectory,
+    opened_directory,
     read_heartbeat,
-    read_limited,
-    remove_quietly,
+    read_limited_at,
+    remove_at,
+    session_parts,
 )
 from askgate.forwarding.protocol import (
     DEFAULT_TIMEOUT,
@@ -35,6 +39,7 @@ from askgate.forwarding.protocol import (
     MAX_REQUEST_BYTES,
     POLL_INTERVAL,
     Action,
+    FileInfo,
     Heartbeat,
     Layout,
     Log,
@@ -101,8 +106,10 @@ class ForwardingServer:
                 f"on {existing.host}"
             )
         try:
-            ensure_dir(self.layout.requests_dir(self.session_id))
-            ensure_dir(self.layout.serving_dir)
+            with opened_directory(self.layout.root, self._parts("requests"), create=True):
+                pass
+            with opened_directory(self.layout.root, ("serving",), create=True):
+                pass
             self._waiter = ChangeWaiter(
                 self.layout.sessions_dir,
                 mode=self.mode,
@@ -140,7 +147,11 @@ class ForwardingServer:
             self._waiter.close()
         current = read_heartbeat(self.layout, self.session_id)
         if current is not None and current.pid == os.getpid():
-            remove_quietly(self.layout.heartbeat_path(self.session_id))
+            try:
+                with opened_directory(self.layout.root, ("serving",)) as serving:
+                    remove_at(serving, self._heartbeat_name)
+            except OSError as exc:
+                logger.warning("cannot withdraw the serving heartbeat: %s", exc)
 
     def __enter__(self) -> ForwardingServer:
         self.start()
@@ -191,42 +202,68 @@ class ForwardingServer:
             refreshed_at=now_ms(),
             interval_ms=int(self.heartbeat_interval * 1000),
         )
-        atomic_write(self.layout.heartbeat_path(self.session_id), encode(heartbeat))
+        with opened_directory(self.layout.root, ("serving",), create=True) as serving:
+            atomic_write_at(serving, self._heartbeat_name, encode(heartbeat))
+
+    @property
+    def _heartbeat_name(self) -> str:
+        return self.layout.heartbeat_path(self.session_id).name
+
+    def _parts(self, *below: str) -> tuple[str, ...]:
+        return session_parts(self.session_id, *below)
 
     def _collect_orphans(self) -> None:
         """Responses nobody picked up (their child died) are removed after the
         protocol's timeout, so the directory does not grow forever."""
         cutoff_ns = (now_ms() - int(DEFAULT_TIMEOUT * 1000)) * 1_000_000
-        responses = self.layout.responses_dir(self.session_id)
-        for info in list_json(responses):
-            if info.mtime_ns < cutoff_ns:
-                remove_quietly(responses / info.name)
+        try:
+            with opened_directory(self.layout.root, self._parts("responses")) as responses:
+                for info in list_json_at(responses):
+                    if info.mtime_ns < cutoff_ns:
+                        remove_at(responses, info.name)
+        except FileNotFoundError:
+            return
+        except OSError as exc:  # a refused directory: nothing in it is touched
+            logger.warning("cannot collect unread responses: %s", exc)
 
     def _scan(self) -> None:
-        requests = self.layout.requests_dir(self.session_id)
+        # The requests directory is opened once per scan, without following a symlink
+        # anywhere below the root; every read goes through that descriptor.
         try:
-            listing = list_json(requests)
+            with opened_directory(self.layout.root, self._parts("requests")) as requests:
+                listing = list_json_at(requests)
+                self._last_scan_error = None
+                with self._lock:
+                    to_read = self.core.to_read(listing)
+                for info in to_read:
+                    self._read_request(requests, info)
+        except FileNotFoundError:
+            return  # a child's cleanup removed it; it comes back with the next request
         except OSError as exc:
             # Log each distinct failure once (a permission error would repeat forever).
             if str(exc) != self._last_scan_error:
-                logger.warning("cannot list %s: %s", requests, exc)
+                logger.warning("cannot list %s: %s", self.layout.requests_dir(self.session_id), exc)
                 self._last_scan_error = str(exc)
-            return
-        self._last_scan_error = None
+
+    def _read_request(self, requests: int, info: FileInfo) -> None:
+        error: str | None = None
+        data: bytes | None
+        try:
+            data = read_limited_at(requests, info.name, MAX_REQUEST_BYTES)
+        except FileNotFoundError:
+            return  # withdrawn between listing and reading
+        except OSError as exc:
+            data, error = None, str(exc)
         with self._lock:
-            to_read = self.core.to_read(listing)
-        for info in to_read:
-            error: str | None = None
-            data: bytes | None
-            try:
-                data = read_limited(requests / info.name, MAX_REQUEST_BYTES)
-            except FileNotFoundError:
-                continue  # withdrawn between listing and reading
-            except OSError as exc:
-                data, error = None, str(exc)
-            with self._lock:
-                actions = self.core.received(info, data, now_ms=now_ms(), error=error)
-            self._perform(actions)
+            actions = self.core.received(info, data, now_ms=now_ms(), error=error)
+        self._perform(actions)
+
+    def _request_exists(self, request_id: str) -> bool:
+        try:
+            with opened_directory(self.layout.root, self._parts("requests")) as requests:
+                return exists_at(requests, f"{request_id}.json")
+        except OSError:
+            return False
 
     # -- prompt thread
 
@@ -236,7 +273,7 @@ class ForwardingServer:
             if show is None or self._stop.is_set():
                 return
             request_id = show.request.id
-            if not self.layout.request_path(self.session_id, request_id).exists():
+            if not self._request_exists(request_id):
                 with self._lock:
                     self.core.done(request_id)  # withdrawn while queued
                 continue
@@ -276,15 +313,31 @@ class ForwardingServer:
                 self._respond(action)
 
     def _respond(self, action: Respond) -> None:
-        request_path = self.layout.request_path(self.session_id, action.request_id)
+        name = f"{action.request_id}.json"
+        session_dir = self.layout.session_dir(self.session_id)
         try:
-            if request_path.exists():
-                atomic_write(
-                    self.layout.response_path(self.session_id, action.request_id), action.data
-                )
-                remove_quietly(request_path)
-            else:
-                logger.info("request %s was withdrawn before its answer", action.request_id)
+            # One descriptor for the session directory; requests/ and responses/ are
+            # opened below it, never through a symlink, and all I/O goes through them.
+            with opened_directory(self.layout.root, self._parts()) as session:
+                requests = open_subdirectory(session, "requests", session_dir / "requests")
+                try:
+                    if not exists_at(requests, name):
+                        logger.info("request %s was withdrawn before its answer", action.request_id)
+                        return
+                    responses = open_subdirectory(
+                        session, "responses", session_dir / "responses", create=True
+                    )
+                    try:
+                        atomic_write_at(responses, name, action.data)
+                    finally:
+                        os.close(responses)
+                    remove_at(requests, name)
+                finally:
+                    os.close(requests)
+        except UnsafeDirectory as exc:
+            logger.warning("cannot answer request %s: %s", action.request_id, exc)
+        except FileNotFoundError:
+            logger.info("request %s was withdrawn before its answer", action.request_id)
         except OSError as exc:
             logger.warning("cannot answer request %s: %s", action.request_id, exc)
         finally:

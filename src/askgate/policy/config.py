@@ -33,9 +33,10 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from askgate import locations
 from askgate.policy.examples import RuleExample
 from askgate.policy.model import Action, Origin, Rule
-from askgate.policy.paths import check_path_text, fold_lexically, home_directory, normalize
+from askgate.policy.paths import check_path_text, fold_lexically, normalize
 from askgate.policy.policy_file import (
     ConfigError,
     PolicyFile,
@@ -92,7 +93,7 @@ RANK_CONFIG_AGENT = 300  # + index of the --config file
 PROFILE_RANK_OFFSET = -1
 MAX_CONFIG_FILES = 100  # keeps config ranks below the next scope's
 
-DEFAULT_MANAGED_POLICY = "/etc/askgate/policy.toml"
+DEFAULT_MANAGED_POLICY = locations.SYSTEM_MANAGED_POLICY
 
 
 class LoadedPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,6 +114,9 @@ class LoadedPolicy(msgspec.Struct, frozen=True, kw_only=True):
     # files a user wrote; the engine adds their rules above every scope.
     builtin_files: tuple[PolicyFile, ...] = ()
     builtin_rules: tuple[Rule, ...] = ()
+    # Errors of the managed file: the administrator's floor cannot be known, so the
+    # caller must deny everything (not merely clamp to ask). Also listed in `errors`.
+    fatal_errors: tuple[ConfigError, ...] = ()
 
 
 # --- discovery ------------------------------------------------------------------------
@@ -123,20 +127,18 @@ def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def config_home(env: Mapping[str, str] | None = None) -> str:
-    """`$XDG_CONFIG_HOME`, or `~/.config` when unset or not absolute (XDG spec)."""
-    configured = _environ(env).get("XDG_CONFIG_HOME", "")
-    if configured.startswith("/") and "\x00" not in configured:
-        return configured
-    return os.path.join(home_directory(env), ".config")
+    """`$XDG_CONFIG_HOME`, or `~/.config` when unset or not absolute (askgate.locations)."""
+    return locations.config_home(env)
 
 
 def user_policy_path(env: Mapping[str, str] | None = None) -> str:
-    return os.path.join(config_home(env), "askgate", "policy.toml")
+    return locations.user_policy_path(env)
 
 
 def managed_policy_path(env: Mapping[str, str] | None = None) -> str:
-    """`/etc/askgate/policy.toml`; `ASKGATE_MANAGED_POLICY` overrides it (for tests)."""
-    return _environ(env).get("ASKGATE_MANAGED_POLICY") or DEFAULT_MANAGED_POLICY
+    """`/etc/askgate/policy.toml`; `ASKGATE_MANAGED_POLICY` names another file only while
+    nothing exists there (a test seam: it cannot replace a real managed file)."""
+    return locations.managed_policy_path(env)
 
 
 def find_project_root(cwd: str) -> str:
@@ -291,16 +293,21 @@ def load_policy(
     """Discover, parse and merge every scope for `cwd`. Never raises for a bad file.
 
     A file that fails to load contributes nothing and is listed in `errors`; the caller
-    must then fail closed (the CLI exits 2, the gate clamps every allow to ask).
+    must then fail closed (the CLI exits 2, the gate clamps every allow to ask). A
+    managed file that fails to load is also listed in `fatal_errors`: everything is
+    denied, since the administrator's floor cannot be known.
     """
     root = find_project_root(cwd)
     errors: list[ConfigError] = []
+    fatal: list[ConfigError] = []
     warnings: list[str] = []
     files: list[PolicyFile] = []
     for source in _sources(cwd, config_files, env, errors):
         loaded, error = _load_file(source, root, env)
         if error is not None:
             errors.append(error)
+            if source.origin is Origin.MANAGED:
+                fatal.append(error)
         if loaded is not None:
             files.append(loaded)
             if not loaded.trusted:
@@ -309,9 +316,12 @@ def load_policy(
             files.extend(profiles)
             if error is not None:
                 errors.append(error)
+                if source.origin is Origin.MANAGED:
+                    fatal.append(error)
     builtin, error = _builtin_files(root, env)
-    if error is not None:
+    if error is not None:  # the built-in floors cannot be known: like a broken managed file
         errors.append(error)
+        fatal.append(error)
     merged = merge_files(files, errors=errors, warnings=warnings, project_root=root, agent=agent)
     builtin_rules = tuple(
         rule
@@ -319,9 +329,10 @@ def load_policy(
         for rule in policy.rules
         if rule.agent is None or (agent is not None and rule.agent == agent)
     )
-    return msgspec.structs.replace(
+    merged = msgspec.structs.replace(
         merged, builtin_files=tuple(builtin), builtin_rules=builtin_rules
     )
+    return msgspec.structs.replace(merged, fatal_errors=tuple(fatal)) if fatal else merged
 
 
 def merge_files(

@@ -64,6 +64,7 @@ class Policy:
         errors: Sequence[str] = (),
         warnings: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        fatal_errors: Sequence[str] = (),
     ) -> None:
         self.env = dict(os.environ if env is None else env)
         self.home = paths.home_directory(self.env)
@@ -88,6 +89,8 @@ class Policy:
         # any error stands, no answer may be "allow" (fail closed).
         self.errors = tuple(errors)
         self.warnings = tuple(warnings)
+        # A managed file that failed to load: its floor is unknown, so nothing but deny.
+        self.fatal_errors = tuple(fatal_errors)
 
     @classmethod
     def from_rules(cls, rules: Iterable[Rule], **kwargs: object) -> Policy:
@@ -131,6 +134,7 @@ class Policy:
             errors=[str(e) for e in loaded.errors],
             warnings=loaded.warnings,
             env=env,
+            fatal_errors=[str(e) for e in loaded.fatal_errors],
         )
 
     # --- public --------------------------------------------------------------------
@@ -151,7 +155,10 @@ class Policy:
         surface = _SURFACE_BY_NAME.get(surface) or Surface(surface)  # ValueError if unknown
         cwd = cwd or self.project_root
         problem = _value_problem(surface, value)
-        if problem is not None:
+        if self.fatal_errors:
+            why = "the managed policy file failed to load, so everything is denied: "
+            decision = _refuse(surface, _printable(value), why + self.fatal_errors[0], Action.DENY)
+        elif problem is not None:
             decision = _refuse(surface, _printable(value), problem)
         elif surface is Surface.BASH:
             decision = self._decide_bash(value, cwd, agent, analysis)
@@ -432,10 +439,10 @@ def _floor(surface: Surface, value: str, action: Action, note: str | None) -> Ch
     )
 
 
-def _refuse(surface: Surface, value: str, why: str) -> Decision:
-    check = _floor(surface, value, Action.ASK, why)
+def _refuse(surface: Surface, value: str, why: str, action: Action = Action.ASK) -> Decision:
+    check = _floor(surface, value, action, why)
     return Decision(
-        action=Action.ASK, reason=why, surface=surface, value=value, rule=None, checks=(check,)
+        action=action, reason=why, surface=surface, value=value, rule=None, checks=(check,)
     )
 
 

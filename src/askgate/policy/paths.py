@@ -131,11 +131,8 @@ def fold_lexically(path: str) -> str:
     return "/" + "/".join(parts)
 
 
-def normalize(path: str, cwd: str, env: Mapping[str, str] | None = None) -> str:
-    """Absolute, `~`/`$HOME`/`$PWD` expanded, `.`/`..`/`//` folded lexically.
-
-    Never touches the filesystem. `cwd` must be absolute.
-    """
+def _absolute(path: str, cwd: str, env: Mapping[str, str] | None) -> str:
+    """`path` expanded and made absolute against `cwd`, with nothing folded yet."""
     check_path_text(path)
     check_path_text(cwd)
     if not cwd.startswith("/"):
@@ -143,8 +140,15 @@ def normalize(path: str, cwd: str, env: Mapping[str, str] | None = None) -> str:
     expanded = expand_user(path, env, cwd=cwd)
     if not expanded:
         raise ValueError("path is empty")
-    absolute = expanded if expanded.startswith("/") else cwd + "/" + expanded
-    folded = fold_lexically(absolute)
+    return expanded if expanded.startswith("/") else cwd + "/" + expanded
+
+
+def normalize(path: str, cwd: str, env: Mapping[str, str] | None = None) -> str:
+    """Absolute, `~`/`$HOME`/`$PWD` expanded, `.`/`..`/`//` folded lexically.
+
+    Never touches the filesystem. `cwd` must be absolute.
+    """
+    folded = fold_lexically(_absolute(path, cwd, env))
     if len(folded) > MAX_PATH_LENGTH:
         raise ValueError(f"path is longer than {MAX_PATH_LENGTH} characters")
     return folded
@@ -153,6 +157,8 @@ def normalize(path: str, cwd: str, env: Mapping[str, str] | None = None) -> str:
 def _realpath(path: str) -> str:
     # Non-strict realpath keeps a missing tail and leaves a symlink loop unresolved
     # instead of raising; anything else it throws means we cannot vouch for the path.
+    # It walks the path component by component, so a `..` after a symlink climbs out
+    # of the link's target, as the kernel does.
     try:
         resolved = os.path.realpath(path)
     except (OSError, RuntimeError, ValueError) as error:
@@ -161,9 +167,18 @@ def _realpath(path: str) -> str:
 
 
 def resolve(path: str, cwd: str, env: Mapping[str, str] | None = None) -> PathForms:
-    """`normalize` plus the symlink-resolved form (non-existent tail kept)."""
-    lexical = normalize(path, cwd, env)
-    return PathForms(lexical=lexical, resolved=_realpath(lexical))
+    """The lexical form (`normalize`) and the form the kernel would open.
+
+    The resolved form comes from the path as written, not from the folded one: the
+    kernel resolves `proj/link/..` to the parent of the link's *target*, so folding
+    `link/..` away first would check a different file than the one opened. A missing
+    tail is kept as written.
+    """
+    absolute = _absolute(path, cwd, env)
+    lexical = fold_lexically(absolute)
+    if len(lexical) > MAX_PATH_LENGTH:
+        raise ValueError(f"path is longer than {MAX_PATH_LENGTH} characters")
+    return PathForms(lexical=lexical, resolved=_realpath(absolute))
 
 
 def is_inside(path: str, root: str) -> bool:

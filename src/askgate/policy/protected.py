@@ -1,10 +1,16 @@
-"""askgate's own configuration and state, which no agent may write.
+"""Built-in protections: rules that rank above every scope, managed included.
 
-An agent allowed to write under `~` could otherwise grant itself permissions (edit
-the user policy, the trust store), answer its own forwarded asks (write a response
-file), or rewrite the review log. These deny rules rank above every scope, managed
-included, so nothing in a policy file can lift them; a human edits these files
-outside the agent.
+1. askgate's own configuration and state, which no agent may write (deny). An agent
+   allowed to write under `~` could otherwise grant itself permissions (edit the user
+   policy, the trust store), answer its own forwarded asks (write a response file), or
+   rewrite the review log. Where these live is askgate.locations' business.
+2. The files that register askgate with an agent (ask for writes). An agent that may
+   write `.claude/settings.json` could quietly remove the hook that gates it; a human
+   decides each such write.
+
+Nothing in a policy file can lift either: a rule is only ever overridden by a narrower
+one from the same or a higher scope, and nothing ranks above these. A human edits these
+files outside the agent (or answers the ask).
 """
 
 from __future__ import annotations
@@ -12,32 +18,83 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from askgate import locations
 from askgate.policy.model import Action, Origin, Rule, Surface
 
 PROTECTED_RANK = 1_000_000
 REASON = "askgate protects its own configuration and state from agents; edit it yourself"
+REGISTRATION_REASON = (
+    "this file registers askgate (or another permission gate) with an agent: "
+    "a human decides every write to it"
+)
+
+# --- askgate's state: deny -----------------------------------------------------------------
 
 
 def protected_paths(env: Mapping[str, str], project_root: str) -> list[str]:
     """Path globs (absolute) that agents may never write."""
-    from askgate.audit import default_log_path
-    from askgate.forwarding.env import default_forwarding_root
-    from askgate.policy.config import config_home, managed_policy_path
-    from askgate.policy.trust import trust_store_path
-
-    found = [
-        os.path.join(config_home(env), "askgate") + "/**",
-        os.path.dirname(trust_store_path(env)) + "/**",
-        str(default_forwarding_root(env)) + "/**",
-        managed_policy_path(env),
-        default_log_path(env),
-        os.path.join(project_root, ".askgate") + "/**",
-    ]
+    found = [*locations.state_paths(env), os.path.join(project_root, ".askgate") + "/**"]
     return [p for p in dict.fromkeys(found) if p.startswith("/")]
 
 
+# --- files that register askgate with an agent: ask for writes -----------------------------
+# One data list. `~` is the home directory; `{pi}` is pi's agent directory
+# ($PI_CODING_AGENT_DIR or ~/.pi/agent); `{codex}` is $CODEX_HOME when set (absolute);
+# a pattern starting with `**/` matches in any directory (the project's own copies, and
+# those of any directory an agent may be started in).
+REGISTRATION_FILES: tuple[str, ...] = (
+    # Claude Code: hooks live in settings files (user, project, project-local).
+    "~/.claude/settings.json",
+    "~/.claude/settings.local.json",
+    "**/.claude/settings.json",
+    "**/.claude/settings.local.json",
+    # Codex CLI: the user config and hooks file, and a project's whole .codex/.
+    "~/.codex/config.toml",
+    "~/.codex/hooks.json",
+    "{codex}/config.toml",
+    "{codex}/hooks.json",
+    "**/.codex/**",
+    # Gemini CLI: user settings and a project's whole .gemini/.
+    "~/.gemini/settings.json",
+    "**/.gemini/**",
+    # pi: settings (extension and package lists), extensions and their config
+    # (pi-permission-system's config.json), user and project.
+    "{pi}/settings.json",
+    "{pi}/extensions/**",
+    "**/.pi/settings.json",
+    "**/.pi/extensions/**",
+)
+PI_PERMISSION_CONFIG_ENV = "PI_PERMISSION_SYSTEM_CONFIG_PATH"
+
+
+def registration_paths(env: Mapping[str, str]) -> list[str]:
+    """`REGISTRATION_FILES` with `{pi}` and `{codex}` filled in (entries whose directory
+    is unknown are left out), plus pi-permission-system's config override when set."""
+    try:
+        pi = locations.pi_agent_dir(env)
+    except ValueError:
+        pi = None
+    codex_home = env.get("CODEX_HOME", "")
+    codex = codex_home if codex_home.startswith("/") else None
+    found: list[str] = []
+    for pattern in REGISTRATION_FILES:
+        if "{pi}" in pattern:
+            if pi is None:
+                continue
+            pattern = pattern.replace("{pi}", pi.rstrip("/"))
+        if "{codex}" in pattern:
+            if codex is None:
+                continue
+            pattern = pattern.replace("{codex}", codex.rstrip("/"))
+        found.append(pattern)
+    override = env.get(PI_PERMISSION_CONFIG_ENV, "")
+    if override.startswith("/"):
+        found.append(override)
+    return list(dict.fromkeys(found))
+
+
 def protected_rules(env: Mapping[str, str], project_root: str) -> list[Rule]:
-    return [
+    state = [
         Rule(
             surface=Surface.WRITE,
             pattern=pattern,
@@ -48,3 +105,18 @@ def protected_rules(env: Mapping[str, str], project_root: str) -> list[Rule]:
         )
         for pattern in protected_paths(env, project_root)
     ]
+    registration = [
+        Rule(
+            surface=Surface.WRITE,
+            pattern=pattern,
+            action=Action.ASK,
+            origin=Origin.BUILTIN,
+            rank=PROTECTED_RANK,
+            reason=REGISTRATION_REASON,
+            # A floor that adds an ask and lifts nothing: without this, the equal pattern
+            # at the top rank would override a user's own deny of the same file.
+            trusted=False,
+        )
+        for pattern in registration_paths(env)
+    ]
+    return state + registration

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from askgate.policy.paths import home_directory
+from askgate import locations
 
 STORE_VERSION = 1
 PROJECT_POLICY_RELATIVE = os.path.join(".askgate", "policy.toml")
@@ -34,16 +34,12 @@ class TrustError(Exception):
 
 
 def data_home(env: Mapping[str, str] | None = None) -> str:
-    """`$XDG_DATA_HOME`, or `~/.local/share` when unset or not absolute (XDG spec)."""
-    environ = os.environ if env is None else env
-    configured = environ.get("XDG_DATA_HOME", "")
-    if configured.startswith("/") and "\x00" not in configured:
-        return configured
-    return os.path.join(home_directory(env), ".local", "share")
+    """`$XDG_DATA_HOME`, or `~/.local/share` when unset or not absolute (askgate.locations)."""
+    return locations.data_home(env)
 
 
 def trust_store_path(env: Mapping[str, str] | None = None) -> str:
-    return os.path.join(data_home(env), "askgate", "trusted.json")
+    return locations.trust_store_path(env)
 
 
 def project_policy_path(root: str) -> str:

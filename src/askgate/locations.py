@@ -1,0 +1,208 @@
+"""Where askgate keeps its state: one place for every path it owns, and for the XDG rules.
+
+    user policy        $XDG_CONFIG_HOME/askgate/policy.toml     (~/.config)
+    managed policy     /etc/askgate/policy.toml
+    trust store        $XDG_DATA_HOME/askgate/trusted.json      (~/.local/share)
+    approval server    $XDG_DATA_HOME/askgate/server/           (database, keys)
+    review log         $XDG_STATE_HOME/askgate/review.jsonl     (~/.local/state)
+    forwarding root    $ASKGATE_FORWARDING_DIR, else <pi agent dir>/sessions/permission-forwarding
+    daemon socket dir  $XDG_RUNTIME_DIR/askgate                 (/tmp/askgate-<uid>)
+
+An XDG variable that is unset, empty or *relative* is ignored, as the XDG Base Directory
+specification says: a relative `XDG_STATE_HOME` would otherwise put the review log inside
+whatever project the agent runs in, where the agent can rewrite it. The same goes for
+askgate's own directory variables (`ASKGATE_FORWARDING_DIR`, `PI_CODING_AGENT_DIR`).
+
+This module is a leaf: it imports nothing of askgate's, so every layer may use it —
+`policy/` included, which otherwise imports nothing else of ours (the rules here are data
+about the machine, not about decisions, and policy needs them to find its files and to
+protect askgate's state).
+
+Test seams: `ASKGATE_MANAGED_POLICY` names another managed file only while the real
+`/etc/askgate/policy.toml` does not exist (nothing exists there on a test machine), and
+`ASKGATE_AUDIT_LOG=off` silences the review log only while no managed file exists. So
+neither variable can replace or silence an administrator's managed policy.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from collections.abc import Mapping
+
+SYSTEM_MANAGED_POLICY = "/etc/askgate/policy.toml"
+MANAGED_POLICY_ENV = "ASKGATE_MANAGED_POLICY"
+AUDIT_LOG_ENV = "ASKGATE_AUDIT_LOG"
+FORWARDING_DIR_ENV = "ASKGATE_FORWARDING_DIR"
+PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+APP = "askgate"
+
+
+def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def _absolute(value: str | None) -> str | None:
+    """`value` when it is a usable absolute path, else None (unset, relative, NUL)."""
+    if not value or not value.startswith("/") or "\x00" in value:
+        return None
+    return value
+
+
+def home(env: Mapping[str, str] | None = None) -> str:
+    """`$HOME` when absolute; with the real environment, else the password database.
+
+    An explicit `env` without an absolute HOME is an error rather than a guess, so tests
+    never reach the real home directory. Raises ValueError.
+    """
+    found = _absolute(_environ(env).get("HOME"))
+    if found is None and env is None:
+        try:
+            found = _absolute(pwd.getpwuid(os.getuid()).pw_dir)
+        except (KeyError, OSError):
+            found = None
+    if found is None:
+        raise ValueError("HOME is not set to an absolute path")
+    return found
+
+
+def _account_home(env: Mapping[str, str] | None) -> str:
+    """`home(env)`, else this account's home from the password database: for locations
+    shared with other programs (pi's), which must be found even without HOME."""
+    try:
+        return home(env)
+    except ValueError:
+        return home(None) if env is not None and "HOME" not in env else home(env)
+
+
+def _xdg(variable: str, fallback: tuple[str, ...], env: Mapping[str, str] | None) -> str:
+    configured = _absolute(_environ(env).get(variable))
+    return configured if configured is not None else os.path.join(home(env), *fallback)
+
+
+def config_home(env: Mapping[str, str] | None = None) -> str:
+    """`$XDG_CONFIG_HOME`, or `~/.config`."""
+    return _xdg("XDG_CONFIG_HOME", (".config",), env)
+
+
+def data_home(env: Mapping[str, str] | None = None) -> str:
+    """`$XDG_DATA_HOME`, or `~/.local/share`."""
+    return _xdg("XDG_DATA_HOME", (".local", "share"), env)
+
+
+def state_home(env: Mapping[str, str] | None = None) -> str:
+    """`$XDG_STATE_HOME`, or `~/.local/state`."""
+    return _xdg("XDG_STATE_HOME", (".local", "state"), env)
+
+
+def runtime_dir(env: Mapping[str, str] | None = None) -> str | None:
+    """`$XDG_RUNTIME_DIR` when set to an absolute path, else None."""
+    return _absolute(_environ(env).get("XDG_RUNTIME_DIR"))
+
+
+# --- askgate's own paths ---------------------------------------------------------------
+
+
+def user_policy_dir(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(config_home(env), APP)
+
+
+def user_policy_path(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(user_policy_dir(env), "policy.toml")
+
+
+def managed_policy_path(env: Mapping[str, str] | None = None) -> str:
+    """`/etc/askgate/policy.toml`; `ASKGATE_MANAGED_POLICY` names another file only
+    while nothing exists there (a test seam that cannot replace a real managed file)."""
+    override = _environ(env).get(MANAGED_POLICY_ENV)
+    if override and not os.path.lexists(SYSTEM_MANAGED_POLICY):
+        return override
+    return SYSTEM_MANAGED_POLICY
+
+
+def managed_policy_exists(env: Mapping[str, str] | None = None) -> bool:
+    """True when something (file, link, anything) stands at the managed policy path."""
+    return os.path.lexists(managed_policy_path(env))
+
+
+def trust_store_dir(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(data_home(env), APP)
+
+
+def trust_store_path(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(trust_store_dir(env), "trusted.json")
+
+
+def server_data_dir(env: Mapping[str, str] | None = None) -> str:
+    """The approval server's database and keys."""
+    return os.path.join(data_home(env), APP, "server")
+
+
+def review_log_path(env: Mapping[str, str] | None = None) -> str:
+    """`$ASKGATE_AUDIT_LOG` when it names an absolute file, else the XDG state location."""
+    configured = _absolute(_environ(env).get(AUDIT_LOG_ENV))
+    if configured is not None:
+        return configured
+    return os.path.join(state_home(env), APP, "review.jsonl")
+
+
+def review_log_disabled(env: Mapping[str, str] | None = None) -> bool:
+    """`ASKGATE_AUDIT_LOG=off`, honoured only while no managed policy file exists."""
+    if _environ(env).get(AUDIT_LOG_ENV) != "off":
+        return False
+    return not managed_policy_exists(env)
+
+
+def pi_agent_dir(env: Mapping[str, str] | None = None) -> str:
+    """`$PI_CODING_AGENT_DIR` (absolute, `~` expanded), else `~/.pi/agent`."""
+    configured = _environ(env).get(PI_AGENT_DIR_ENV, "").strip()
+    if configured.startswith("~/") or configured == "~":
+        configured = _account_home(env) + configured[1:]
+    found = _absolute(configured)
+    return found if found is not None else os.path.join(_account_home(env), ".pi", "agent")
+
+
+def forwarding_root(env: Mapping[str, str] | None = None) -> str:
+    """`$ASKGATE_FORWARDING_DIR` (absolute, `~` expanded), else pi's own location, so a
+    Python parent and a pi child (or the other way round) meet in the same directory."""
+    configured = _environ(env).get(FORWARDING_DIR_ENV, "").strip()
+    if configured.startswith("~/") or configured == "~":
+        configured = _account_home(env) + configured[1:]
+    found = _absolute(configured)
+    if found is not None:
+        return found
+    return os.path.join(pi_agent_dir(env), "sessions", "permission-forwarding")
+
+
+def daemon_socket_dir(env: Mapping[str, str] | None = None) -> str:
+    """`$XDG_RUNTIME_DIR/askgate`, else `/tmp/askgate-<uid>` (the spec's advice: a
+    replacement directory the user alone owns; the daemon creates it 0700)."""
+    runtime = runtime_dir(env)
+    if runtime is not None:
+        return os.path.join(runtime, APP)
+    return f"/tmp/{APP}-{os.getuid()}"
+
+
+def state_paths(env: Mapping[str, str] | None = None) -> list[str]:
+    """Every path askgate owns that no agent may write, as path globs (`/**` = a tree).
+
+    A location that cannot be computed (no HOME) is left out: its rule could not match.
+    """
+    found: list[str] = []
+    for directory in (
+        user_policy_dir,
+        trust_store_dir,
+        forwarding_root,
+        daemon_socket_dir,
+    ):
+        try:
+            found.append(directory(env).rstrip("/") + "/**")
+        except ValueError:
+            continue
+    found.append(SYSTEM_MANAGED_POLICY)
+    for file in (managed_policy_path, review_log_path):
+        try:
+            found.append(file(env))
+        except ValueError:
+            continue
+    return list(dict.fromkeys(p for p in found if p.startswith("/")))
