@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -205,25 +206,16 @@ class _GateRpc:
 
     # -- prompt
 
-    def on_prompt(self, data: Any) -> None:
-        request_id = self._answerable(CHANNEL_RPC_PROMPT, data)
-        if request_id is None:
-            return
+    def can_prompt(self) -> bool:
+        """Whether this gate's prompter could reach a human right now."""
         try:
-            request = msgspec.convert(_as_dict(data), PermissionsPromptRequest)
-        except msgspec.ValidationError as exc:
-            self._reply(
-                CHANNEL_RPC_PROMPT, request_id, error_reply(f"{ERROR_INVALID_REQUEST}: {exc}")
-            )
-            return
-        try:
-            reachable = self.gate.prompter.available()
+            return bool(self.gate.prompter.available())
         except Exception:
-            logger.exception("prompter.available() failed; answering no_ui")
-            reachable = False
-        if not reachable:
-            self._reply(CHANNEL_RPC_PROMPT, request_id, error_reply(ERROR_NO_UI))
-            return
+            logger.exception("prompter.available() failed; this gate cannot prompt")
+            return False
+
+    def accept(self, request_id: str, request: PermissionsPromptRequest) -> None:
+        """Show `request` to this gate's human (on the worker) and reply when answered."""
         prompt = PromptRequest(
             request_id=request.request_id,
             surface=request.surface,
@@ -257,6 +249,77 @@ class _GateRpc:
         self._reply(CHANNEL_RPC_PROMPT, request_id, error_reply(ERROR_SHUTDOWN))
 
 
+class _PromptDesk:
+    """The one `rpc:prompt` subscriber of a bus, shared by every gate attached to it.
+
+    The seed's guard is that only an instance that can show a prompt answers. With one
+    subscriber per gate, a gate without a human answered `no_ui` from inside `emit`
+    before a gate with one was even called. The desk instead asks each member, in the
+    order they attached, whether its prompter can reach a human; the first that can
+    takes the prompt, and `no_ui` is sent only when none can. Exactly one reply per
+    request, decided synchronously inside `emit` (no waiting, no race).
+    """
+
+    def __init__(self) -> None:
+        self.members: list[_GateRpc] = []
+        self.unsubscribe: Callable[[], None] | None = None
+
+    def on_prompt(self, data: Any) -> None:
+        with _DESKS_LOCK:
+            members = list(self.members)
+        if not members:
+            return
+        first = members[0]
+        request_id = first._answerable(CHANNEL_RPC_PROMPT, data)
+        if request_id is None:
+            return
+        try:
+            request = msgspec.convert(_as_dict(data), PermissionsPromptRequest)
+        except msgspec.ValidationError as exc:
+            first._reply(
+                CHANNEL_RPC_PROMPT, request_id, error_reply(f"{ERROR_INVALID_REQUEST}: {exc}")
+            )
+            return
+        for member in members:
+            if member.can_prompt():
+                member.accept(request_id, request)
+                return
+        first._reply(CHANNEL_RPC_PROMPT, request_id, error_reply(ERROR_NO_UI))
+
+
+# The desk of each bus with gates attached. Weak both ways: the bus keeps its desk
+# alive through its subscription, and a dropped bus takes its desk with it.
+_DESKS: weakref.WeakKeyDictionary[EventBus, weakref.ref[_PromptDesk]] = (
+    weakref.WeakKeyDictionary()
+)
+_DESKS_LOCK = threading.Lock()
+
+
+def _join_desk(bus: EventBus, rpc: _GateRpc) -> Callable[[], None]:
+    with _DESKS_LOCK:
+        found = _DESKS.get(bus)
+        desk = found() if found is not None else None
+        if desk is None:
+            desk = _PromptDesk()
+            desk.unsubscribe = bus.on(CHANNEL_RPC_PROMPT, desk.on_prompt)
+            _DESKS[bus] = weakref.ref(desk)
+        desk.members.append(rpc)
+
+    def leave() -> None:
+        with _DESKS_LOCK:
+            if rpc in desk.members:
+                desk.members.remove(rpc)
+            if desk.members:
+                return
+            if _DESKS.get(bus) is not None and _DESKS[bus]() is desk:
+                del _DESKS[bus]
+            unsubscribe, desk.unsubscribe = desk.unsubscribe, None
+        if unsubscribe is not None:
+            unsubscribe()
+
+    return leave
+
+
 def attach_gate(bus: EventBus, gate: Gate) -> Callable[[], None]:
     """Register the RPC handlers for `gate`, emit `permissions:ready`, return detach.
 
@@ -269,7 +332,7 @@ def attach_gate(bus: EventBus, gate: Gate) -> Callable[[], None]:
     rpc = _GateRpc(bus, gate, getattr(gate, "prompt_timeout", None))
     unsubscribers = [
         bus.on(CHANNEL_RPC_CHECK, rpc.on_check),
-        bus.on(CHANNEL_RPC_PROMPT, rpc.on_prompt),
+        _join_desk(bus, rpc),
         bus.on(CHANNEL_RPC_PING, rpc.on_ping),
     ]
     emit_ready(bus)

@@ -1,0 +1,96 @@
+"""Seed 000 to the letter (issue 15, items 1-7): the event channel's remaining gaps,
+each checked on a real Gate, a real EventBus and the real review log."""
+
+from __future__ import annotations
+
+
+from askgate.events import (
+    CHANNEL_RPC_PROMPT,
+    EventBus,
+    request_sync,
+)
+from askgate.gate import Gate
+from askgate.prompters.base import PromptState
+from conftest import ScriptedPrompter, policy_for
+
+
+def prompt_payload(request_id: str = "p1", **extra) -> dict:
+    payload = {
+        "requestId": request_id,
+        "surface": "bash",
+        "value": "npm publish",
+        "message": "Agent 'explore' wants to run npm publish",
+        "agentName": "explore",
+    }
+    payload.update(extra)
+    return payload
+
+
+# ------------------------------------------------------------------ item 1
+
+
+def test_a_gate_without_a_human_does_not_answer_before_one_with_a_human(project, home) -> None:
+    bus = EventBus()
+    policy = policy_for(project, home, [])
+    headless = Gate(policy, prompter=ScriptedPrompter([], available=False), bus=bus)
+    human = ScriptedPrompter([PromptState.APPROVED])
+    with_human = Gate(policy, prompter=human, bus=bus)
+    reply = request_sync(bus, CHANNEL_RPC_PROMPT, prompt_payload(), timeout=5)
+    assert reply == {
+        "success": True,
+        "protocolVersion": 1,
+        "data": {"approved": True, "state": "approved"},
+    }
+    assert len(human.seen) == 1
+    headless.close()
+    with_human.close()
+
+
+def test_the_order_of_attachment_does_not_matter(project, home) -> None:
+    bus = EventBus()
+    policy = policy_for(project, home, [])
+    human = ScriptedPrompter([PromptState.DENIED])
+    with_human = Gate(policy, prompter=human, bus=bus)
+    headless = Gate(policy, prompter=ScriptedPrompter([], available=False), bus=bus)
+    reply = request_sync(bus, CHANNEL_RPC_PROMPT, prompt_payload(), timeout=5)
+    assert reply["success"] is True and reply["data"]["state"] == "denied"
+    headless.close()
+    with_human.close()
+
+
+def test_no_ui_only_when_no_gate_on_the_bus_can_ask(project, home) -> None:
+    bus = EventBus()
+    policy = policy_for(project, home, [])
+    gates = [Gate(policy, prompter=ScriptedPrompter([], available=False), bus=bus) for _ in "ab"]
+    replies: list[dict] = []
+    bus.on("permissions:rpc:prompt:reply:once", replies.append)
+    bus.emit(CHANNEL_RPC_PROMPT, prompt_payload("once"))
+    # Exactly one answer, synchronously, and it is no_ui.
+    assert replies == [{"success": False, "protocolVersion": 1, "error": "no_ui"}]
+    for gate in gates:
+        gate.close()
+
+
+def test_two_gates_with_a_human_show_the_prompt_once(project, home) -> None:
+    bus = EventBus()
+    policy = policy_for(project, home, [])
+    first = ScriptedPrompter([PromptState.APPROVED])
+    second = ScriptedPrompter([PromptState.APPROVED])
+    gates = [Gate(policy, prompter=first, bus=bus), Gate(policy, prompter=second, bus=bus)]
+    reply = request_sync(bus, CHANNEL_RPC_PROMPT, prompt_payload(), timeout=5)
+    assert reply["success"] is True
+    assert len(first.seen) + len(second.seen) == 1
+    for gate in gates:
+        gate.close()
+
+
+def test_when_the_gate_with_a_human_closes_the_other_answers_no_ui(project, home) -> None:
+    bus = EventBus()
+    policy = policy_for(project, home, [])
+    headless = Gate(policy, prompter=ScriptedPrompter([], available=False), bus=bus)
+    with_human = Gate(policy, prompter=ScriptedPrompter([]), bus=bus)
+    with_human.close()
+    reply = request_sync(bus, CHANNEL_RPC_PROMPT, prompt_payload(), timeout=5)
+    assert reply["error"] == "no_ui"
+    headless.close()
+    assert not bus.has_listeners(CHANNEL_RPC_PROMPT)
