@@ -3,13 +3,18 @@ each checked on a real Gate, a real EventBus and the real review log."""
 
 from __future__ import annotations
 
+import json
 
+from askgate.audit import AuditLog
 from askgate.events import (
+    CHANNEL_DECISION,
+    CHANNEL_RPC_CHECK,
     CHANNEL_RPC_PROMPT,
     EventBus,
     request_sync,
 )
 from askgate.gate import Gate
+from askgate.outcome import Resolution, ToolRequest
 from askgate.prompters.base import PromptState
 from conftest import ScriptedPrompter, policy_for
 
@@ -94,3 +99,41 @@ def test_when_the_gate_with_a_human_closes_the_other_answers_no_ui(project, home
     assert reply["error"] == "no_ui"
     headless.close()
     assert not bus.has_listeners(CHANNEL_RPC_PROMPT)
+
+
+# ------------------------------------------------------------------ item 2
+
+
+def test_a_session_approval_reports_origin_session_and_the_approved_pattern(project, home) -> None:
+    bus = EventBus()
+    rules = [("mcp", "github:*", "ask")]
+    gate = Gate(
+        policy_for(project, home, rules),
+        prompter=ScriptedPrompter([PromptState.APPROVED_FOR_SESSION]),
+        bus=bus,
+        audit=AuditLog(str(home / "review.jsonl")),
+    )
+    events: list[dict] = []
+    bus.on(CHANNEL_DECISION, events.append)
+    first = gate.decide(ToolRequest(tool="mcp__github__create_issue", cwd=str(project)))
+    assert first.resolution is Resolution.USER_APPROVED_FOR_SESSION
+    hit = gate.decide(ToolRequest(tool="mcp__github__list_issues", cwd=str(project)))
+    assert hit.resolution is Resolution.SESSION_APPROVED
+    event = events[-1]
+    assert (event["origin"], event["matchedPattern"]) == ("session", "github:*")
+    # The rpc:check reply says the same.
+    reply = request_sync(
+        bus,
+        CHANNEL_RPC_CHECK,
+        {"requestId": "c", "surface": "mcp", "value": "github:close_issue"},
+        timeout=5,
+    )
+    assert reply["data"] == {"result": "allow", "matchedPattern": "github:*", "origin": "session"}
+    # And so does the review log.
+    lines = (home / "review.jsonl").read_text().splitlines()
+    record = json.loads(lines[-1])
+    assert record["resolution"] == "session_approved"
+    assert record["session_pattern"] == "github:*"
+    # `rule` stays what the policy said (its action is `policy_action`, ask).
+    assert record["rule"]["action"] == "ask" and record["policy_action"] == "ask"
+    gate.close()

@@ -99,6 +99,7 @@ def record_for(
         "resolution": str(outcome.resolution),
         "reason": bound(mask_text(outcome.reason)),
         "denial_reason": bound(outcome.denial_reason) if outcome.denial_reason else None,
+        "session_pattern": bound(outcome.session_pattern, 300) if outcome.session_pattern else None,
         "rule": None
         if rule is None
         else {

@@ -29,6 +29,7 @@ __all__ = [
     "CHANNEL_RPC_PING",
     "CHANNEL_RPC_PROMPT",
     "PERMISSIONS_PROTOCOL_VERSION",
+    "SESSION_ORIGIN",
     "EventBus",
     "Handler",
     "PermissionDecisionEvent",
@@ -63,6 +64,9 @@ CHANNEL_DECISION = "permissions:decision"
 CHANNEL_RPC_CHECK = "permissions:rpc:check"
 CHANNEL_RPC_PROMPT = "permissions:rpc:prompt"
 CHANNEL_RPC_PING = "permissions:rpc:ping"
+
+# `origin` of a decision or check answered by a session approval ("Yes, for this session").
+SESSION_ORIGIN = "session"
 
 # Error codes of RPC replies. A code may be followed by ": <detail>".
 ERROR_NO_UI = "no_ui"
@@ -283,15 +287,20 @@ def emit_ready(bus: EventBus) -> None:
 def decision_event(outcome: Outcome, *, agent: str | None) -> PermissionDecisionEvent:
     """The broadcast view of one outcome."""
     rule = outcome.decision.rule
+    origin = str(rule.origin) if rule is not None else None
+    pattern = rule.pattern if rule is not None else None
+    if str(outcome.resolution) == "session_approved" and outcome.session_pattern:
+        # A session approval decided, not the ask rule that it answered.
+        origin, pattern = SESSION_ORIGIN, outcome.session_pattern
     return PermissionDecisionEvent(
         surface=str(outcome.decision.surface),
         value=outcome.decision.value,
         # An outcome is allow or deny; anything else is reported as deny (fail closed).
         result="allow" if str(outcome.action) == "allow" else "deny",
         resolution=str(outcome.resolution),  # type: ignore[arg-type]
-        origin=str(rule.origin) if rule is not None else None,
+        origin=origin,
         agent_name=agent,
-        matched_pattern=rule.pattern if rule is not None else None,
+        matched_pattern=pattern,
         request_id=outcome.request_id,
     )
 

@@ -28,6 +28,7 @@ from askgate.events import (
     ERROR_TIMED_OUT,
     ERROR_UNKNOWN_SURFACE,
     PERMISSIONS_PROTOCOL_VERSION,
+    SESSION_ORIGIN,
     EventBus,
     PermissionsCheckReplyData,
     PermissionsCheckRequest,
@@ -185,7 +186,9 @@ class _GateRpc:
         except msgspec.ValidationError as exc:
             return error_reply(f"{ERROR_INVALID_REQUEST}: {exc}")
         try:
-            decision = self.gate.check(request.surface, request.value, agent=request.agent_name)
+            decision, session_pattern = self.gate.check_session(
+                request.surface, request.value, agent=request.agent_name
+            )
         except ValueError as exc:
             from askgate.policy.model import Surface
 
@@ -196,6 +199,12 @@ class _GateRpc:
             logger.exception("rpc:check failed for surface %r", request.surface)
             return error_reply(ERROR_INTERNAL)
         rule = decision.rule
+        if session_pattern is not None:
+            return ok_reply(
+                PermissionsCheckReplyData(
+                    result="allow", matched_pattern=session_pattern, origin=SESSION_ORIGIN
+                )
+            )
         return ok_reply(
             PermissionsCheckReplyData(
                 result=str(decision.action),  # type: ignore[arg-type]
@@ -289,9 +298,7 @@ class _PromptDesk:
 
 # The desk of each bus with gates attached. Weak both ways: the bus keeps its desk
 # alive through its subscription, and a dropped bus takes its desk with it.
-_DESKS: weakref.WeakKeyDictionary[EventBus, weakref.ref[_PromptDesk]] = (
-    weakref.WeakKeyDictionary()
-)
+_DESKS: weakref.WeakKeyDictionary[EventBus, weakref.ref[_PromptDesk]] = weakref.WeakKeyDictionary()
 _DESKS_LOCK = threading.Lock()
 
 

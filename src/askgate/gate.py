@@ -139,16 +139,29 @@ class Gate:
         cwd: str | None = None,
     ) -> Decision:
         """What the policy (with this session's approvals) says, without asking anyone."""
+        return self.check_session(surface, value, agent=agent, cwd=cwd)[0]
+
+    def check_session(
+        self,
+        surface: str,
+        value: str | None,
+        *,
+        agent: str | None = None,
+        cwd: str | None = None,
+    ) -> tuple[Decision, str | None]:
+        """`check`, plus the session-approved pattern(s) that turned its ask into allow
+        (None when no session approval decided)."""
         surface_ = Surface(surface)  # ValueError for an unknown surface
         decision = self.policy.decide(
             surface_, "*" if value is None else value, cwd=cwd, agent=agent
         )
         covering = self._session_cover(decision)
         if covering is None:
-            return decision
-        return msgspec.structs.replace(
+            return decision, None
+        allowed = msgspec.structs.replace(
             decision, action=Action.ALLOW, reason=f"approved for this session ({covering})"
         )
+        return allowed, covering
 
     # --- internals -----------------------------------------------------------------------
 
@@ -176,8 +189,13 @@ class Gate:
             )
         covering = self._session_cover(decision)
         if covering is not None:
-            return outcome(
-                Action.ALLOW, Resolution.SESSION_APPROVED, f"approved for this session ({covering})"
+            return Outcome(
+                request_id=request_id,
+                action=Action.ALLOW,
+                resolution=Resolution.SESSION_APPROVED,
+                decision=decision,
+                reason=f"approved for this session ({covering})",
+                session_pattern=covering,
             )
         if self.policy.yolo and not decision.clamped:
             return outcome(Action.ALLOW, Resolution.AUTO_APPROVED, "yolo mode approves asks")
@@ -291,7 +309,7 @@ class Gate:
                 return None
             if pattern not in covering:
                 covering.append(pattern)
-        return ", ".join(covering)
+        return "; ".join(covering)
 
     def _session_patterns(self, decision: Decision) -> list[tuple[Surface, str]]:
         items = self._ask_items(decision)
