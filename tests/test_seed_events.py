@@ -137,3 +137,57 @@ def test_a_session_approval_reports_origin_session_and_the_approved_pattern(proj
     # `rule` stays what the policy said (its action is `policy_action`, ask).
     assert record["rule"]["action"] == "ask" and record["policy_action"] == "ask"
     gate.close()
+
+
+# ------------------------------------------------------------------ item 3
+
+
+def _check(bus: EventBus, surface: str, value: str | None = None) -> dict:
+    payload: dict = {"requestId": f"{surface}-{value}", "surface": surface}
+    if value is not None:
+        payload["value"] = value
+    return request_sync(bus, CHANNEL_RPC_CHECK, payload, timeout=5)
+
+
+def test_rpc_check_accepts_pis_surface_and_tool_names(project, home) -> None:
+    bus = EventBus()
+    rules = [
+        ("write", "src/**", "deny"),
+        ("read", "**", "allow"),
+        ("tool", "*", "allow"),
+        ("skill", "review", "allow"),
+        ("mcp", "github:*", "allow"),
+        ("bash", "git status", "allow"),
+        ("external_directory", "/**", "deny"),
+    ]
+    gate = Gate(policy_for(project, home, rules), bus=bus)
+    src = str(project / "src" / "a.py")
+    expected = {
+        ("tools", "WebFetch"): ("allow", "*"),
+        ("skills", "review"): ("allow", "review"),
+        ("mcp", "github:list"): ("allow", "github:*"),
+        ("bash", "git status"): ("allow", "git status"),
+        ("edit", src): ("deny", "src/**"),
+        ("write", src): ("deny", "src/**"),
+        ("read", src): ("allow", "**"),
+        ("grep", src): ("allow", "**"),
+        ("find", src): ("allow", "**"),
+        ("ls", src): ("allow", "**"),
+        # `path` is any access: the strictest of read and write.
+        ("path", src): ("deny", "src/**"),
+        ("external_directory", "/etc/passwd"): ("deny", "/**"),
+        ("special", "external_directory"): ("deny", "/**"),
+        # A path tool named without a path: is the tool itself allowed?
+        ("edit", None): ("allow", "*"),
+    }
+    for (surface, value), (result, pattern) in expected.items():
+        reply = _check(bus, surface, value)
+        assert reply["success"] is True, (surface, value, reply)
+        assert (reply["data"]["result"], reply["data"]["matchedPattern"]) == (result, pattern), (
+            surface,
+            value,
+        )
+    doom = _check(bus, "special", "doom_loop")
+    assert doom["success"] is False and doom["error"].startswith("unknown_surface")
+    assert "doom_loop" in doom["error"]
+    gate.close()

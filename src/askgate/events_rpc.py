@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from askgate import pi_surfaces
 from askgate.events import (
     CHANNEL_RPC_CHECK,
     CHANNEL_RPC_PING,
@@ -41,6 +42,7 @@ from askgate.events import (
     ok_reply,
     reply_channel,
 )
+from askgate.policy.model import Action
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ _HUMAN_ANSWERS = frozenset(
     }
 )
 _MAX_REQUEST_ID = 512
+_STRICTNESS = {Action.ALLOW: 0, Action.ASK: 1, Action.DENY: 2}
 
 
 def _request_id(data: Any) -> str | None:
@@ -186,25 +189,28 @@ class _GateRpc:
         except msgspec.ValidationError as exc:
             return error_reply(f"{ERROR_INVALID_REQUEST}: {exc}")
         try:
-            decision, session_pattern = self.gate.check_session(
-                request.surface, request.value, agent=request.agent_name
-            )
-        except ValueError as exc:
-            from askgate.policy.model import Surface
-
-            known = {surface.value for surface in Surface}
-            code = ERROR_INVALID_REQUEST if request.surface in known else ERROR_UNKNOWN_SURFACE
-            return error_reply(f"{code}: {exc}")
+            found = pi_surfaces.lookups(request.surface, request.value)
+        except pi_surfaces.UnknownSurface as exc:
+            return error_reply(f"{ERROR_UNKNOWN_SURFACE}: {exc}")
+        try:
+            answers = [
+                self.gate.check_session(str(surface), value, agent=request.agent_name)
+                for surface, value in found
+            ]
+        except ValueError as exc:  # a value the engine refuses (bad path text, …)
+            return error_reply(f"{ERROR_INVALID_REQUEST}: {exc}")
         except Exception:
             logger.exception("rpc:check failed for surface %r", request.surface)
             return error_reply(ERROR_INTERNAL)
-        rule = decision.rule
+        # pi's `path` spans two lookups: the strictest answer stands (the first on a tie).
+        decision, session_pattern = max(answers, key=lambda a: _STRICTNESS[a[0].action])
         if session_pattern is not None:
             return ok_reply(
                 PermissionsCheckReplyData(
                     result="allow", matched_pattern=session_pattern, origin=SESSION_ORIGIN
                 )
             )
+        rule = decision.rule
         return ok_reply(
             PermissionsCheckReplyData(
                 result=str(decision.action),  # type: ignore[arg-type]
