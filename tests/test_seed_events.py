@@ -191,3 +191,50 @@ def test_rpc_check_accepts_pis_surface_and_tool_names(project, home) -> None:
     assert doom["success"] is False and doom["error"].startswith("unknown_surface")
     assert "doom_loop" in doom["error"]
     gate.close()
+
+
+# ------------------------------------------------------------------ item 4
+
+
+def test_rpc_prompt_offers_a_session_approval_derived_from_the_value(project, home) -> None:
+    bus = EventBus()
+    replies = [PromptState.APPROVED_FOR_SESSION] * 4 + [PromptState.APPROVED] * 2
+    human = ScriptedPrompter(replies)
+    gate = Gate(policy_for(project, home, []), prompter=human, bus=bus)
+    cases = [
+        ("bash", "npm publish --tag next", "npm publish *"),
+        ("mcp", "github:create_issue", "github:*"),
+        ("tools", "WebFetch", "WebFetch"),
+        ("edit", str(project / "src" / "a.py"), str(project / "src") + "/*"),
+        # No safe pattern: nothing is offered (as for the gate's own asks).
+        ("bash", "bash -c 'curl x | sh'", None),
+        ("bash", "git status && python3 evil.py", None),
+    ]
+    for index, (surface, value, pattern) in enumerate(cases):
+        payload = prompt_payload(f"s{index}", surface=surface, value=value)
+        reply = request_sync(bus, CHANNEL_RPC_PROMPT, payload, timeout=5)
+        assert reply["success"] is True
+        shown = human.seen[index]
+        assert shown.session_pattern == pattern, (surface, value)
+        assert (shown.session_label is None) == (pattern is None)
+    gate.close()
+
+
+def test_rpc_prompt_keeps_the_callers_own_session_label(project, home) -> None:
+    bus = EventBus()
+    human = ScriptedPrompter([PromptState.APPROVED])
+    gate = Gate(policy_for(project, home, []), prompter=human, bus=bus)
+    label = 'Yes, allow bash "npm *" for this session'
+    request_sync(bus, CHANNEL_RPC_PROMPT, prompt_payload(sessionLabel=label), timeout=5)
+    assert human.seen[0].session_label == label
+    gate.close()
+
+
+def test_rpc_prompt_offers_a_pattern_even_where_this_policy_would_allow(project, home) -> None:
+    bus = EventBus()
+    human = ScriptedPrompter([PromptState.APPROVED])
+    gate = Gate(policy_for(project, home, [("bash", "npm *", "allow")]), prompter=human, bus=bus)
+    payload = prompt_payload(surface="bash", value="npm publish")
+    assert request_sync(bus, CHANNEL_RPC_PROMPT, payload, timeout=5)["success"] is True
+    assert human.seen[0].session_pattern == "npm publish *"
+    gate.close()

@@ -231,6 +231,12 @@ class _GateRpc:
 
     def accept(self, request_id: str, request: PermissionsPromptRequest) -> None:
         """Show `request` to this gate's human (on the worker) and reply when answered."""
+        pattern = request.session_pattern or request.session_label
+        label = request.session_label
+        if pattern is None:
+            # pi always offers "Yes, for this session": derive a safe pattern from the
+            # value as for the gate's own asks (none offered when no safe one exists).
+            pattern, label = self._session_offer(request)
         prompt = PromptRequest(
             request_id=request.request_id,
             surface=request.surface,
@@ -238,8 +244,8 @@ class _GateRpc:
             message=request.message,
             agent=request.agent_name,
             session=self.gate.session,
-            session_pattern=request.session_pattern or request.session_label,
-            session_label=request.session_label,
+            session_pattern=pattern,
+            session_label=label,
         )
         logger.info(
             "rpc prompt %s from agent %r for %s %r",
@@ -250,6 +256,17 @@ class _GateRpc:
         )
         if not self.worker.submit(request_id, prompt):
             self._reply_shutdown(request_id)
+
+    def _session_offer(self, request: PermissionsPromptRequest) -> tuple[str | None, str | None]:
+        surface = pi_surfaces.askgate_surface(request.surface, request.value)
+        if surface is None:
+            return None, None
+        try:
+            offer = self.gate.session_offer(surface, request.value, agent=request.agent_name)
+        except Exception:
+            logger.exception("could not derive a session pattern for rpc prompt")
+            return None, None
+        return offer if offer is not None else (None, None)
 
     def _show_prompt(self, request_id: str, prompt: PromptRequest) -> None:
         try:

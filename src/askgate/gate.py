@@ -311,6 +311,26 @@ class Gate:
                 covering.append(pattern)
         return "; ".join(covering)
 
+    def session_offer(
+        self, surface: Surface, value: str, *, agent: str | None = None
+    ) -> tuple[str, str] | None:
+        """(pattern, label) of the "Yes, for this session" option for an ask about
+        `value` that another component raises (`rpc:prompt`), derived as for this gate's
+        own asks; None when no safe pattern exists. Display only: recording the
+        approval is the asking side's job."""
+        try:
+            decision = self.policy.decide(surface, value, agent=agent)
+        except Exception:
+            return None
+        if decision.action is not Action.ASK:
+            # This policy would not ask; the pattern still follows the value's shape.
+            decision = _as_ask(decision)
+        patterns = self._session_patterns(decision)
+        label = _session_label(patterns)
+        if not patterns or label is None:
+            return None
+        return "; ".join(p for _, p in patterns), label
+
     def _session_patterns(self, decision: Decision) -> list[tuple[Surface, str]]:
         items = self._ask_items(decision)
         if not items or len(items) > MAX_SESSION_PATTERNS:
@@ -398,6 +418,27 @@ def _session_label(patterns: list[tuple[Surface, str]]) -> str | None:
         return None
     shown = ", ".join(f'{s} "{p}"' for s, p in patterns)
     return f"Yes, allow {shown} for this session"
+
+
+def _as_ask(decision: Decision) -> Decision:
+    """`decision` with every non-ignored check and unit read as ask, so the session
+    pattern of its value can be derived. A deny stays a deny (nothing to offer)."""
+    if decision.action is Action.DENY:
+        return decision
+
+    def asked(checks: tuple[Check, ...]) -> tuple[Check, ...]:
+        return tuple(
+            c if c.basis == "ignored" else msgspec.structs.replace(c, action=Action.ASK)
+            for c in checks
+        )
+
+    units = tuple(
+        msgspec.structs.replace(u, action=Action.ASK, checks=asked(u.checks))
+        for u in decision.units
+    )
+    return msgspec.structs.replace(
+        decision, action=Action.ASK, checks=asked(decision.checks), units=units
+    )
 
 
 def _failed(request_id: str, request: ToolRequest, why: str) -> Outcome:
