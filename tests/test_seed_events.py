@@ -15,7 +15,7 @@ from askgate.events import (
 )
 from askgate.gate import Gate
 from askgate.outcome import Resolution, ToolRequest
-from askgate.prompters.base import PromptState
+from askgate.prompters.base import PromptReply, PromptState
 from conftest import ScriptedPrompter, policy_for
 
 
@@ -237,4 +237,59 @@ def test_rpc_prompt_offers_a_pattern_even_where_this_policy_would_allow(project,
     payload = prompt_payload(surface="bash", value="npm publish")
     assert request_sync(bus, CHANNEL_RPC_PROMPT, payload, timeout=5)["success"] is True
     assert human.seen[0].session_pattern == "npm publish *"
+    gate.close()
+
+
+# ------------------------------------------------------------------ item 5
+
+
+def _records(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_rpc_prompt_writes_a_review_log_entry_with_the_answer(project, home) -> None:
+    log_path = home / "review.jsonl"
+    bus = EventBus()
+    human = ScriptedPrompter(
+        [
+            PromptState.APPROVED,
+            PromptReply(state=PromptState.DENIED_WITH_REASON, denial_reason="use pnpm"),
+            PromptReply(state=PromptState.TIMED_OUT),
+        ]
+    )
+    gate = Gate(
+        policy_for(project, home, []),
+        prompter=human,
+        bus=bus,
+        audit=AuditLog(str(log_path)),
+        session="parent-1",
+    )
+    for rid in ("caller-1", "caller-2", "caller-3"):
+        request_sync(bus, CHANNEL_RPC_PROMPT, prompt_payload(rid), timeout=5)
+    records = _records(log_path)
+    assert [r["source"] for r in records] == ["rpc_prompt"] * 3
+    assert [r["event"] for r in records] == ["rpc_prompt"] * 3
+    assert [r["request_id"] for r in records] == ["caller-1", "caller-2", "caller-3"]
+    assert [r["answer"] for r in records] == ["approved", "denied_with_reason", "timed_out"]
+    assert [r["approved"] for r in records] == [True, False, False]
+    assert records[1]["denial_reason"] == "use pnpm"
+    first = records[0]
+    assert (first["surface"], first["value"], first["agent"]) == ("bash", "npm publish", "explore")
+    assert first["session"] == "parent-1"
+    gate.close()
+
+
+def test_rpc_prompt_no_ui_is_logged_too(project, home) -> None:
+    log_path = home / "review.jsonl"
+    bus = EventBus()
+    gate = Gate(policy_for(project, home, []), bus=bus, audit=AuditLog(str(log_path)))
+    reply = request_sync(bus, CHANNEL_RPC_PROMPT, prompt_payload("lonely"), timeout=5)
+    assert reply["error"] == "no_ui"
+    (record,) = _records(log_path)
+    assert (record["source"], record["request_id"], record["answer"]) == (
+        "rpc_prompt",
+        "lonely",
+        "no_ui",
+    )
+    assert record["approved"] is False
     gate.close()

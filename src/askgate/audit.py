@@ -140,6 +140,37 @@ def delegated_record(pending: Pending, *, to: str) -> dict[str, Any]:
     }
 
 
+def rpc_prompt_record(
+    *,
+    request_id: str,
+    surface: str,
+    value: str,
+    answer: str,
+    approved: bool,
+    denial_reason: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+    message: str | None = None,
+) -> dict[str, Any]:
+    """A prompt another component asked over `permissions:rpc:prompt` (seed 000's open
+    question 2): the caller's request id and what the human answered (or why nobody
+    did: `no_ui`, `timed_out`, `internal_error`, `shutdown`)."""
+    return {
+        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
+        "event": "rpc_prompt",
+        "source": "rpc_prompt",
+        "request_id": bound(request_id, 200),
+        "surface": bound(surface, 100),
+        "value": bound(mask_text(value)),
+        "answer": answer,
+        "approved": approved,
+        "denial_reason": bound(denial_reason) if denial_reason else None,
+        "message": bound(mask_text(message)) if message else None,
+        "agent": bound(agent, 200) if agent else None,
+        "session": bound(session, 200) if session else None,
+    }
+
+
 def _scrub(value: Any) -> Any:
     """`value` with every string made encodable (lone surrogates as `\\udcff` escapes)."""
     if isinstance(value, str):

@@ -101,7 +101,11 @@ class _SerialPromptWorker:
     time), so `emit` on the prompt channel returns at once. On close, prompts still
     queued are answered `shutdown` instead of being left to time out."""
 
-    def __init__(self, run: Callable[[str, PromptRequest], None], cancel: Callable[[str], None]):
+    def __init__(
+        self,
+        run: Callable[[str, PromptRequest], None],
+        cancel: Callable[[str, PromptRequest], None],
+    ):
         self._run = run
         self._cancel = cancel
         self._queue: queue.SimpleQueue[tuple[str, PromptRequest] | None] = queue.SimpleQueue()
@@ -128,7 +132,7 @@ class _SerialPromptWorker:
                 return
             request_id, request = item
             if self._closed.is_set():
-                self._cancel(request_id)
+                self._cancel(request_id, request)
             else:
                 self._run(request_id, request)
 
@@ -143,7 +147,7 @@ class _GateRpc:
         self.bus = bus
         self.gate = gate
         self.prompt_timeout = prompt_timeout
-        self.worker = _SerialPromptWorker(self._show_prompt, self._reply_shutdown)
+        self.worker = _SerialPromptWorker(self._show_prompt, self._cancel_prompt)
 
     def _reply(self, channel: str, request_id: str, envelope: dict[str, Any]) -> None:
         self.bus.emit(reply_channel(channel, request_id), envelope)
@@ -255,7 +259,7 @@ class _GateRpc:
             request.value,
         )
         if not self.worker.submit(request_id, prompt):
-            self._reply_shutdown(request_id)
+            self._cancel_prompt(request_id, prompt)
 
     def _session_offer(self, request: PermissionsPromptRequest) -> tuple[str | None, str | None]:
         surface = pi_surfaces.askgate_surface(request.surface, request.value)
@@ -275,10 +279,57 @@ class _GateRpc:
         except Exception:
             logger.exception("prompter failed on rpc prompt %s", request_id)
             envelope = error_reply(ERROR_INTERNAL)
+            reply = None
+        answer = reply.state.value if reply is not None else ERROR_INTERNAL
+        if reply is not None and reply.state is PromptState.UNAVAILABLE:
+            answer = ERROR_NO_UI
+        self.record_prompt(
+            request_id,
+            prompt,
+            answer=answer,
+            approved=bool(envelope.get("success")) and reply is not None and reply.approved,
+            denial_reason=reply.denial_reason if reply is not None else None,
+        )
         self._reply(CHANNEL_RPC_PROMPT, request_id, envelope)
 
-    def _reply_shutdown(self, request_id: str) -> None:
+    def _cancel_prompt(self, request_id: str, prompt: PromptRequest) -> None:
+        """The gate closed before showing `prompt`: say so rather than let it time out."""
+        self.record_prompt(request_id, prompt, answer=ERROR_SHUTDOWN)
         self._reply(CHANNEL_RPC_PROMPT, request_id, error_reply(ERROR_SHUTDOWN))
+
+    def record_prompt(
+        self,
+        request_id: str,
+        prompt: PromptRequest | PermissionsPromptRequest,
+        *,
+        answer: str,
+        approved: bool = False,
+        denial_reason: str | None = None,
+    ) -> None:
+        """One review-log entry for an rpc prompt (source `rpc_prompt`). Never raises:
+        the log must not change the answer."""
+        audit = getattr(self.gate, "audit", None)
+        if audit is None:
+            return
+        agent = prompt.agent if isinstance(prompt, PromptRequest) else prompt.agent_name
+        try:
+            from askgate.audit import rpc_prompt_record
+
+            audit.write(
+                rpc_prompt_record(
+                    request_id=request_id,
+                    surface=prompt.surface,
+                    value=prompt.value,
+                    answer=answer,
+                    approved=approved,
+                    denial_reason=denial_reason,
+                    agent=agent,
+                    session=self.gate.session,
+                    message=prompt.message,
+                )
+            )
+        except Exception:
+            logger.exception("could not write the review log entry of rpc prompt %s", request_id)
 
 
 class _PromptDesk:
@@ -316,6 +367,7 @@ class _PromptDesk:
             if member.can_prompt():
                 member.accept(request_id, request)
                 return
+        first.record_prompt(request_id, request, answer=ERROR_NO_UI)
         first._reply(CHANNEL_RPC_PROMPT, request_id, error_reply(ERROR_NO_UI))
 
 
