@@ -10,8 +10,11 @@ from askgate.events import (
     CHANNEL_DECISION,
     CHANNEL_RPC_CHECK,
     CHANNEL_RPC_PROMPT,
+    MAX_EVENT_VALUE_BYTES,
     EventBus,
+    bound_event_value,
     request_sync,
+    to_json,
 )
 from askgate.gate import Gate
 from askgate.outcome import Resolution, ToolRequest
@@ -293,3 +296,38 @@ def test_rpc_prompt_no_ui_is_logged_too(project, home) -> None:
     )
     assert record["approved"] is False
     gate.close()
+
+
+# ------------------------------------------------------------------ item 6
+
+
+def test_a_long_value_is_cut_in_decision_events_with_a_flag(project, home) -> None:
+    bus = EventBus()
+    gate = Gate(policy_for(project, home, [("bash", "echo *", "allow")]), bus=bus)
+    events: list[dict] = []
+    bus.on(CHANNEL_DECISION, events.append)
+    command = "echo " + "é" * 2_500 + "x" * 2_500  # 5,005 characters, 7,505 bytes
+    gate.decide(ToolRequest(tool="Bash", input={"command": command}, cwd=str(project)))
+    (event,) = events
+    assert event["valueTruncated"] is True
+    assert command.startswith(event["value"])  # a prefix, cut between characters
+    assert len(event["value"].encode()) <= MAX_EVENT_VALUE_BYTES
+    assert len(to_json(event)) < 500
+    assert event["result"] == "allow"
+
+
+def test_a_short_value_is_whole_and_carries_no_flag(project, home) -> None:
+    bus = EventBus()
+    gate = Gate(policy_for(project, home, [("bash", "echo *", "allow")]), bus=bus)
+    events: list[dict] = []
+    bus.on(CHANNEL_DECISION, events.append)
+    gate.decide(ToolRequest(tool="Bash", input={"command": "echo hi"}, cwd=str(project)))
+    assert events[0]["value"] == "echo hi" and "valueTruncated" not in events[0]
+
+
+def test_the_cut_counts_json_escapes_and_survives_lone_surrogates() -> None:
+    quoted = bound_event_value('"' * 1_000)
+    assert quoted[1] is True and len(to_json(quoted[0])) - 2 <= MAX_EVENT_VALUE_BYTES
+    surrogate = bound_event_value("\udcff" * 1_000)
+    assert surrogate[1] is True and len(surrogate[0]) * 6 <= MAX_EVENT_VALUE_BYTES
+    assert bound_event_value("short") == ("short", False)
