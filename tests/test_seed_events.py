@@ -4,11 +4,13 @@ each checked on a real Gate, a real EventBus and the real review log."""
 from __future__ import annotations
 
 import json
+import logging
 
 from askgate.audit import AuditLog
 from askgate.events import (
     CHANNEL_DECISION,
     CHANNEL_RPC_CHECK,
+    CHANNEL_RPC_PING,
     CHANNEL_RPC_PROMPT,
     MAX_EVENT_VALUE_BYTES,
     EventBus,
@@ -331,3 +333,30 @@ def test_the_cut_counts_json_escapes_and_survives_lone_surrogates() -> None:
     surrogate = bound_event_value("\udcff" * 1_000)
     assert surrogate[1] is True and len(surrogate[0]) * 6 <= MAX_EVENT_VALUE_BYTES
     assert bound_event_value("short") == ("short", False)
+
+
+# ------------------------------------------------------------------ item 7
+
+
+def test_an_over_long_request_id_is_dropped_with_a_log_line_that_says_so(
+    project, home, caplog
+) -> None:
+    bus = EventBus()
+    gate = Gate(policy_for(project, home, [("tool", "*", "allow")]), bus=bus)
+    long_id = "x" * 600
+    replies: list = []
+    for channel in (CHANNEL_RPC_CHECK, CHANNEL_RPC_PROMPT, CHANNEL_RPC_PING):
+        bus.on(f"{channel}:reply:{long_id}", replies.append)
+    with caplog.at_level(logging.WARNING, logger="askgate.events"):
+        bus.emit(CHANNEL_RPC_CHECK, {"requestId": long_id, "surface": "tool", "value": "x"})
+        bus.emit(CHANNEL_RPC_PROMPT, prompt_payload(long_id))
+        bus.emit(CHANNEL_RPC_PING, {"requestId": long_id})
+        bus.emit(CHANNEL_RPC_PING, {"requestId": ""})
+    assert replies == []
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 4
+    for line in lines[:3]:
+        assert "600 characters" in line and "512" in line
+        assert "without" not in line  # the id was there: it was too long
+    assert "empty requestId" in lines[3]
+    gate.close()

@@ -73,6 +73,21 @@ def _request_id(data: Any) -> str | None:
     return None
 
 
+def _unanswerable_why(data: Any) -> str:
+    """Why a request has no usable requestId, for the log line that drops it."""
+    if isinstance(data, msgspec.Struct):
+        data = msgspec.to_builtins(data)
+    request_id = data.get("requestId") if isinstance(data, dict) else None
+    if isinstance(request_id, str) and not request_id:
+        return "with an empty requestId (nowhere to reply)"
+    if isinstance(request_id, str):
+        return (
+            f"whose requestId is {len(request_id)} characters, longer than the {_MAX_REQUEST_ID}"
+            " a reply channel may carry (nowhere to reply)"
+        )
+    return "without a string requestId (nowhere to reply)"
+
+
 def _as_dict(data: Any) -> dict[str, Any]:
     return msgspec.to_builtins(data) if isinstance(data, msgspec.Struct) else data
 
@@ -155,9 +170,7 @@ class _GateRpc:
     def _answerable(self, channel: str, data: Any) -> str | None:
         request_id = _request_id(data)
         if request_id is None:
-            logger.warning(
-                "dropped a %s request without a string requestId (nowhere to reply)", channel
-            )
+            logger.warning("dropped a %s request %s", channel, _unanswerable_why(data))
         return request_id
 
     # -- ping
