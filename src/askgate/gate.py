@@ -21,7 +21,14 @@ from askgate.outcome import Outcome, Resolution, ToolRequest
 from askgate.policy import paths
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Check, Decision, Surface
-from askgate.prompters.base import NoPrompter, Prompter, PromptReply, PromptRequest, PromptState
+from askgate.prompters.base import (
+    NoPrompter,
+    Prompter,
+    PromptReply,
+    PromptRequest,
+    PromptState,
+    unavailable_reason,
+)
 from askgate.session import MAX_SESSION_PATTERNS, SessionApprovals, suggest_pattern
 from askgate.tools import ToolInputError, ToolTarget, target_for
 
@@ -217,10 +224,12 @@ class Gate:
         what = _describe(request, decision)
         try:
             if not self._prompter.available():
+                why = unavailable_reason(self._prompter)
                 return outcome(
                     Action.DENY,
                     Resolution.CONFIRMATION_UNAVAILABLE,
-                    f"{what} requires approval, but no human can be asked here",
+                    f"{what} requires approval, but no human can be asked here"
+                    + (f": {why}" if why else ""),
                 )
             patterns = self._session_patterns(decision)
             prompt = PromptRequest(
