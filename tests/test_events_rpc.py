@@ -146,7 +146,7 @@ def test_check_with_a_broken_gate_is_an_internal_error_not_an_allow(project, hom
     def explode(*args, **kwargs):
         raise RuntimeError("policy exploded")
 
-    gate.check = explode  # type: ignore[method-assign]
+    gate.check = gate.check_session = explode  # type: ignore[method-assign]
     reply = check(bus, requestId="x", surface="tool", value="Read")
     assert reply == {"success": False, "protocolVersion": 1, "error": "internal_error"}
 

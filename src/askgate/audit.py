@@ -101,6 +101,7 @@ def record_for(
         "error": outcome.error,
         "reason": bound(mask_text(outcome.reason)),
         "denial_reason": bound(outcome.denial_reason) if outcome.denial_reason else None,
+        "session_pattern": bound(outcome.session_pattern, 300) if outcome.session_pattern else None,
         "rule": None
         if rule is None
         else {
@@ -138,6 +139,37 @@ def delegated_record(pending: Pending, *, to: str) -> dict[str, Any]:
         "agent": bound(request.agent, 200) if request.agent else None,
         "session": bound(request.session, 200) if request.session else None,
         "input": sanitize(request.input if isinstance(request.input, Mapping) else {}),
+    }
+
+
+def rpc_prompt_record(
+    *,
+    request_id: str,
+    surface: str,
+    value: str,
+    answer: str,
+    approved: bool,
+    denial_reason: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+    message: str | None = None,
+) -> dict[str, Any]:
+    """A prompt another component asked over `permissions:rpc:prompt` (seed 000's open
+    question 2): the caller's request id and what the human answered (or why nobody
+    did: `no_ui`, `timed_out`, `internal_error`, `shutdown`)."""
+    return {
+        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
+        "event": "rpc_prompt",
+        "source": "rpc_prompt",
+        "request_id": bound(request_id, 200),
+        "surface": bound(surface, 100),
+        "value": bound(mask_text(value)),
+        "answer": answer,
+        "approved": approved,
+        "denial_reason": bound(denial_reason) if denial_reason else None,
+        "message": bound(mask_text(message)) if message else None,
+        "agent": bound(agent, 200) if agent else None,
+        "session": bound(session, 200) if session else None,
     }
 
 

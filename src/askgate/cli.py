@@ -24,6 +24,32 @@ MAX_STDIN_BYTES = 16 * 1024 * 1024
 MAX_ERROR_LINE = 600
 
 
+_INTERNAL = "  1  unexpected internal error (one line; ASKGATE_DEBUG=1 for the traceback)"
+# Shown by `askgate COMMAND --help` and documented in docs/cli.md.
+EXIT_CODES: dict[str, str] = {
+    "askgate": "0  the command did its job (see askgate COMMAND --help)\n"
+    "  2  bad usage (one line on stderr)\n" + _INTERNAL,
+    "check": "0  the value was evaluated, whatever the answer (read the action)\n"
+    "  2  bad usage, or a policy file that fails to load\n" + _INTERNAL,
+    "config": "0  paths/show printed; validate found no error; test: every example passed\n"
+    "  1  test: some rule example failed\n"
+    "  2  bad usage, a policy file that fails to load, or validate found an error\n" + _INTERNAL,
+    "schema": "0  the schema was printed\n  2  bad usage\n" + _INTERNAL,
+    "trust": "0  trusted (untrust: revoked, or was not trusted)\n"
+    "  2  not a directory, no project policy file, or the trust store refused\n" + _INTERNAL,
+}
+EXIT_CODES["explain"] = EXIT_CODES["check"]
+EXIT_CODES["untrust"] = EXIT_CODES["trust"]
+
+
+def _exit_codes(command: str) -> dict[str, Any]:
+    """argparse keywords that print `command`'s exit codes at the end of its --help."""
+    return {
+        "epilog": f"exit codes:\n  {EXIT_CODES[command]}",
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+
+
 class UsageError(Exception):
     """Bad usage or bad configuration: exit 2 with this one line."""
 
@@ -46,14 +72,19 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="askgate", description="Permission gateway for AI coding agents.")
+    parser = _Parser(
+        prog="askgate",
+        description="Permission gateway for AI coding agents.",
+        **_exit_codes("askgate"),
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     for name, text in (
         ("check", "evaluate one value on one surface"),
         ("explain", "like check, with every candidate rule and why the winner won"),
     ):
-        p = sub.add_parser(name, help=text, description=text)
+        p = sub.add_parser(name, help=text, description=text, **_exit_codes(name))
         _policy_options(p)
         if name == "check":
             p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -65,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("surface", choices=SURFACES, metavar="SURFACE", help=" | ".join(SURFACES))
         p.add_argument("value", nargs="?", metavar="VALUE", help="command, path, tool name …")
 
-    cfg = sub.add_parser("config", help="show, validate or locate policy files")
+    cfg = sub.add_parser(
+        "config", help="show, validate or locate policy files", **_exit_codes("config")
+    )
     cfg.add_argument("action", choices=("show", "validate", "paths", "test"))
     _policy_options(cfg)
     cfg.add_argument("--json", action="store_true")
@@ -73,11 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--builtin", action="store_true", help="show: include askgate's built-in rules"
     )
 
-    schema = sub.add_parser("schema", help="print a JSON Schema")
+    schema = sub.add_parser("schema", help="print a JSON Schema", **_exit_codes("schema"))
     schema.add_argument("which", choices=("policy", "events"))
 
     for name, text in (("trust", "trust this project's policy file"), ("untrust", "revoke trust")):
-        p = sub.add_parser(name, help=text)
+        p = sub.add_parser(name, help=text, **_exit_codes(name))
         p.add_argument("directory", nargs="?", default=None)
 
     hook = sub.add_parser("hook", help="agent hooks: claude-code | codex | gemini", add_help=False)
@@ -149,9 +182,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_hook(argv[1:])
     if argv[:1] and argv[0] in ROUTED:
         return _routed(argv[0], argv[1:])
+    if argv == ["--version"]:
+        from askgate import __version__
+
+        print(f"askgate {__version__}")
+        return 0
     _tolerate_undecodable_output()
     try:
         args = build_parser().parse_args(argv)
+        if args.version:
+            raise UsageError("--version takes no other arguments")
         if args.command is None:
             commands = ", ".join((*COMMANDS, *ROUTED))
             raise UsageError(f"a command is required: {commands} (see askgate --help)")

@@ -28,7 +28,9 @@ __all__ = [
     "CHANNEL_RPC_CHECK",
     "CHANNEL_RPC_PING",
     "CHANNEL_RPC_PROMPT",
+    "MAX_EVENT_VALUE_BYTES",
     "PERMISSIONS_PROTOCOL_VERSION",
+    "SESSION_ORIGIN",
     "EventBus",
     "Handler",
     "PermissionDecisionEvent",
@@ -42,6 +44,7 @@ __all__ = [
     "RpcErrorReply",
     "RpcSuccessReply",
     "attach_gate",
+    "bound_event_value",
     "emit_decision",
     "emit_ready",
     "error_reply",
@@ -63,6 +66,9 @@ CHANNEL_DECISION = "permissions:decision"
 CHANNEL_RPC_CHECK = "permissions:rpc:check"
 CHANNEL_RPC_PROMPT = "permissions:rpc:prompt"
 CHANNEL_RPC_PING = "permissions:rpc:ping"
+
+# `origin` of a decision or check answered by a session approval ("Yes, for this session").
+SESSION_ORIGIN = "session"
 
 # Error codes of RPC replies. A code may be followed by ": <detail>".
 ERROR_NO_UI = "no_ui"
@@ -186,6 +192,8 @@ class PermissionDecisionEvent(_Payload):
     agent_name: str | None
     matched_pattern: str | None
     request_id: str | None
+    # Present (true) only when `value` was cut to MAX_EVENT_VALUE_BYTES.
+    value_truncated: bool = False
 
 
 class PermissionsCheckRequest(_Payload):
@@ -280,18 +288,53 @@ def emit_ready(bus: EventBus) -> None:
     )
 
 
+# A decision event's `value` is cut to this many bytes of JSON, so that the whole payload
+# stays under ~500 bytes (seed 000's assumption) even for a 1 MB command.
+MAX_EVENT_VALUE_BYTES = 300
+
+
+def _json_cost(char: str) -> int:
+    try:
+        return len(_JSON_ENCODER.encode(char)) - 2
+    except UnicodeEncodeError:  # a lone surrogate: a subscriber would see \udcxx
+        return 6
+
+
+def bound_event_value(value: str, limit: int = MAX_EVENT_VALUE_BYTES) -> tuple[str, bool]:
+    """`value` cut between characters so its JSON text is at most `limit` bytes, and
+    whether it was cut."""
+    try:
+        if len(_JSON_ENCODER.encode(value)) - 2 <= limit:
+            return value, False
+    except UnicodeEncodeError:
+        pass
+    used = 0
+    for index, char in enumerate(value):
+        used += _json_cost(char)
+        if used > limit:
+            return value[:index], True
+    return value, False
+
+
 def decision_event(outcome: Outcome, *, agent: str | None) -> PermissionDecisionEvent:
     """The broadcast view of one outcome."""
     rule = outcome.decision.rule
+    origin = str(rule.origin) if rule is not None else None
+    pattern = rule.pattern if rule is not None else None
+    if str(outcome.resolution) == "session_approved" and outcome.session_pattern:
+        # A session approval decided, not the ask rule that it answered.
+        origin, pattern = SESSION_ORIGIN, outcome.session_pattern
+    value, cut = bound_event_value(outcome.decision.value)
     return PermissionDecisionEvent(
         surface=str(outcome.decision.surface),
-        value=outcome.decision.value,
+        value=value,
+        value_truncated=cut,
         # An outcome is allow or deny; anything else is reported as deny (fail closed).
         result="allow" if str(outcome.action) == "allow" else "deny",
         resolution=str(outcome.resolution),  # type: ignore[arg-type]
-        origin=str(rule.origin) if rule is not None else None,
+        origin=origin,
         agent_name=agent,
-        matched_pattern=rule.pattern if rule is not None else None,
+        matched_pattern=pattern,
         request_id=outcome.request_id,
     )
 

@@ -28,7 +28,14 @@ from askgate.outcome import (
 from askgate.policy import paths
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Basis, Check, Decision, Surface
-from askgate.prompters.base import NoPrompter, Prompter, PromptReply, PromptRequest, PromptState
+from askgate.prompters.base import (
+    NoPrompter,
+    Prompter,
+    PromptReply,
+    PromptRequest,
+    PromptState,
+    unavailable_reason,
+)
 from askgate.session import MAX_SESSION_PATTERNS, SessionApprovals, suggest_pattern
 from askgate.tools import ToolInputError, ToolTarget, target_for
 
@@ -148,16 +155,29 @@ class Gate:
         cwd: str | None = None,
     ) -> Decision:
         """What the policy (with this session's approvals) says, without asking anyone."""
+        return self.check_session(surface, value, agent=agent, cwd=cwd)[0]
+
+    def check_session(
+        self,
+        surface: str,
+        value: str | None,
+        *,
+        agent: str | None = None,
+        cwd: str | None = None,
+    ) -> tuple[Decision, str | None]:
+        """`check`, plus the session-approved pattern(s) that turned its ask into allow
+        (None when no session approval decided)."""
         surface_ = Surface(surface)  # ValueError for an unknown surface
         decision = self.policy.decide(
             surface_, "*" if value is None else value, cwd=cwd, agent=agent
         )
         covering = self._session_cover(decision)
         if covering is None:
-            return decision
-        return msgspec.structs.replace(
+            return decision, None
+        allowed = msgspec.structs.replace(
             decision, action=Action.ALLOW, reason=f"approved for this session ({covering})"
         )
+        return allowed, covering
 
     # --- internals -----------------------------------------------------------------------
 
@@ -185,8 +205,13 @@ class Gate:
             )
         covering = self._session_cover(decision)
         if covering is not None:
-            return outcome(
-                Action.ALLOW, Resolution.SESSION_APPROVED, f"approved for this session ({covering})"
+            return Outcome(
+                request_id=request_id,
+                action=Action.ALLOW,
+                resolution=Resolution.SESSION_APPROVED,
+                decision=decision,
+                reason=f"approved for this session ({covering})",
+                session_pattern=covering,
             )
         if self.policy.yolo and not decision.clamped:
             return outcome(Action.ALLOW, Resolution.AUTO_APPROVED, "yolo mode approves asks")
@@ -208,10 +233,12 @@ class Gate:
         what = _describe(request, decision)
         try:
             if not self._prompter.available():
+                why = unavailable_reason(self._prompter)
                 return outcome(
                     Action.DENY,
                     Resolution.CONFIRMATION_UNAVAILABLE,
-                    f"{what} requires approval, but no human can be asked here",
+                    f"{what} requires approval, but no human can be asked here"
+                    + (f": {why}" if why else ""),
                 )
             patterns = self._session_patterns(decision)
             prompt = PromptRequest(
@@ -301,7 +328,27 @@ class Gate:
                 return None
             if pattern not in covering:
                 covering.append(pattern)
-        return ", ".join(covering)
+        return "; ".join(covering)
+
+    def session_offer(
+        self, surface: Surface, value: str, *, agent: str | None = None
+    ) -> tuple[str, str] | None:
+        """(pattern, label) of the "Yes, for this session" option for an ask about
+        `value` that another component raises (`rpc:prompt`), derived as for this gate's
+        own asks; None when no safe pattern exists. Display only: recording the
+        approval is the asking side's job."""
+        try:
+            decision = self.policy.decide(surface, value, agent=agent)
+        except Exception:
+            return None
+        if decision.action is not Action.ASK:
+            # This policy would not ask; the pattern still follows the value's shape.
+            decision = _as_ask(decision)
+        patterns = self._session_patterns(decision)
+        label = _session_label(patterns)
+        if not patterns or label is None:
+            return None
+        return "; ".join(p for _, p in patterns), label
 
     def _session_patterns(self, decision: Decision) -> list[tuple[Surface, str]]:
         items = self._ask_items(decision)
@@ -390,6 +437,27 @@ def _session_label(patterns: list[tuple[Surface, str]]) -> str | None:
         return None
     shown = ", ".join(f'{s} "{p}"' for s, p in patterns)
     return f"Yes, allow {shown} for this session"
+
+
+def _as_ask(decision: Decision) -> Decision:
+    """`decision` with every non-ignored check and unit read as ask, so the session
+    pattern of its value can be derived. A deny stays a deny (nothing to offer)."""
+    if decision.action is Action.DENY:
+        return decision
+
+    def asked(checks: tuple[Check, ...]) -> tuple[Check, ...]:
+        return tuple(
+            c if c.basis == Basis.IGNORED else msgspec.structs.replace(c, action=Action.ASK)
+            for c in checks
+        )
+
+    units = tuple(
+        msgspec.structs.replace(u, action=Action.ASK, checks=asked(u.checks))
+        for u in decision.units
+    )
+    return msgspec.structs.replace(
+        decision, action=Action.ASK, checks=asked(decision.checks), units=units
+    )
 
 
 def _failed(request_id: str, request: ToolRequest, why: str, error: str) -> Outcome:

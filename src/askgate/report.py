@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from askgate.policy.engine import Policy
@@ -118,12 +119,33 @@ def console_width(environ: dict[str, str] | None = None, *, is_terminal: bool) -
     return PIPE_WIDTH
 
 
-def _console() -> Console:
+def colour_enabled(environ: Mapping[str, str] | None = None, *, is_terminal: bool) -> bool:
+    """Colour only on a terminal, and never when `NO_COLOR` is set to anything
+    (no-color.org); `FORCE_COLOR` does not colour a pipe or a file."""
+    environ = os.environ if environ is None else environ
+    return is_terminal and not environ.get("NO_COLOR")
+
+
+def console() -> Console:
+    """A rich console for stdout that follows the conventions above (width and colour)."""
     from rich.console import Console
 
     is_terminal = sys.stdout.isatty()
     width = console_width(is_terminal=is_terminal)
+    if not colour_enabled(is_terminal=is_terminal):
+        return Console(
+            file=sys.stdout,
+            soft_wrap=True,
+            highlight=False,
+            width=width,
+            color_system=None,
+            no_color=True,
+            force_terminal=is_terminal,
+        )
     return Console(file=sys.stdout, soft_wrap=True, highlight=False, width=width)
+
+
+_console = console
 
 
 def render_check(decision: Decision) -> None:

@@ -34,10 +34,23 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
+EXIT_CODES = """\
+exit codes:
+  0  serve: stopped by Ctrl-C or SIGTERM; status: printed
+  1  serve could not start (another live process serves the session, a bad session id,
+     no terminal), or status cannot read the forwarding directory
+  2  bad usage"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Permission forwarding between agent sessions.")
+    help_end = {"epilog": EXIT_CODES, "formatter_class": argparse.RawDescriptionHelpFormatter}
+    parser = _Parser(
+        prog=PROG, description="Permission forwarding between agent sessions.", **help_end
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    serve = commands.add_parser("serve", help="answer a session's forwarded asks in this terminal")
+    serve = commands.add_parser(
+        "serve", help="answer a session's forwarded asks in this terminal", **help_end
+    )
     serve.add_argument("--session", required=True, help="session id the children forward to")
     serve.add_argument("--root", type=Path, help="forwarding directory (default: pi's)")
     serve.add_argument("--poll", action="store_true", help="poll instead of using inotify")
@@ -51,7 +64,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="per prompt; unanswered, it ends timed_out (default: %(default)s s)",
     )
-    status = commands.add_parser("status", help="list serving sessions and pending requests")
+    status = commands.add_parser(
+        "status", help="list serving sessions and pending requests", **help_end
+    )
     status.add_argument("--root", type=Path, help="forwarding directory (default: pi's)")
     return parser
 

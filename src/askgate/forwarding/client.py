@@ -132,6 +132,21 @@ class ForwardingPrompter:
             return False
         return not self.require_heartbeat or is_served(self.layout, self.target_session)
 
+    def unavailable_detail(self) -> str:
+        """Why `available()` is false, in words the user can act on."""
+        target = self.target_session
+        if target is None:
+            return self.unresolved_detail
+        try:
+            quote_session_id(target)
+        except InvalidSessionId as exc:
+            return str(exc)
+        return (
+            f"nobody is serving session {target} (no fresh heartbeat under"
+            f" {self.layout.root}/serving): run the parent with askgate, or"
+            f" `askgate forward serve --session {target}` at a terminal"
+        )
+
     def prompt(self, request: PromptRequest, timeout: float | None = None) -> PromptReply:
         target = self.target_session
         if target is None:

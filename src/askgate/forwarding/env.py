@@ -171,14 +171,33 @@ def resolve_forwarding(
     )
 
 
+# Which subagent tools set which parent-session variable (seed 001's inventory, updated:
+# nicobailon/pi-subagents sets PI_SUBAGENT_PARENT_SESSION since 0.31).
+PARENT_SESSION_SETTERS: dict[str, str] = {
+    "PI_AGENT_ROUTER_PARENT_SESSION_ID": "pi-agent-router",
+    "PI_SUBAGENT_PARENT_SESSION": "nicobailon/pi-subagents (0.31 or later)",
+}
+# Subagent tools known to set none of them.
+SETS_NO_PARENT_SESSION: tuple[str, ...] = ("HazAT/pi-interactive-subagents",)
+
+
 def unresolved_message(resolution: ForwardingTarget) -> str:
-    checked = ", ".join(resolution.checked or SUBAGENT_PARENT_SESSION_ENV_CANDIDATES)
+    """Why a subagent has nobody to forward to, and what the user can do about it."""
+    checked = resolution.checked or SUBAGENT_PARENT_SESSION_ENV_CANDIDATES
     message = (
-        f"permission forwarding: parent session could not be resolved; checked env vars: {checked}"
+        "permission forwarding: this subagent's parent session could not be resolved;"
+        f" checked env vars: {', '.join(checked)}"
     )
     if resolution.skipped_self:
         message += f" ({', '.join(resolution.skipped_self)} named this session itself)"
-    return message + "; the ask resolves as unavailable (ask the subagent tool to set one)"
+    setters = "; ".join(f"{tool} sets {key}" for key, tool in PARENT_SESSION_SETTERS.items())
+    return (
+        f"{message}. To forward asks, the tool that starts the subagent must set one of them"
+        f" to the parent's session id ({setters}; {', '.join(SETS_NO_PARENT_SESSION)} sets"
+        " none: ask its maintainer to set PI_SUBAGENT_PARENT_SESSION). In-process subagents"
+        " ask their parent over the event bus instead (BusPrompter). Until then the ask"
+        " resolves as unavailable."
+    )
 
 
 def log_unresolved(resolution: ForwardingTarget, *, current_session_id: str | None) -> None:

@@ -62,11 +62,28 @@ class Prompter(Protocol):
         ...
 
 
+def unavailable_reason(prompter: object) -> str | None:
+    """Why `prompter` cannot reach a human, when it can say (an optional method
+    `unavailable_detail() -> str | None`, outside the Protocol so that every existing
+    prompter stays one). Never raises: the reason is for the user, not a decision."""
+    detail = getattr(prompter, "unavailable_detail", None)
+    if not callable(detail):
+        return None
+    try:
+        text = detail()
+    except Exception:
+        return None
+    return text if isinstance(text, str) and text else None
+
+
 class NoPrompter:
     """Used when nothing can reach a human: every ask resolves as unavailable."""
 
     def available(self) -> bool:
         return False
+
+    def unavailable_detail(self) -> str:
+        return "no terminal, parent session or approval server to ask"
 
     def prompt(self, request: PromptRequest, timeout: float | None = None) -> PromptReply:
         return PromptReply(state=PromptState.UNAVAILABLE, detail="no prompter configured")
