@@ -327,17 +327,8 @@ class Policy:
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
         if unit.floor is not None:
             checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
-        if unit.reads or unit.writes:
-            unit_cwd = os.path.join(cwd, unit.cwd) if unit.cwd else cwd
-            for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
-                for path in unit_paths:
-                    key = (surface, path, unit_cwd)
-                    found = path_memo.get(key)
-                    if found is None:
-                        found = path_memo[key] = self._command_path_checks(
-                            surface, path, unit_cwd, agent
-                        )
-                    checks += found
+        if unit.reads or unit.writes or unit.operands or unit.recursive_reads:
+            checks += self._unit_path_checks(unit, cwd, agent, path_memo)
         # The strictest action among the checks that count, and the first check giving it.
         decisive = checks[0]  # never an ignored check
         strictness = _STRICTNESS[decisive.action]
@@ -353,6 +344,68 @@ class Policy:
             checks=tuple(checks),
             context=unit.context,
         )
+
+    def _unit_directories(self, unit: Unit, cwd: str) -> list[str] | Check:
+        """The absolute directories a unit may run in (`~`, `~user`, `$HOME` expanded)."""
+        found: list[str] = []
+        for directory in (unit.cwd or "", *unit.other_cwds):
+            if not directory:
+                found.append(cwd)
+                continue
+            try:
+                found.append(paths.normalize(directory, cwd, self.env))
+            except ValueError as exc:
+                note = f"the directory {directory!r} cannot be checked: {exc}"
+                return _floor(Surface.BASH, unit.command, Action.ASK, note)
+        return list(dict.fromkeys(found))
+
+    def _unit_path_checks(
+        self,
+        unit: Unit,
+        cwd: str,
+        agent: str | None,
+        path_memo: dict[tuple[Surface, str, str], list[Check]],
+    ) -> list[Check]:
+        """Reads, writes and unknown-role operands of one unit, under every directory it
+        may run in (absolute paths once)."""
+        directories = self._unit_directories(unit, cwd)
+        if isinstance(directories, Check):
+            return [directories]
+        checks: list[Check] = []
+
+        def check(surface: Surface, path: str, directory: str, tighten: bool = False) -> None:
+            key = (surface, ("\x00" + path) if tighten else path, directory)
+            found = path_memo.get(key)
+            if found is None:
+                if tighten:
+                    found = self._tightening_checks(surface, path, directory, agent)
+                else:
+                    found = self._command_path_checks(surface, path, directory, agent)
+                path_memo[key] = found
+            checks.extend(found)
+
+        for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
+            for path in unit_paths:
+                for directory in directories if _is_relative(path) else directories[:1]:
+                    check(surface, path, directory)
+        for word in unit.operands:
+            named = _names_path(word)
+            for directory in directories if _is_relative(word) else directories[:1]:
+                if named or _exists(directory, word):
+                    # Role unknown: read, and a write that can only tighten.
+                    check(Surface.READ, word, directory)
+                    check(Surface.WRITE, word, directory, tighten=True)
+        return checks
+
+    def _tightening_checks(
+        self, surface: Surface, path: str, cwd: str, agent: str | None
+    ) -> list[Check]:
+        forms = self._resolve(path, cwd)
+        if isinstance(forms, Check):
+            return [forms]
+        if paths.is_safe_device(forms.lexical):
+            return []
+        return self._path_checks(surface, forms, agent, (), stricter_only=True)
 
     def _command_path_checks(
         self, surface: Surface, path: str, cwd: str, agent: str | None
@@ -410,6 +463,24 @@ _UNSAFE_NAME = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 def _printable(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text[:200].encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _is_relative(path: str) -> bool:
+    """A path word whose meaning depends on the working directory."""
+    return not path.startswith(("/", "~")) and not (path == "$HOME" or path.startswith("$HOME/"))
+
+
+def _names_path(word: str) -> bool:
+    """A word of unknown role that names a path by its spelling alone."""
+    return "/" in word or word.startswith("~") or word in (".", "..")
+
+
+def _exists(directory: str, name: str) -> bool:
+    """Whether `name` names something under `directory` (a dangling link counts)."""
+    try:
+        return os.path.lexists(os.path.join(directory, name))
+    except (ValueError, OSError):
+        return True  # cannot tell: treat it as a path (stricter)
 
 
 def _ignored(check: Check) -> Check:
