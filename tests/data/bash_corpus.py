@@ -517,3 +517,81 @@ GROUPS: dict[str, tuple[Case, ...]] = {
 CASES: tuple[Case, ...] = tuple(
     case._replace(note=note) for note, cases in GROUPS.items() for case in cases
 )
+
+
+# --- round 2: the engine's final answer under the issue's permissive policy -----------
+#
+# tests/test_shell_engine_corpus.py builds a sandbox (HOME with .ssh/id_rsa and .bashrc, a
+# project below it with .env, README.md, a.txt, b.txt, src/a.py, src/b.py and .git/) and
+# the permissive policy of issue #7: default allow, bash `*` allow, bash denies on
+# `rm -rf *`, `curl *`, `sudo *`, `git push * --force*`, read denies on `~/.ssh/**` and
+# `**/.env*`, write denies on `/etc/**` and `~/.bashrc`. The request's cwd is the project.
+# `expect` is the decision: "allow", "ask", "deny", or "blocked" (ask or deny).
+
+
+class E(NamedTuple):
+    command: str
+    expect: str
+    note: str = ""
+
+
+# fmt: off
+ENGINE_GROUPS: dict[str, tuple[E, ...]] = {
+    'possible working directories: a set, not one': (
+        E('cd ~ && cat .ssh/id_rsa', 'deny'),
+        E('cd && cat .ssh/id_rsa', 'deny'),
+        E('cd $HOME && cat .ssh/id_rsa', 'deny'),
+        E('cd ${HOME} && cat .ssh/id_rsa', 'deny'),
+        E('pushd ~ && cat .ssh/id_rsa', 'deny'),
+        E('pushd ~ >/dev/null; base64 .ssh/id_rsa', 'deny'),
+        E('env -C ~ cat .ssh/id_rsa', 'deny'),
+        E('env --chdir=/etc touch hosts', 'deny'),
+        E('cd /etc; cd /nonexistent; echo x > hosts', 'deny'),
+        E('cd /etc || true; echo x > hosts', 'deny'),
+        E('cd /etc; cd() { :; }; cd /tmp; echo x > hosts', 'blocked'),
+        E('function cd { :; }; cd /etc; cd /tmp; echo x > hosts', 'blocked'),
+        E('enable -n cd; cd /tmp; echo x > hosts', 'blocked'),
+        E('pushd /tmp; pushd /etc; popd -n; echo x > hosts', 'deny'),
+        E('pushd /etc; pushd /tmp; pushd +1; echo x > hosts', 'deny'),
+        E('pushd /etc; pushd /tmp; popd; echo x > hosts', 'deny'),
+        E('cd /etc; cd /tmp; cd -; echo x > hosts', 'deny'),
+        E('shopt -s lastpipe; true | cd /etc; echo x > hosts', 'deny'),
+        E('shopt -s cdable_vars; e=/etc; cd e; echo x > hosts', 'blocked'),
+        E('if true; then cd /etc; fi; echo x > hosts', 'deny'),
+        E('case a in a) cd /etc;; esac; echo x > hosts', 'deny'),
+        E('cd "$(echo /etc)" && echo x > hosts', 'blocked'),
+        E('cd $X && cat id_rsa', 'blocked'),
+        E('cd /etc && echo x > /proc/self/cwd/hosts', 'deny'),
+        E('cat /proc/self/root/etc/hosts > /proc/self/root/etc/hosts', 'deny'),
+        E('cat /proc/1/root/etc/shadow', 'blocked'),
+        E('cat /proc/self/fd/7', 'blocked'),
+        E('cat /dev/fd/5', 'blocked'),
+        E('cd ~root && cat .ssh/id_rsa', 'allow', note='~root is /root: not the protected home'),
+        E('(cd /etc); echo x > hosts', 'allow', note='a cd in a subshell does not leak'),
+        E('cd /etc & echo x > hosts', 'allow', note='nor one in the background'),
+        E('cd /tmp; cd /etc && cd - && echo x > hosts', 'allow', note='cd - goes back to /tmp'),
+        E('cd "$(git rev-parse --show-toplevel)" && make', 'allow'),
+        E('cd $X && git status', 'allow'),
+        E('cd src && ls', 'allow'),
+        E('diff <(sort a.txt) <(sort b.txt)', 'allow'),
+    ),
+    'links made in the command': (
+        E('ln -s ~ h && cat h/.ssh/id_rsa', 'deny'),
+        E('/bin/ln --symbolic ~ h; cat ./h/.ssh/id_rsa', 'deny'),
+        E('ln -s /etc/hosts h && echo x > h', 'deny'),
+        E('ln -s /etc e && echo x > e/hosts', 'deny'),
+        E('ln -sf ~/.ssh k; cd k && cat id_rsa', 'deny'),
+        E('ln -s ~ h && mv h g && cat g/.ssh/id_rsa', 'deny'),
+        E('ln -st d ~ && cat d/u/.ssh/id_rsa', 'blocked'),
+        E('cp -s /etc/hosts k && echo x >> k', 'deny'),
+        E('ln -s $X h && cat h/y', 'blocked'),
+        E('ln -s src/a.py b && cat b', 'allow'),
+    ),
+}
+# fmt: on
+
+ENGINE_CASES: tuple[E, ...] = tuple(
+    case._replace(note=f"{group}: {case.note}" if case.note else group)
+    for group, cases in ENGINE_GROUPS.items()
+    for case in cases
+)

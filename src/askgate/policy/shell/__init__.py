@@ -167,6 +167,10 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
     walker.program(root, Cwd(), _TOP_FRAME)
     walker.sweep(root, Cwd(), _TOP_FRAME)
     reasons.extend(sink.floors)
+    if sink.links:
+        from askgate.policy.shell.links import apply_links
+
+        sink.units[:] = apply_links(sink.units, sink.links)
     units = tuple(dict.fromkeys(sink.units)) if len(sink.units) > 1 else tuple(sink.units)
     if not units and not reasons:
         reasons.append("the command contains nothing to run")

@@ -66,7 +66,7 @@ class SinkLike:
     cwd_functions: set[str]
     moves_redefined: str | None
     lastpipe: bool
-    links: list[tuple[str, str | None]]
+    links: list[tuple[str, str | None, int]]
     process_substitutions: bool
 
 

@@ -10,6 +10,7 @@ from askgate.policy.shell import git
 from askgate.policy.shell.argv import names, scan
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, join_words
 from askgate.policy.shell.cwd import UNKNOWN, Cwd, is_relative
+from askgate.policy.shell.links import LINK_MAKERS, made_links
 from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect
 from askgate.policy.shell.programs import (
     FOREIGN_SHELLS,
@@ -74,7 +75,7 @@ _SPECIAL = names("git cd pushd let hash enable shopt fc set") | _NAME_BUILTINS |
 # (One exception: git with no global option, whose special() treatment plain() repeats.)
 _NOT_FUSED = frozenset(
     {*WRAPPERS, *_SPECIAL, *_MOVES, *RUNNER_OR_EXEC_NAMES, *INLINE_INTERPRETERS, *INTERPRETERS,
-     *SHELLS, *FOREIGN_SHELLS, "xargs", "source", ".", "exec"}
+     *SHELLS, *FOREIGN_SHELLS, *LINK_MAKERS, "xargs", "source", ".", "exec"}
 )  # fmt: skip
 # A command whose whole source is plain words: no quotes, escapes, expansions, globs.
 _PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_./:=@%+, \t-]+")
@@ -421,6 +422,10 @@ class CommandMixin(RedirectMixin):
             context = interpreter_context(name, primary) or context
         for value in environment_values:
             paths.operand(value)
+        if name in LINK_MAKERS:
+            maker = len(self.sink.units)
+            for link, target in made_links(name, args, self.sink.links):
+                self.sink.links.append((link, target, maker))
         self.add_unit(
             text,
             alternates,

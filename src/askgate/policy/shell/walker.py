@@ -95,7 +95,7 @@ class Sink:
         # Why cd/pushd/popd may not do what they say (redefined, disabled), or None.
         self.moves_redefined: str | None = None
         self.lastpipe = False  # `shopt -s lastpipe`: the last pipeline stage is this shell
-        self.links: list[tuple[str, str | None]] = []  # (link name, its target) made here
+        self.links: list[tuple[str, str | None, int]] = []  # (name, target, maker unit)
         self.process_substitutions = False  # `/dev/fd/N` may be one of ours
         self.parse = parse
         self.find_commands = find_commands
