@@ -10,6 +10,12 @@ from askgate.policy.shell import git
 from askgate.policy.shell.argv import names, scan
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, join_words
 from askgate.policy.shell.cwd import UNKNOWN, Cwd, is_relative
+from askgate.policy.shell.inline import (
+    COMMAND_LANGUAGE_NAMES,
+    awk_paths,
+    command_language_floor,
+    inline_code,
+)
 from askgate.policy.shell.links import LINK_MAKERS, made_links
 from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect
 from askgate.policy.shell.programs import (
@@ -26,8 +32,10 @@ from askgate.policy.shell.programs import (
 )
 from askgate.policy.shell.redirects import RedirectMixin
 from askgate.policy.shell.runners import (
+    AWKS,
     REMOTE_RUNNERS,
     RUNNER_OR_EXEC_NAMES,
+    awk_programs,
     container_run_forms,
     exec_option_floor,
     runner_inner,
@@ -75,8 +83,11 @@ _SPECIAL = names("git cd pushd let hash enable shopt fc set") | _NAME_BUILTINS |
 # (One exception: git with no global option, whose special() treatment plain() repeats.)
 _NOT_FUSED = frozenset(
     {*WRAPPERS, *_SPECIAL, *_MOVES, *RUNNER_OR_EXEC_NAMES, *INLINE_INTERPRETERS, *INTERPRETERS,
-     *SHELLS, *FOREIGN_SHELLS, *LINK_MAKERS, "xargs", "source", ".", "exec"}
+     *SHELLS, *FOREIGN_SHELLS, *LINK_MAKERS, *COMMAND_LANGUAGE_NAMES, "xargs", "source",
+     ".", "exec"}
 )  # fmt: skip
+# Names whose inline code or command language inline.py reads.
+_CODE_NAMES = COMMAND_LANGUAGE_NAMES | INLINE_INTERPRETERS | INTERPRETERS
 # A command whose whole source is plain words: no quotes, escapes, expansions, globs.
 _PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_./:=@%+, \t-]+")
 
@@ -422,6 +433,8 @@ class CommandMixin(RedirectMixin):
             context = interpreter_context(name, primary) or context
         for value in environment_values:
             paths.operand(value)
+        if name is not None and (name in _CODE_NAMES or is_interpreter(name)):
+            self.code_paths(name, args, paths, floors, piped or redirects.stdin is not None)
         if name in LINK_MAKERS:
             maker = len(self.sink.units)
             for link, target in made_links(name, args, self.sink.links):
@@ -438,6 +451,31 @@ class CommandMixin(RedirectMixin):
             cwd_words,
             paths=paths,
         )
+
+    def code_paths(
+        self, name: str, args: list[Word], paths: Paths, floors: list[str], stdin: bool
+    ) -> None:
+        """Inline code and command languages (inline.py): paths they name, floors."""
+        code = inline_code(name, args)
+        if code is not None:
+            if code.floor:
+                floors.append(code.floor)
+            for path in code.reads:
+                paths.read(path)
+            for path in code.writes:
+                paths.write(path)
+            for path in code.operands:
+                paths.operand(path)
+        if name in AWKS:
+            for program in awk_programs(args):
+                operands, writes = awk_paths(program)
+                for path in operands:
+                    paths.operand(path)
+                for path in writes:
+                    paths.write(path)
+        reason = command_language_floor(name, args, stdin)
+        if reason:
+            floors.append(reason)
 
     def ruled(
         self, base: str, args: list[Word], alternates: list[str], floors: list[str], paths: Paths
