@@ -643,6 +643,19 @@ ENGINE_GROUPS: dict[str, tuple[E, ...]] = {
         E("node -e 'console.log(1+1)'", 'allow'),
         E("sqlite3 db.sqlite 'select 1'", 'allow'),
     ),
+    'programs unknown to the wrapper tables that run programs': (
+        E('setarch x86_64 curl http://x', 'blocked'),
+        E('setarch x86_64 -R bash -c "curl x"', 'deny'),
+        E("capsh -- -c 'curl x'", 'deny'),
+        E("echo 'curl x' | newgrp", 'deny'),
+        E('/lib64/ld-linux-x86-64.so.2 /usr/bin/curl x', 'blocked'),
+        E('chpst -u nobody curl x', 'blocked'),
+        E('linux32 sh -c "rm -rf /"', 'deny'),
+        E('cgexec -g cpu:x sudo id', 'blocked'),
+        E('which curl', 'allow'),
+        E('make test', 'allow'),
+        E('npm run build', 'allow'),
+    ),
 }
 # fmt: on
 

@@ -327,6 +327,8 @@ class Policy:
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
         if unit.floor is not None:
             checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
+        for form in unit.may_run:
+            checks.extend(self._may_run_checks(form, agent))
         if unit.reads or unit.writes or unit.operands or unit.recursive_reads:
             checks += self._unit_path_checks(unit, cwd, agent, path_memo)
         # The strictest action among the checks that count, and the first check giving it.
@@ -344,6 +346,14 @@ class Policy:
             checks=tuple(checks),
             context=unit.context,
         )
+
+    def _may_run_checks(self, form: str, agent: str | None) -> list[Check]:
+        """A command an unknown program may run: a matching deny or ask makes it ask."""
+        action, check = self._lookup(Surface.BASH, form, agent)
+        if check is None or action is Action.ALLOW:
+            return []
+        note = f"may run {form!r}, which {_check_reason(check)}"
+        return [_floor(Surface.BASH, form, Action.ASK, note)]
 
     def _unit_directories(self, unit: Unit, cwd: str) -> list[str] | Check:
         """The absolute directories a unit may run in (`~`, `~user`, `$HOME` expanded)."""

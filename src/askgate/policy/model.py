@@ -118,6 +118,10 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     # Directories read recursively (grep -r, find, tar c …): a read deny or ask rule
     # whose literal root lies inside one makes the unit ask.
     recursive_reads: tuple[str, ...] = ()
+    # Commands a program unknown to the analysis may run: the tails of its arguments
+    # (`setarch x86_64 curl …` may run `curl …`). A deny or ask rule matching one makes
+    # the unit ask.
+    may_run: tuple[str, ...] = ()
     # At least this strict, whatever the rules say (opaque construct, wrapper, parse
     # trouble). None = no floor.
     floor: Action | None = None

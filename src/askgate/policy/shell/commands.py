@@ -40,6 +40,7 @@ from askgate.policy.shell.runners import (
     exec_option_floor,
     runner_inner,
 )
+from askgate.policy.shell.unknown import tails
 from askgate.policy.shell.variables import (
     DECLARATIONS,
     attached,
@@ -231,6 +232,10 @@ class CommandMixin(RedirectMixin):
         if plain_git or base in COLLECT_NAMES:
             collect(base, args, paths)
         elif args:
+            found = tails(argv)
+            if found.shell is not None or found.scripts:
+                return False  # emit() analyses what it runs
+            paths.may_run.extend(found.forms)
             paths.unknown(args)
         self.add_unit(
             text, alternates, paths.reads, paths.writes, floors, frame, state, paths=paths
@@ -408,6 +413,8 @@ class CommandMixin(RedirectMixin):
             if base not in _NAMES_WITH_RULES:
                 if args:
                     paths.unknown(args)  # what collect() does for a name it has no rule for
+                    if base not in WRAPPERS:  # (their commands are units already)
+                        self.unknown_program(primary, text, paths, state, frame)
             else:
                 self.ruled(base, args, alternates, floors, paths)
         else:
@@ -451,6 +458,24 @@ class CommandMixin(RedirectMixin):
             cwd_words,
             paths=paths,
         )
+
+    def unknown_program(
+        self, argv: list[Word], text: str, paths: Paths, state: Cwd, frame: Frame
+    ) -> None:
+        """What a program with no rule of its own may run (unknown.py)."""
+        found = tails(argv)
+        paths.may_run.extend(found.forms)
+        if found.shell is None and not found.scripts:
+            return
+        reason = f"`{argv[0].text}` is not known, and may run what follows it"
+        inner = frame._replace(
+            alternates=(*frame.alternates, text),
+            floor=f"{frame.floor}; {reason}" if frame.floor else reason,
+        )
+        if found.shell is not None:
+            self.run(argv[found.shell :], (), Redirects(), [], state.copy(), inner, False)
+        for script in found.scripts:
+            self.reparse(script, "script of an unknown program", inner, state.copy())
 
     def code_paths(
         self, name: str, args: list[Word], paths: Paths, floors: list[str], stdin: bool
@@ -631,6 +656,9 @@ class CommandMixin(RedirectMixin):
                 other_cwds=tuple("" if p is None else p for p in known[1:]),
                 operands=tuple(p for p in operands if p not in writes) if operands else (),
                 recursive_reads=tuple(recursive),
+                may_run=tuple(dict.fromkeys(paths.may_run))
+                if paths is not None and paths.may_run and not frame.remote
+                else (),
                 floor=Action.ASK if reason else None,
                 floor_reason=reason,
                 context=context or frame.context,

@@ -128,13 +128,14 @@ def _is_path(text: str) -> bool:
 class Paths:
     """Mutable accumulator used while building one unit."""
 
-    __slots__ = ("operands", "reads", "recursive", "writes")
+    __slots__ = ("may_run", "operands", "reads", "recursive", "writes")
 
     def __init__(self) -> None:
         self.reads: list[str] = []
         self.writes: list[str] = []
         self.operands: list[str] = []  # role unknown: read and (tightening) write
         self.recursive: list[str] = []  # directories read with everything below them
+        self.may_run: list[str] = []  # commands an unknown program may run (unknown.py)
 
     def read(self, text: str) -> None:
         if _is_path(text) and text not in self.reads:
