@@ -199,6 +199,10 @@ def _prescan(text: str, sink: Sink) -> None:
         sink.lastpipe = True
     if "<(" in text or ">(" in text:
         sink.process_substitutions = True
+    if "=" in text and ("$((" in text or "${" in text):
+        from askgate.policy.shell.evaluating import integer_variables
+
+        sink.integers = integer_variables(text)
 
 
 def _ask(source: str, reason: str) -> ShellAnalysis:

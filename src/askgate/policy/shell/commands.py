@@ -756,6 +756,10 @@ def _file_like(word: str) -> bool:
 _RUNS_OPERANDS = SHELLS | FOREIGN_SHELLS | INTERPRETERS | names("source . eval exec xargs")
 
 
+_TEXT_ONLY = names("echo printf : true false")
+_PRINTED_ONLY = ("variable `", "glob in", "brace expansion", "tilde expansion")
+
+
 def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
     """Run-time arguments that cannot change what runs or which file is touched:
     a cd/pushd target (the directory becomes unknown instead, cwd.py) and a process
@@ -763,6 +767,12 @@ def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
     head = argv[0]
     if head.static and head.text in _MOVES:
         return lambda word: True
+    if head.static and head.text in _TEXT_ONLY:
+        # `echo $PATH`: the value is only printed (code-evaluating expansions are
+        # floored for the whole command, evaluating.py).
+        return lambda word: all(
+            part.startswith(_PRINTED_ONLY) for part in (word.dynamic or "").split("; ")
+        )
     runs_code = any(
         w.static and (w.text.rsplit("/", 1)[-1] in _RUNS_OPERANDS or is_interpreter(w.text))
         for w in argv

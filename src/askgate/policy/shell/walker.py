@@ -11,6 +11,7 @@ from askgate.policy.shell.argv import names
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, in_context
 from askgate.policy.shell.builtins import BuiltinMixin
 from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.evaluating import evaluating_expansions
 from askgate.policy.shell.words import Node, Word
 
 MAX_REPARSE_DEPTH = 6
@@ -80,6 +81,7 @@ class Sink:
         "cwd_functions",
         "find_commands",
         "floors",
+        "integers",
         "lastpipe",
         "links",
         "moves_redefined",
@@ -97,6 +99,7 @@ class Sink:
         self.lastpipe = False  # `shopt -s lastpipe`: the last pipeline stage is this shell
         self.links: list[tuple[str, str | None, int]] = []  # (name, target, maker unit)
         self.process_substitutions = False  # `/dev/fd/N` may be one of ours
+        self.integers: set[str] = set()  # variables only ever set to literal integers
         self.parse = parse
         self.find_commands = find_commands
 
@@ -121,6 +124,7 @@ class Walker(BuiltinMixin):
     # -- entry points -------------------------------------------------------------
 
     def program(self, root: Node, state: Cwd, frame: Frame) -> None:
+        self.sink.floors.extend(evaluating_expansions(root, self.src, self.sink.integers))
         self.statements(root, state, frame)
 
     def reparse(self, script: Word, context: str, frame: Frame, state: Cwd) -> int:
