@@ -757,7 +757,13 @@ _RUNS_OPERANDS = SHELLS | FOREIGN_SHELLS | INTERPRETERS | names("source . eval e
 
 
 _TEXT_ONLY = names("echo printf : true false")
-_PRINTED_ONLY = ("variable `", "glob in", "brace expansion", "tilde expansion")
+_PRINTED_ONLY = (
+    "variable `",
+    "glob in",
+    "brace expansion",
+    "tilde expansion",
+    "arithmetic expansion",
+)
 
 
 def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
