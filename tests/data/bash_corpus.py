@@ -61,7 +61,7 @@ GROUPS: dict[str, tuple[Case, ...]] = {
         Case('x=$(rm -rf /)', (U('rm -rf /', writes=('/',)),), deny_visible=('rm -rf /',)),
         Case('export X=$(rm -rf /)', (U('rm -rf /', writes=('/',)), U('export X=$(rm -rf /)')), deny_visible=('rm -rf /',)),
         Case('local x=`rm -rf /`', (U('rm -rf /', writes=('/',)), U('local x=`rm -rf /`')), deny_visible=('rm -rf /',)),
-        Case('echo $((1 + $(rm -rf /)))', (U('rm -rf /', writes=('/',)), U('echo $((1 + $(rm -rf /)))', floor=True)), deny_visible=('rm -rf /',), at_least_ask=True, floor=True),
+        Case('echo $((1 + $(rm -rf /)))', (U('rm -rf /', writes=('/',)), U('echo $((1 + $(rm -rf /)))')), deny_visible=('rm -rf /',), at_least_ask=True, floor=True),
         Case('[[ -n $(rm -rf /) ]]', (U('rm -rf /', writes=('/',)), U('[[ -n $(rm -rf /) ]]', floor=True)), deny_visible=('rm -rf /',), at_least_ask=True),
         Case('[ -n "$(rm -rf /)" ]', (U('rm -rf /', writes=('/',)), U('[ -n $(rm -rf /) ]', floor=True)), deny_visible=('rm -rf /',), at_least_ask=True),
         Case('echo ${X:-$(rm -rf /)}', (U('rm -rf /', writes=('/',)), U('echo ${X:-$(rm -rf /)}')), deny_visible=('rm -rf /',), note='echo only prints the value; the substitution is a unit of its own'),
