@@ -10,6 +10,7 @@ import pytest
 
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Origin, Rule, Surface
+from askgate.policy.protected import config_file_rules
 from test_shell_corpus import corpus
 
 ENGINE_CASES = corpus.ENGINE_CASES
@@ -58,6 +59,7 @@ def permissive_policy(home: Path, project: Path) -> Policy:
     ]
     rules += [_rule("read", p, "deny", base) for p in ("~/.ssh/**", "**/.env*")]
     rules += [_rule("write", p, "deny", base) for p in ("/etc/**", "~/.bashrc")]
+    rules += config_file_rules()  # built in: Policy.from_loaded adds them to every policy
     return Policy(
         rules,
         project_root=base,

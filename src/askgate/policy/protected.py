@@ -37,7 +37,7 @@ def protected_paths(env: Mapping[str, str], project_root: str) -> list[str]:
 
 
 def protected_rules(env: Mapping[str, str], project_root: str) -> list[Rule]:
-    return [
+    return config_file_rules() + [
         Rule(
             surface=Surface.WRITE,
             pattern=pattern,
@@ -47,4 +47,41 @@ def protected_rules(env: Mapping[str, str], project_root: str) -> list[Rule]:
             reason=REASON,
         )
         for pattern in protected_paths(env, project_root)
+    ]
+
+
+# --- files that configure programs to run programs -------------------------------------
+#
+# Writing one of these makes a program run a command later (git hooks, fsmonitor,
+# filters; direnv's .envrc; npm's and twine's config can name scripts and helpers), so
+# an agent's write is a built-in *ask* (askgate issue #7). Ranked above the user and
+# project scopes and below managed ones: a managed rule may still decide them.
+CONFIG_ASK_RANK = 500
+CONFIG_ASK_REASON = "this file makes programs run commands later; a human should see the change"
+RUNS_PROGRAMS_FILES: tuple[str, ...] = (
+    "**/.git/config",
+    "**/.git/hooks/**",
+    "**/.git/info/attributes",
+    "**/.gitattributes",
+    "**/.envrc",
+    "**/.npmrc",
+    "**/.pypirc",
+    "~/.gitconfig",
+    "~/.config/git/config",
+    "~/.config/git/attributes",
+)
+
+
+def config_file_rules() -> list[Rule]:
+    """Built-in write-ask rules for RUNS_PROGRAMS_FILES."""
+    return [
+        Rule(
+            surface=Surface.WRITE,
+            pattern=pattern,
+            action=Action.ASK,
+            origin=Origin.BUILTIN,
+            rank=CONFIG_ASK_RANK,
+            reason=CONFIG_ASK_REASON,
+        )
+        for pattern in RUNS_PROGRAMS_FILES
     ]
