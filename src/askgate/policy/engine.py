@@ -325,12 +325,18 @@ class Policy:
             # see the structure bash will run (`time if …; then rm …; fi`): never allow.
             note = f"the shell keyword {first_word!r} in command position was not understood"
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
+        consent = _literal_consent(primary)
         if unit.floor is not None:
-            checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
-        for form in unit.may_run:
-            checks.extend(self._may_run_checks(form, agent))
+            if consent and not _path_floor(unit.floor_reason):
+                checks.append(_ignored(_floor(Surface.BASH, unit.command, unit.floor,
+                                              unit.floor_reason), _CONSENT_NOTE))  # fmt: skip
+            else:
+                checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
+        if not consent:
+            for form in unit.may_run:
+                checks.extend(self._may_run_checks(form, agent))
         if unit.reads or unit.writes or unit.operands or unit.recursive_reads:
-            checks += self._unit_path_checks(unit, cwd, agent, path_memo)
+            checks += self._unit_path_checks(unit, cwd, agent, path_memo, consent)
         # The strictest action among the checks that count, and the first check giving it.
         decisive = checks[0]  # never an ignored check
         strictness = _STRICTNESS[decisive.action]
@@ -375,9 +381,11 @@ class Policy:
         cwd: str,
         agent: str | None,
         path_memo: dict[tuple[Surface, str, str], list[Check]],
+        consent: bool = False,
     ) -> list[Check]:
         """Reads, writes and unknown-role operands of one unit, under every directory it
-        may run in (absolute paths once)."""
+        may run in (absolute paths once). `consent`: a literal bash allow spelled these
+        paths out, so a write needs no allow of its own (write deny/ask still apply)."""
         directories = self._unit_directories(unit, cwd)
         if isinstance(directories, Check):
             return [directories]
@@ -395,9 +403,10 @@ class Policy:
             checks.extend(found)
 
         for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
+            tighten = consent and surface is Surface.WRITE
             for path in unit_paths:
                 for directory in directories if _is_relative(path) else directories[:1]:
-                    check(surface, path, directory)
+                    check(surface, path, directory, tighten)
         for word in unit.operands:
             named = _names_path(word)
             for directory in directories if _is_relative(word) else directories[:1]:
@@ -493,15 +502,38 @@ def _exists(directory: str, name: str) -> bool:
         return True  # cannot tell: treat it as a path (stricter)
 
 
-def _ignored(check: Check) -> Check:
+def _ignored(check: Check, note: str = "an allow here cannot loosen the command") -> Check:
     return Check(
         surface=check.surface,
         value=check.value,
         action=check.action,
         rule=check.rule,
         basis="ignored",
-        note="an allow here cannot loosen the command",
+        note=note,
     )
+
+
+_CONSENT_NOTE = "lifted: a bash rule without `*` allows exactly this command"
+# Unit floors about what a path means (not about what runs): a literal rule cannot speak
+# for a path whose directory or target is not known (shell/commands.py, shell/links.py).
+_PATH_FLOORS = ("a relative path", "through a link", "pass through", "through a process",
+                "open file whose name")  # fmt: skip
+
+
+def _literal_consent(primary: Check) -> bool:
+    """The unit is allowed by a bash rule with no `*`: it speaks for the unit's paths
+    and lifts the unit's own floor (DESIGN.md, "Which surfaces a request consults")."""
+    rule = primary.rule
+    return (
+        rule is not None
+        and primary.action is Action.ALLOW
+        and primary.basis != "default"
+        and "*" not in rule.pattern
+    )
+
+
+def _path_floor(reason: str | None) -> bool:
+    return reason is not None and any(marker in reason for marker in _PATH_FLOORS)
 
 
 def _floor(surface: Surface, value: str, action: Action, note: str | None) -> Check:
