@@ -217,3 +217,55 @@ _PROPERTY_POLICY = Policy(
     default=Action.ALLOW,
     env={"HOME": "/home/u"},
 )
+
+
+# --- round 2: literal rules are consent (issue #7, principle 7) ------------------------
+
+
+def _strict(project, *rules: tuple[str, str, str]) -> Policy:
+    """Default ask: nothing is allowed unless a rule says so."""
+    return Policy(
+        [_rule(s, p, a, str(project)) for s, p, a in rules],
+        project_root=str(project),
+        default=Action.ASK,
+        env={"HOME": "/home/u"},
+    )
+
+
+def test_a_literal_bash_rule_speaks_for_the_paths_it_spells(project) -> None:
+    policy = _strict(project, ("bash", "rm -rf ./build", "allow"))
+    assert policy.decide("bash", "rm -rf ./build", cwd=str(project)).action is Action.ALLOW
+    # The same command allowed by a wildcard does not speak for the path.
+    wildcard = _strict(project, ("bash", "rm -rf *", "allow"))
+    assert wildcard.decide("bash", "rm -rf ./build", cwd=str(project)).action is Action.ASK
+
+
+def test_a_literal_rule_does_not_lift_write_denies(project) -> None:
+    policy = _strict(
+        project,
+        ("bash", "rm -rf ./build", "allow"),
+        ("write", "build/**", "deny"),
+        ("write", "build", "deny"),
+    )
+    assert policy.decide("bash", "rm -rf ./build", cwd=str(project)).action is Action.DENY
+
+
+def test_a_literal_rule_lifts_the_floor_of_exactly_that_unit(project) -> None:
+    policy = _strict(
+        project,
+        ("bash", "source .venv/bin/activate", "allow"),
+        ("bash", "source *", "allow"),
+        ("bash", "pytest", "allow"),
+        ("read", "**", "allow"),
+    )
+    lifted = policy.decide("bash", "source .venv/bin/activate && pytest", cwd=str(project))
+    assert lifted.action is Action.ALLOW, lifted.reason
+    # A wildcard rule never lifts a floor.
+    floored = policy.decide("bash", "source .venv/bin/other", cwd=str(project))
+    assert floored.action is Action.ASK
+
+
+def test_a_literal_rule_does_not_speak_for_a_path_in_an_unknown_directory(project) -> None:
+    policy = _strict(project, ("bash", "rm -rf ./build", "allow"), ("bash", "cd *", "allow"))
+    decision = policy.decide("bash", 'cd "$X" && rm -rf ./build', cwd=str(project))
+    assert decision.action is Action.ASK

@@ -334,19 +334,18 @@ class Policy:
             # see the structure bash will run (`time if …; then rm …; fi`): never allow.
             note = f"the shell keyword {first_word!r} in command position was not understood"
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
+        consent = _literal_consent(primary)
         if unit.floor is not None:
-            checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
-        if unit.reads or unit.writes:
-            unit_cwd = os.path.join(cwd, unit.cwd) if unit.cwd else cwd
-            for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
-                for path in unit_paths:
-                    key = (surface, path, unit_cwd)
-                    found = path_memo.get(key)
-                    if found is None:
-                        found = path_memo[key] = self._command_path_checks(
-                            surface, path, unit_cwd, agent
-                        )
-                    checks += found
+            if consent and not _path_floor(unit.floor_reason):
+                checks.append(_ignored(_floor(Surface.BASH, unit.command, unit.floor,
+                                              unit.floor_reason), _CONSENT_NOTE))  # fmt: skip
+            else:
+                checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
+        if not consent:
+            for form in unit.may_run:
+                checks.extend(self._may_run_checks(form, agent))
+        if unit.reads or unit.writes or unit.operands or unit.recursive_reads:
+            checks += self._unit_path_checks(unit, cwd, agent, path_memo, consent)
         # The strictest action among the checks that count, and the first check giving it.
         decisive = checks[0]  # never an ignored check
         strictness = _STRICTNESS[decisive.action]
@@ -362,6 +361,79 @@ class Policy:
             checks=tuple(checks),
             context=unit.context,
         )
+
+    def _may_run_checks(self, form: str, agent: str | None) -> list[Check]:
+        """A command an unknown program may run: a matching deny or ask makes it ask."""
+        action, check = self._lookup(Surface.BASH, form, agent)
+        if check is None or action is Action.ALLOW:
+            return []
+        note = f"may run {form!r}, which {_check_reason(check)}"
+        return [_floor(Surface.BASH, form, Action.ASK, note)]
+
+    def _unit_directories(self, unit: Unit, cwd: str) -> list[str] | Check:
+        """The absolute directories a unit may run in (`~`, `~user`, `$HOME` expanded)."""
+        found: list[str] = []
+        for directory in (unit.cwd or "", *unit.other_cwds):
+            if not directory:
+                found.append(cwd)
+                continue
+            try:
+                found.append(paths.normalize(directory, cwd, self.env))
+            except ValueError as exc:
+                note = f"the directory {directory!r} cannot be checked: {exc}"
+                return _floor(Surface.BASH, unit.command, Action.ASK, note)
+        return list(dict.fromkeys(found))
+
+    def _unit_path_checks(
+        self,
+        unit: Unit,
+        cwd: str,
+        agent: str | None,
+        path_memo: dict[tuple[Surface, str, str], list[Check]],
+        consent: bool = False,
+    ) -> list[Check]:
+        """Reads, writes and unknown-role operands of one unit, under every directory it
+        may run in (absolute paths once). `consent`: a literal bash allow spelled these
+        paths out, so a write needs no allow of its own (write deny/ask still apply)."""
+        directories = self._unit_directories(unit, cwd)
+        if isinstance(directories, Check):
+            return [directories]
+        checks: list[Check] = []
+
+        def check(surface: Surface, path: str, directory: str, tighten: bool = False) -> None:
+            key = (surface, ("\x00" + path) if tighten else path, directory)
+            found = path_memo.get(key)
+            if found is None:
+                if tighten:
+                    found = self._tightening_checks(surface, path, directory, agent)
+                else:
+                    found = self._command_path_checks(surface, path, directory, agent)
+                path_memo[key] = found
+            checks.extend(found)
+
+        for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
+            tighten = consent and surface is Surface.WRITE
+            for path in unit_paths:
+                for directory in directories if _is_relative(path) else directories[:1]:
+                    check(surface, path, directory, tighten)
+        for word in unit.operands:
+            named = _names_path(word)
+            for directory in directories if _is_relative(word) else directories[:1]:
+                if named or _exists(directory, word):
+                    # Role unknown: read, and a write that can only tighten.
+                    check(Surface.READ, word, directory)
+                    check(Surface.WRITE, word, directory, tighten=True)
+        return checks
+
+    def _tightening_checks(
+        self, surface: Surface, path: str, cwd: str, agent: str | None
+    ) -> list[Check]:
+        forms = self._resolve(path, cwd)
+        if isinstance(forms, Check):
+            return [forms]
+        if paths.is_safe_device(forms.lexical):
+            return []
+        return self._path_checks(surface, forms, agent, (), stricter_only=True)
 
     def _command_path_checks(
         self, surface: Surface, path: str, cwd: str, agent: str | None
@@ -421,15 +493,56 @@ def _printable(value: object) -> str:
     return text[:200].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _ignored(check: Check) -> Check:
+def _is_relative(path: str) -> bool:
+    """A path word whose meaning depends on the working directory."""
+    return not path.startswith(("/", "~")) and not (path == "$HOME" or path.startswith("$HOME/"))
+
+
+def _names_path(word: str) -> bool:
+    """A word of unknown role that names a path by its spelling alone."""
+    return "/" in word or word.startswith("~") or word in (".", "..")
+
+
+def _exists(directory: str, name: str) -> bool:
+    """Whether `name` names something under `directory` (a dangling link counts)."""
+    try:
+        return os.path.lexists(os.path.join(directory, name))
+    except (ValueError, OSError):
+        return True  # cannot tell: treat it as a path (stricter)
+
+
+def _ignored(check: Check, note: str = "an allow here cannot loosen the command") -> Check:
     return Check(
         surface=check.surface,
         value=check.value,
         action=check.action,
         rule=check.rule,
         basis=Basis.IGNORED,
-        note="an allow here cannot loosen the command",
+        note=note,
     )
+
+
+_CONSENT_NOTE = "lifted: a bash rule without `*` allows exactly this command"
+# Unit floors about what a path means (not about what runs): a literal rule cannot speak
+# for a path whose directory or target is not known (shell/commands.py, shell/links.py).
+_PATH_FLOORS = ("a relative path", "through a link", "pass through", "through a process",
+                "open file whose name")  # fmt: skip
+
+
+def _literal_consent(primary: Check) -> bool:
+    """The unit is allowed by a bash rule with no `*`: it speaks for the unit's paths
+    and lifts the unit's own floor (DESIGN.md, "Which surfaces a request consults")."""
+    rule = primary.rule
+    return (
+        rule is not None
+        and primary.action is Action.ALLOW
+        and primary.basis != Basis.DEFAULT
+        and "*" not in rule.pattern
+    )
+
+
+def _path_floor(reason: str | None) -> bool:
+    return reason is not None and any(marker in reason for marker in _PATH_FLOORS)
 
 
 def _floor(surface: Surface, value: str, action: Action, note: str | None) -> Check:

@@ -106,6 +106,22 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     # Directory the unit runs in when an earlier `cd` in the same command changed it
     # (absolute, or relative to the request's cwd); None = the request's cwd.
     cwd: str | None = None
+    # Further directories the unit may run in (a `cd` that may have failed, branches
+    # that end in different places): relative paths are checked under each too.
+    # "" = the request's cwd.
+    other_cwds: tuple[str, ...] = ()
+    # Words whose role is unknown (arguments of programs the analysis does not know,
+    # option and environment values, file operands of inline code): each that names
+    # a path (has a `/`, or exists under a possible cwd) is checked as a read and as
+    # a write, where the write can only tighten.
+    operands: tuple[str, ...] = ()
+    # Directories read recursively (grep -r, find, tar c …): a read deny or ask rule
+    # whose literal root lies inside one makes the unit ask.
+    recursive_reads: tuple[str, ...] = ()
+    # Commands a program unknown to the analysis may run: the tails of its arguments
+    # (`setarch x86_64 curl …` may run `curl …`). A deny or ask rule matching one makes
+    # the unit ask.
+    may_run: tuple[str, ...] = ()
     # At least this strict, whatever the rules say (opaque construct, wrapper, parse
     # trouble). None = no floor.
     floor: Action | None = None

@@ -162,10 +162,15 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
     if root.has_error:
         reasons.append("the command does not parse cleanly")
     sink = Sink(_parse, _find_commands)
+    _prescan(text, sink)
     walker = Walker(sink, src)
     walker.program(root, Cwd(), _TOP_FRAME)
     walker.sweep(root, Cwd(), _TOP_FRAME)
     reasons.extend(sink.floors)
+    if sink.links:
+        from askgate.policy.shell.links import apply_links
+
+        sink.units[:] = apply_links(sink.units, sink.links)
     units = tuple(dict.fromkeys(sink.units)) if len(sink.units) > 1 else tuple(sink.units)
     if not units and not reasons:
         reasons.append("the command contains nothing to run")
@@ -176,6 +181,28 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
         floor=Action.ASK if reason else None,
         floor_reason=reason,
     )
+
+
+# Text that changes what `cd`, `pushd` and `popd` do for the whole command (a function
+# or alias of that name, `enable -n`, `shopt -s cdable_vars`, CDPATH), looked for in the
+# raw text so strings run later (`bash -c '…'`) count too.
+_MOVES_REDEFINED = re.compile(
+    r"(?:\b(?:cd|pushd|popd)\s*\(\s*\)|\bfunction\s+(?:cd|pushd|popd)\b|\benable\b|"
+    r"\bcdable_vars\b|\bCDPATH\b|\bautocd\b|\balias\b)"
+)
+
+
+def _prescan(text: str, sink: Sink) -> None:
+    if ("cd" in text or "enable" in text or "alias" in text) and _MOVES_REDEFINED.search(text):
+        sink.moves_redefined = "and cd, pushd or popd may be redefined in this command"
+    if "lastpipe" in text:
+        sink.lastpipe = True
+    if "<(" in text or ">(" in text:
+        sink.process_substitutions = True
+    if "=" in text and ("$((" in text or "${" in text):
+        from askgate.policy.shell.evaluating import integer_variables
+
+        sink.integers = integer_variables(text)
 
 
 def _ask(source: str, reason: str) -> ShellAnalysis:

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from askgate.policy.model import Unit
 from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.pathargs import Paths
 from askgate.policy.shell.words import RUNTIME_CHARS, Node, Word, WordBuilder, runtime_reason
 
 REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
@@ -63,6 +64,10 @@ class SinkLike:
     units: list[Unit]
     floors: list[str]
     cwd_functions: set[str]
+    moves_redefined: str | None
+    lastpipe: bool
+    links: list[tuple[str, str | None, int]]
+    process_substitutions: bool
 
 
 class Base:
@@ -102,6 +107,7 @@ class Base:
         state: Cwd,
         context: str | None = None,
         cwd_words: Sequence[Word] = (),
+        paths: Paths | None = None,
     ) -> None:
         raise NotImplementedError
 

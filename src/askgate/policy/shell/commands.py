@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import git
 from askgate.policy.shell.argv import names, scan
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, join_words
-from askgate.policy.shell.cwd import Cwd
-from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect, generic_path
+from askgate.policy.shell.cwd import UNKNOWN, Cwd, is_relative
+from askgate.policy.shell.inline import (
+    COMMAND_LANGUAGE_NAMES,
+    awk_paths,
+    command_language_floor,
+    inline_code,
+)
+from askgate.policy.shell.links import LINK_MAKERS, made_links
+from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect
 from askgate.policy.shell.programs import (
     FOREIGN_SHELLS,
     INLINE_INTERPRETERS,
@@ -25,12 +32,15 @@ from askgate.policy.shell.programs import (
 )
 from askgate.policy.shell.redirects import RedirectMixin
 from askgate.policy.shell.runners import (
+    AWKS,
     REMOTE_RUNNERS,
     RUNNER_OR_EXEC_NAMES,
+    awk_programs,
     container_run_forms,
     exec_option_floor,
     runner_inner,
 )
+from askgate.policy.shell.unknown import tails
 from askgate.policy.shell.variables import (
     DECLARATIONS,
     attached,
@@ -74,8 +84,11 @@ _SPECIAL = names("git cd pushd let hash enable shopt fc set") | _NAME_BUILTINS |
 # (One exception: git with no global option, whose special() treatment plain() repeats.)
 _NOT_FUSED = frozenset(
     {*WRAPPERS, *_SPECIAL, *_MOVES, *RUNNER_OR_EXEC_NAMES, *INLINE_INTERPRETERS, *INTERPRETERS,
-     *SHELLS, *FOREIGN_SHELLS, "xargs", "source", ".", "exec"}
+     *SHELLS, *FOREIGN_SHELLS, *LINK_MAKERS, *COMMAND_LANGUAGE_NAMES, "xargs", "source",
+     ".", "exec"}
 )  # fmt: skip
+# Names whose inline code or command language inline.py reads.
+_CODE_NAMES = COMMAND_LANGUAGE_NAMES | INLINE_INTERPRETERS | INTERPRETERS
 # A command whose whole source is plain words: no quotes, escapes, expansions, globs.
 _PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_./:=@%+, \t-]+")
 
@@ -219,8 +232,14 @@ class CommandMixin(RedirectMixin):
         if plain_git or base in COLLECT_NAMES:
             collect(base, args, paths)
         elif args:
-            paths.generic(args)
-        self.add_unit(text, alternates, paths.reads, paths.writes, floors, frame, state)
+            found = tails(argv)
+            if found.shell is not None or found.scripts:
+                return False  # emit() analyses what it runs
+            paths.may_run.extend(found.forms)
+            paths.unknown(args)
+        self.add_unit(
+            text, alternates, paths.reads, paths.writes, floors, frame, state, paths=paths
+        )
         self.after(argv, state)
         return True
 
@@ -260,12 +279,16 @@ class CommandMixin(RedirectMixin):
     ) -> None:
         """Peel wrappers off argv and emit the resulting unit(s)."""
         floors = list(floors)
+        harmless = _harmless_dynamic(argv)
         for word in argv:
-            if word.dynamic and word is not argv[0]:
+            if word.dynamic and word is not argv[0] and not harmless(word):
                 floors.append(f"argument is only known at run time: {word.dynamic}")
         layers: list[list[Word]] = []
+        values: list[str] = []
         if assigned:
             layers.append([Word(a, a) for a in assigned] + argv)
+            # `GIT_TRACE=F git status`: a value may name a file the program writes.
+            values = [a.partition("=")[2] for a in assigned]
         extra = _NO_EXTRA
         current = argv
         for _ in range(MAX_WRAPPERS):
@@ -276,7 +299,7 @@ class CommandMixin(RedirectMixin):
                 extra = _Extra()
             extra.absorb(layer, floors)
             if layer.keep or not (layer.inner or layer.scripts or layer.extra):
-                self.emit(current, layers, floors, extra, redirects, state, frame, piped)
+                self.emit(current, layers, floors, extra, redirects, state, frame, piped, values)
                 self.spawn(layer, current, layers, floors, extra, redirects, state, frame)
                 return
             if layer.scripts or layer.extra:
@@ -284,7 +307,9 @@ class CommandMixin(RedirectMixin):
                     layer, current, layers, floors, extra, redirects, state, frame
                 )
                 if not produced:
-                    self.emit(current, layers, floors, extra, redirects, state, frame, piped)
+                    self.emit(
+                        current, layers, floors, extra, redirects, state, frame, piped, values
+                    )
                 if not layer.inner:
                     return
             layers.append(current)
@@ -299,7 +324,7 @@ class CommandMixin(RedirectMixin):
             floors.append("too many nested wrappers")
         if not current:
             current = layers.pop()
-        self.emit(current, layers, floors, extra, redirects, state, frame, piped)
+        self.emit(current, layers, floors, extra, redirects, state, frame, piped, values)
         self.after(current, state)
 
     def spawn(
@@ -317,7 +342,6 @@ class CommandMixin(RedirectMixin):
         if not layer.scripts and not layer.extra:
             return 0
         outer = tuple(join_words(x) for x in [*layers, current])
-        path, unknown = state.within(extra.cwd)
         floor_reasons = [*floors]
         if frame.floor:
             floor_reasons.append(frame.floor)
@@ -327,7 +351,7 @@ class CommandMixin(RedirectMixin):
             reads=(*frame.reads, *redirects.reads, *extra.reads),
             writes=(*frame.writes, *redirects.writes, *extra.writes),
         )
-        inner_state = Cwd(path, unknown, state.stack)
+        inner_state = state.within(extra.cwd) if extra.cwd else state.copy()
         produced = 0
         for script, context in layer.scripts:
             # eval runs in this shell: a cd inside it moves the commands after it.
@@ -359,6 +383,7 @@ class CommandMixin(RedirectMixin):
         state: Cwd,
         frame: Frame,
         piped: bool,
+        environment_values: Sequence[str] = (),
     ) -> None:
         floors = list(floors)
         head = primary[0]
@@ -387,13 +412,15 @@ class CommandMixin(RedirectMixin):
             base = head.text.rsplit("/", 1)[-1]
             if base not in _NAMES_WITH_RULES:
                 if args:
-                    paths.generic(args)  # what collect() does for a name it has no rule for
+                    paths.unknown(args)  # what collect() does for a name it has no rule for
+                    if base not in WRAPPERS:  # (their commands are units already)
+                        self.unknown_program(primary, text, paths, state, frame)
             else:
                 self.ruled(base, args, alternates, floors, paths)
         else:
-            paths.generic(args)
+            paths.unknown(args)
         if extra.used:
-            paths.generic(extra.option_words)
+            paths.unknown(extra.option_words)
             for path in extra.reads:
                 paths.read(path)
             for path in extra.writes:
@@ -411,9 +438,69 @@ class CommandMixin(RedirectMixin):
             name in INLINE_INTERPRETERS or name.startswith(("python", "pypy"))
         ):
             context = interpreter_context(name, primary) or context
+        for value in environment_values:
+            paths.operand(value)
+        if name is not None and (name in _CODE_NAMES or is_interpreter(name)):
+            self.code_paths(name, args, paths, floors, piped or redirects.stdin is not None)
+        if name in LINK_MAKERS:
+            maker = len(self.sink.units)
+            for link, target in made_links(name, args, self.sink.links):
+                self.sink.links.append((link, target, maker))
         self.add_unit(
-            text, alternates, paths.reads, paths.writes, floors, frame, state, context, cwd_words
+            text,
+            alternates,
+            paths.reads,
+            paths.writes,
+            floors,
+            frame,
+            state,
+            context,
+            cwd_words,
+            paths=paths,
         )
+
+    def unknown_program(
+        self, argv: list[Word], text: str, paths: Paths, state: Cwd, frame: Frame
+    ) -> None:
+        """What a program with no rule of its own may run (unknown.py)."""
+        found = tails(argv)
+        paths.may_run.extend(found.forms)
+        if found.shell is None and not found.scripts:
+            return
+        reason = f"`{argv[0].text}` is not known, and may run what follows it"
+        inner = frame._replace(
+            alternates=(*frame.alternates, text),
+            floor=f"{frame.floor}; {reason}" if frame.floor else reason,
+        )
+        if found.shell is not None:
+            self.run(argv[found.shell :], (), Redirects(), [], state.copy(), inner, False)
+        for script in found.scripts:
+            self.reparse(script, "script of an unknown program", inner, state.copy())
+
+    def code_paths(
+        self, name: str, args: list[Word], paths: Paths, floors: list[str], stdin: bool
+    ) -> None:
+        """Inline code and command languages (inline.py): paths they name, floors."""
+        code = inline_code(name, args)
+        if code is not None:
+            if code.floor:
+                floors.append(code.floor)
+            for path in code.reads:
+                paths.read(path)
+            for path in code.writes:
+                paths.write(path)
+            for path in code.operands:
+                paths.operand(path)
+        if name in AWKS:
+            for program in awk_programs(args):
+                operands, writes = awk_paths(program)
+                for path in operands:
+                    paths.operand(path)
+                for path in writes:
+                    paths.write(path)
+        reason = command_language_floor(name, args, stdin)
+        if reason:
+            floors.append(reason)
 
     def ruled(
         self, base: str, args: list[Word], alternates: list[str], floors: list[str], paths: Paths
@@ -520,40 +607,58 @@ class CommandMixin(RedirectMixin):
         state: Cwd,
         context: str | None = None,
         cwd_words: Sequence[Word] = (),
+        paths: Paths | None = None,
     ) -> None:
-        if cwd_words:
-            path, unknown = state.within(cwd_words)
-        else:
-            path, unknown = state.path, state.unknown
-        reasons = floors
-        if unknown or frame.floor:
-            reasons = list(floors)
-            if unknown:
-                reasons.append(unknown)
-            if frame.floor:
-                reasons.append(frame.floor)
+        where = state.within(cwd_words) if cwd_words else state
+        possible = where.paths
+        reasons = list(floors)
+        if frame.floor:
+            reasons.append(frame.floor)
+        operands: Sequence[str] = paths.operands if paths is not None else ()
+        recursive: Sequence[str] = paths.recursive if paths is not None else ()
         if frame.remote:
-            reads = writes = ()
+            reads = writes = operands = recursive = ()
         elif frame.reads or frame.writes:
             writes = list(dict.fromkeys([*writes, *frame.writes]))
             reads = [p for p in dict.fromkeys([*reads, *frame.reads]) if p not in writes]
         else:
             reads = [p for p in reads if p not in writes] if writes else reads
-        if path is not None:
-            reads = [_pwd(p, path) for p in reads]
-            writes = [_pwd(p, path) for p in writes]
+        known = [p for p in possible if p != UNKNOWN]
+        single = known[0] if len(possible) == 1 and known else None
+        if single is not None or len(possible) > 1:
+            reads = [_pwd(p, single) for p in reads]
+            writes = [_pwd(p, single) for p in writes]
+            operands = [_pwd(p, single) for p in operands]
+        if _SPECIAL_FILE.search(" ".join((*reads, *writes, *operands))):
+            reads, writes, operands = (
+                _special_files(group, reasons, self.sink.process_substitutions)
+                for group in (reads, writes, operands)
+            )
+        unknown = where.unknown
+        if unknown and (
+            any(is_relative(p) for p in (*reads, *writes, *recursive))
+            or any(_file_like(p) for p in operands)
+        ):
+            reasons.append(f"a relative path {unknown}")
         if frame.alternates:
             alternates = [*alternates, *frame.alternates]
         if alternates:
             alternates = tuple(a for a in dict.fromkeys(alternates) if a != text)
         reason = "; ".join(dict.fromkeys(reasons)) if reasons else None
+        first = known[0] if known else None
         self.sink.units.append(
             Unit(
                 command=text,
                 alternates=tuple(alternates),
                 reads=tuple(reads),
                 writes=tuple(writes),
-                cwd=path,
+                cwd=first,
+                other_cwds=tuple("" if p is None else p for p in known[1:]),
+                operands=tuple(p for p in operands if p not in writes) if operands else (),
+                recursive_reads=tuple(recursive),
+                may_run=tuple(dict.fromkeys(paths.may_run))
+                if paths is not None and paths.may_run and not frame.remote
+                else (),
                 floor=Action.ASK if reason else None,
                 floor_reason=reason,
                 context=context or frame.context,
@@ -566,7 +671,10 @@ class CommandMixin(RedirectMixin):
         if head in _MOVES or "/" in head:
             name = program_name(argv[0])
             if name in _MOVES:
-                state.change(name, scan(argv[1:], short_flags="LPe@n").operands)
+                if self.sink.moves_redefined:
+                    state.lose(f"runs after `{head}`, {self.sink.moves_redefined}")
+                else:
+                    state.change(name, argv[1:])
         elif self.sink.cwd_functions and argv[0].static and head in self.sink.cwd_functions:
             state.lose(f"runs after `{head}`, a function that changes directory")
 
@@ -593,14 +701,100 @@ class _Extra:
         self.cwd.extend(layer.cwd)
         self.reads.extend(layer.reads)
         self.writes.extend(layer.writes)
-        self.option_words.extend(w for w in layer.option_words if generic_path(w.text))
+        self.option_words.extend(layer.option_words)
 
 
-def _pwd(path: str, cwd: str) -> str:
-    """`$PWD` in a unit that runs after a cd means that directory."""
+def _pwd(path: str, cwd: str | None) -> str:
+    """`$PWD` in a unit that runs after a cd means that directory (or, where several
+    are possible, is relative to each)."""
     if path == "$PWD" or path.startswith("$PWD/"):
-        return cwd + path[4:]
+        return (cwd if cwd is not None else ".") + path[4:]
     return path
+
+
+# Paths that name something other than what they spell: the shell's own directory, a
+# process's files, an open descriptor.
+_SPECIAL_FILE = re.compile(r"(?:^|\s)/(?:proc|dev/fd)/")
+_PROC_SELF = re.compile(r"^/proc/(?:self|thread-self)/(cwd|root)(?=/|$)")
+_OUR_DESCRIPTOR = re.compile(r"^/dev/fd/[0-9]+$|^/proc/(?:self|thread-self)/fd/[0-9]+$")
+_PROC_PROCESS = re.compile(r"^/proc/(?:self|thread-self|[0-9]+)(?:/|$)")
+
+
+def _special_files(group: Sequence[str], reasons: list[str], substitutions: bool) -> list[str]:
+    """`/proc/self/cwd/x` is x in the unit's directory, `/proc/self/root/x` is /x;
+    another process's files and open descriptors are ask (a descriptor may be one of
+    this command's own `<( )`: those are harmless)."""
+    out: list[str] = []
+    for path in group:
+        match = _PROC_SELF.match(path)
+        if match:
+            rest = path[match.end() :]
+            if match.group(1) == "cwd":
+                out.append("." + rest)
+            else:
+                out.append(rest or "/")
+            continue
+        if _OUR_DESCRIPTOR.match(path):
+            if not substitutions:
+                reasons.append(f"`{path}` is an open file whose name is not known")
+            continue
+        if _PROC_PROCESS.match(path) or path.startswith("/dev/fd/"):
+            reasons.append(f"`{path}` reaches another file through a process")
+            continue
+        out.append(path)
+    return out
+
+
+def _file_like(word: str) -> bool:
+    """An operand that may name a file in an unknown directory (`id_rsa`, `.env`, `a/b`):
+    bare words such as `status` or `test` are taken as subcommands."""
+    return any(c in word for c in "./_~")
+
+
+# Names that run their operands as code: a process substitution given to them is a
+# script, not data.
+_RUNS_OPERANDS = SHELLS | FOREIGN_SHELLS | INTERPRETERS | names("source . eval exec xargs")
+
+
+_TEXT_ONLY = names("echo printf : true false")
+_PRINTED_ONLY = (
+    "variable `",
+    "glob in",
+    "brace expansion",
+    "tilde expansion",
+    "arithmetic expansion",
+)
+
+
+def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
+    """Run-time arguments that cannot change what runs or which file is touched:
+    a cd/pushd target (the directory becomes unknown instead, cwd.py) and a process
+    substitution given to a program that reads it as data (`diff <(…) <(…)`)."""
+    head = argv[0]
+    if head.static and head.text in _MOVES:
+        return lambda word: True
+    if head.static and head.text in _TEXT_ONLY:
+        # `echo $PATH`: the value is only printed (code-evaluating expansions are
+        # floored for the whole command, evaluating.py).
+        return lambda word: all(
+            part.startswith(_PRINTED_ONLY) for part in (word.dynamic or "").split("; ")
+        )
+    runs_code = any(
+        w.static and (w.text.rsplit("/", 1)[-1] in _RUNS_OPERANDS or is_interpreter(w.text))
+        for w in argv
+    )
+
+    def harmless(word: Word) -> bool:
+        reason = word.dynamic or ""
+        return (
+            not runs_code
+            and reason.startswith("process substitution")
+            and ";" not in reason
+            and word.source.startswith(("<(", ">("))
+            and word.source.endswith(")")
+        )
+
+    return harmless
 
 
 def _compact(text: str) -> str:

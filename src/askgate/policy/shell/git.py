@@ -39,7 +39,11 @@ _EXEC_KEY = re.compile(
     r"mergetool|instaweb|sendemail)\.|^core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|"
     r"askpass|gitproxy|alternaterefscommand|worktree)$|^(?:diff\.external|sequence\.editor|"
     r"init\.templatedir|uploadpack\.packobjectshook|protocol\.allow)$|"
-    r"\.(?:textconv|command|cmd|driver|program|helper|path|uploadpack|receivepack|allow)$"
+    r"\.(?:textconv|command|cmd|driver|program|helper|path|uploadpack|receivepack|allow)$|"
+    # Any key naming a command (`gpg.ssh.defaultKeyCommand`), tunnels, diff filters,
+    # submodule update commands, the sequence editor.
+    r"command$|\.tunnel$|^interactive\.difffilter$|^submodule\..*\.update$|"
+    r"^core\.(?:attributesfile|excludesfile)$|^gpg\.|^credential\b"
 )
 
 

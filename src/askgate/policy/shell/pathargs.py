@@ -39,6 +39,7 @@ FILE_TESTS = names("-e -f -d -r -w -x -s -L -h -b -c -p -S -g -u -k -O -G -N -a"
 # Commands whose arguments are never paths, however they look.
 NO_PATH_COMMANDS = frozenset({"echo", "printf", ":", "true", "false"})
 
+_TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SCP_REMOTE = re.compile(r"^[^/]*:")
 _NAME_EQ = re.compile(r"^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*=")
@@ -52,7 +53,7 @@ def looks_like_path(text: str) -> bool:
     if first == "/":
         return not text.startswith("//") or len(text) == 2 or text[2] != "/"
     if first == "~":
-        return text == "~" or text.startswith("~/")
+        return text == "~" or text.startswith("~/") or _TILDE_USER.match(text) is not None
     if first == ".":
         return text in (".", "..") or text.startswith(("./", "../"))
     if first == "$":
@@ -88,6 +89,26 @@ def generic_path(text: str) -> str | None:
     return None
 
 
+def operand_value(word: Word) -> str | None:
+    """The text a word of unknown role may name a file by: the word, or an option's
+    `=value` (`--output=F`, `KEY=F`); None for a bare option, a URL or a run-time word."""
+    if word.dynamic is not None:
+        return None
+    text = word.text
+    if not text or "\n" in text:
+        return None
+    if text.startswith("-"):
+        _, eq, value = text.partition("=")
+        text = value if eq else ""
+    elif "=" in text:
+        match = _NAME_EQ.match(text)
+        if match:
+            text = text[match.end() :]
+    if not text or _URL.match(text) or not _is_path(text) or len(text) > 4096:
+        return url_path(text) if text.startswith("file://") else None
+    return text
+
+
 _CHMOD_MODE = re.compile(r"^-[rwxXstugoa]+$")
 
 
@@ -107,11 +128,14 @@ def _is_path(text: str) -> bool:
 class Paths:
     """Mutable accumulator used while building one unit."""
 
-    __slots__ = ("reads", "writes")
+    __slots__ = ("may_run", "operands", "reads", "recursive", "writes")
 
     def __init__(self) -> None:
         self.reads: list[str] = []
         self.writes: list[str] = []
+        self.operands: list[str] = []  # role unknown: read and (tightening) write
+        self.recursive: list[str] = []  # directories read with everything below them
+        self.may_run: list[str] = []  # commands an unknown program may run (unknown.py)
 
     def read(self, text: str) -> None:
         if _is_path(text) and text not in self.reads:
@@ -126,6 +150,19 @@ class Paths:
             path = generic_path(word.text)
             if path is not None:
                 self.read(path)
+
+    def unknown(self, words: Sequence[Word]) -> None:
+        """Arguments of a program whose use of them is unknown: path-looking ones are
+        reads (as before), and every word that may name a file is an operand."""
+        self.generic(words)
+        for word in words:
+            value = operand_value(word)
+            if value is not None and value not in self.operands:
+                self.operands.append(value)
+
+    def operand(self, text: str) -> None:
+        if _is_path(text) and not _URL.match(text) and text not in self.operands:
+            self.operands.append(text)
 
     def result(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         writes = tuple(self.writes)
@@ -171,7 +208,7 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
         return
     spec = SPECS.get(name)
     if spec is None:
-        paths.generic(args)
+        paths.unknown(args)
         return
     if name == "chmod":
         args = [Word("+" + w.text[1:], w.source) if _CHMOD_MODE.match(w.text) else w for w in args]

@@ -228,7 +228,7 @@ SPECS.update(
             "--old-file",
             reads="-f --file --makefile -C --directory",
         ),
-        "xxd": spec("read", "cglsoCn"),
+        "xxd": spec("copy", "cglsoCn"),  # `xxd IN OUT` writes OUT
         "od": spec("read", "AjNStw"),
         "hexdump": spec("read", "efns", reads="-f"),
         "base64": spec("read", "w", "--wrap"),

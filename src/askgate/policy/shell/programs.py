@@ -12,7 +12,7 @@ SYSTEM_DIRS = names(
     "/bin /usr/bin /usr/local/bin /sbin /usr/sbin /usr/local/sbin /opt/homebrew/bin "
     "/opt/homebrew/sbin"
 )
-SHELLS = names("sh bash zsh dash ksh mksh ash yash posh rbash")
+SHELLS = names("sh bash zsh dash ksh mksh ash yash posh rbash newgrp")
 # Shells with another syntax: re-parsed as bash so denies see them, but floored.
 FOREIGN_SHELLS = names("fish csh tcsh nu elvish xonsh pwsh powershell")
 INTERPRETERS = names(

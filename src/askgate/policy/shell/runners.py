@@ -163,6 +163,7 @@ _AWK_EXEC = re.compile(r'\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;}]*\|\s*"'
 
 
 _AWKS = ("awk", "gawk", "mawk", "nawk")
+AWKS = frozenset(_AWKS)
 _SEDS = ("sed", "gsed")
 
 
@@ -244,6 +245,11 @@ def _programs(args: Sequence[Word], program_options: tuple[str, ...], valued: st
     if not found and operand is not None:
         found.append(operand)
     return found
+
+
+def awk_programs(args: Sequence[Word]) -> list[str]:
+    """The program texts of an awk command (-e/--source values, else the first operand)."""
+    return [p for p in _programs(args, ("-f", "--file", "-e", "--source"), "fvFileE") if p]
 
 
 # Every name container_run_forms, runner_inner or exec_option_floor can answer for:

@@ -11,6 +11,7 @@ from askgate.policy.shell.argv import names
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, in_context
 from askgate.policy.shell.builtins import BuiltinMixin
 from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.evaluating import evaluating_expansions
 from askgate.policy.shell.words import Node, Word
 
 MAX_REPARSE_DEPTH = 6
@@ -46,29 +47,59 @@ def _flat_command_bound(src: bytes) -> int:
     return len(_SEPARATOR.findall(src)) + 1
 
 
-def _flatten_list(node: Node) -> list[Node]:
-    """The statements of a (left- or right-nested) list, in order."""
+def _flatten_list(node: Node) -> tuple[list[Node], list[str]]:
+    """The statements of a (left- or right-nested) list, in order, and the operator
+    after each (`&&`, `||`, `;` …; "" after the last)."""
     items: list[Node] = []
+    operators: list[str] = []
     stack = [node]
     while stack:
         current = stack.pop()
+        if isinstance(current, str):
+            if operators:
+                operators[-1] = current
+            continue
         if current.type == "list":
-            named = [c for c in current.children if c.is_named and c.type != "comment"]
-            stack.extend(reversed(named))
+            parts: list[Node | str] = []
+            for child in current.children:
+                if child.is_named:
+                    if child.type != "comment":
+                        parts.append(child)
+                elif child.type in ("&&", "||", ";", "&", "\n"):
+                    parts.append(child.type)
+            stack.extend(reversed(parts))
         else:
             items.append(current)
-    return items
+            operators.append("")
+    return items, operators
 
 
 class Sink:
     """Everything one analysis collects; shared by the walkers of re-parsed strings."""
 
-    __slots__ = ("cwd_functions", "find_commands", "floors", "parse", "units")
+    __slots__ = (
+        "cwd_functions",
+        "find_commands",
+        "floors",
+        "integers",
+        "lastpipe",
+        "links",
+        "moves_redefined",
+        "parse",
+        "process_substitutions",
+        "units",
+    )
 
     def __init__(self, parse: Parse, find_commands: Callable[[Node], list[Node] | None]) -> None:
         self.units: list[Unit] = []
         self.floors: list[str] = []
         self.cwd_functions: set[str] = set()
+        # Why cd/pushd/popd may not do what they say (redefined, disabled), or None.
+        self.moves_redefined: str | None = None
+        self.lastpipe = False  # `shopt -s lastpipe`: the last pipeline stage is this shell
+        self.links: list[tuple[str, str | None, int]] = []  # (name, target, maker unit)
+        self.process_substitutions = False  # `/dev/fd/N` may be one of ours
+        self.integers: set[str] = set()  # variables only ever set to literal integers
         self.parse = parse
         self.find_commands = find_commands
 
@@ -93,6 +124,7 @@ class Walker(BuiltinMixin):
     # -- entry points -------------------------------------------------------------
 
     def program(self, root: Node, state: Cwd, frame: Frame) -> None:
+        self.sink.floors.extend(evaluating_expansions(root, self.src, self.sink.integers))
         self.statements(root, state, frame)
 
     def reparse(self, script: Word, context: str, frame: Frame, state: Cwd) -> int:
@@ -145,7 +177,7 @@ class Walker(BuiltinMixin):
                 self.sink.floors.append("the command is too complex to check completely")
                 return
             if node.id not in visited:
-                self.statement(node, Cwd(state.path, state.unknown), frame._replace(floor=floor))
+                self.statement(node, state.copy(), frame._replace(floor=floor))
 
     # -- statements ---------------------------------------------------------------
 
@@ -156,7 +188,13 @@ class Walker(BuiltinMixin):
             if not child.is_named:
                 continue
             background = index + 1 < count and children[index + 1].type == "&"
-            self.statement(child, state.copy() if background else state, frame, piped)
+            if background:
+                self.statement(child, state.copy(), frame, piped)
+                continue
+            before = state.copy()
+            self.statement(child, state, frame, piped)
+            if not state.same(before):
+                state.union([before])  # the change may have failed: both are possible
 
     def statement(
         self,
@@ -186,10 +224,19 @@ class Walker(BuiltinMixin):
         elif kind == "list":
             # Flattened without recursion: a chain of a thousand `&&` is a thousand units,
             # not a thousand levels of nesting.
-            items = _flatten_list(node)
+            items, operators = _flatten_list(node)
+            failed: list[Cwd] = []  # where the shell stays if a directory change failed
             for index, child in enumerate(items):
                 last = index == len(items) - 1
+                before = state.copy()
                 self.statement(child, state, frame, piped, tail if last else ())
+                if not state.same(before):
+                    failed.append(before)
+                if failed and operators[index] != "&&":
+                    # `a && b` runs b only where a succeeded; after `;`, `||` (or
+                    # the end of the list) the shell may be where a failed.
+                    state.union(failed)
+                    failed.clear()
         elif kind == "pipeline":
             self.pipeline(node, state, frame, piped, tail)
         elif kind == "subshell":
@@ -281,8 +328,13 @@ class Walker(BuiltinMixin):
         for index, stage in enumerate(stages):
             last = index == len(stages) - 1
             self.piped_text = previous_output if index > 0 else None
-            # Every stage runs in its own subshell: a cd there does not leak.
-            self.statement(stage, state.copy(), frame, piped or index > 0, tail if last else ())
+            # Every stage runs in its own subshell: a cd there does not leak (except
+            # the last one under `shopt -s lastpipe`).
+            stage_state = state if last and self.sink.lastpipe else state.copy()
+            before = state.copy() if stage_state is state else None
+            self.statement(stage, stage_state, frame, piped or index > 0, tail if last else ())
+            if before is not None and not state.same(before):
+                state.union([before])
             self.piped_text = None
             previous_output = self.static_output(stage) if not last else None
 

@@ -150,8 +150,13 @@ def runtime_reason(shape: str) -> str | None:
     if "{" in shape and _BRACE.search(shape):
         return "brace expansion"
     if shape.startswith("~") and len(shape) > 1 and shape[1] != "/":
-        return "tilde expansion"
+        # `~user` is that user's home (paths.py expands it); `~+`, `~-`, `~N` are not
+        # known in advance.
+        return None if _TILDE_USER.match(shape) else "tilde expansion"
     return None
+
+
+_TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
 
 
 class WordBuilder:

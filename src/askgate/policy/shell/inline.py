@@ -1,0 +1,266 @@
+"""Code given on the command line, and programs with a command language of their own.
+
+Interpreters (`perl -e`, `python -c`, `node -e`, `ruby -e`, `php -r`) and awk programs
+are not parsed: askgate looks for what matters to the policy. A quoted string literal in
+the code that names a path is an operand of unknown role (read, and a write that can
+only tighten); perl's and ruby's file operands after the code are reads (writes with
+`-i`); calls that start programs (`system`, backticks, `qx`, `subprocess`,
+`child_process` …) or evaluate built strings floor the unit to ask.
+
+Programs whose input is a command language that can reach a shell (`sqlite3` dot
+commands, `ed`, `ex`, `dc`, `psql`, `mysql`, `sftp`, `gnuplot`, vim and emacs in batch
+mode, `sed -f -`, `make -f -`, `awk -f -`) floor when the script comes from standard
+input or holds a shell escape.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from askgate.policy.shell.words import Word
+
+# Interpreter -> (options whose value is code, option letters taking a value).
+_CODE_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "perl": (("-e", "-E"), "eEIMmxlC0dDi"),
+    "ruby": (("-e",), "erICEFxKTW"),
+    "python": (("-c",), "cmWXQ"),
+    "node": (("-e", "-p", "--eval", "--print"), "erC"),
+    "php": (("-r", "-R", "-B", "-E", "-F"), "rdcfBERFz"),
+}
+_PYTHON = re.compile(r"^(?:python|pypy)[0-9.]*$")
+_NODE = ("node", "nodejs", "bun", "deno")
+
+# Calls that start another program, or evaluate a string as code (which may then).
+_RUNS = {
+    "perl": re.compile(
+        r"\bsystem\b|\bexec\b|`|\bqx\b|\bopen\d?\s*\(?[^;]*(?:\|\s*['\"]|['\"][^'\"]*\|)|"
+        r"\beval\b|\bfork\b|\bpipe\b|\bIPC::|\bdo\s*['\"]|\brequire\b|\bsyscall\b"
+    ),
+    "ruby": re.compile(
+        r"\bsystem\b|\bexec\b|`|%x|\bspawn\b|\bpopen|\bOpen3\b|\beval\b|\bfork\b|"
+        r"\bsyscall\b|\binstance_eval\b|\bsend\b|\bKernel\b|\bopen\s*\(\s*['\"]\|"
+    ),
+    "python": re.compile(
+        r"\bsubprocess\b|\bos\s*\.\s*(?:system|popen|exec|spawn|posix_spawn|fork)|\bpty\b|"
+        r"\bexec\s*\(|\beval\s*\(|__import__|\bimportlib\b|\bgetattr\b|\bctypes\b|"
+        r"\bcompile\s*\(|\bcommands\b|\bmultiprocessing\b|\bplatform\s*\.\s*popen|"
+        r"\bfrom\s+os\s+import\b|\brunpy\b|\bcode\s*\.\s*interact"
+    ),
+    "node": re.compile(
+        r"child_process|\bexec\w*\s*\(|\bspawn\w*\s*\(|\beval\s*\(|\bFunction\s*\(|"
+        r"process\s*\.\s*binding|\bimport\s*\(|\brequire\s*\(\s*[^'\"]|\bvm\b|\bworker_threads\b|"
+        r"\bDeno\s*\.\s*(?:run|Command)|\bBun\s*\.\s*(?:spawn|\$)"
+    ),
+    "php": re.compile(
+        r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|"
+        r"create_function|call_user_func\w*|mail|putenv|dl)\s*\(|`|\$\w+\s*\("
+    ),
+}
+# Quoted string literals (no escapes spanning quotes needed: we only want path-looking ones).
+_LITERAL = re.compile(r"'([^'\n]{1,4096})'|\"([^\"\n]{1,4096})\"")
+_AWK_WRITE = re.compile(r">>?\s*\"([^\"\n]+)\"")
+
+
+def interpreter_key(name: str) -> str | None:
+    if _PYTHON.match(name):
+        return "python"
+    if name in _NODE:
+        return "node"
+    return name if name in _CODE_OPTIONS else None
+
+
+class InlineCode:
+    """What the inline code of one interpreter command means for the policy."""
+
+    __slots__ = ("floor", "operands", "reads", "writes")
+
+    def __init__(self) -> None:
+        self.operands: list[str] = []
+        self.reads: list[str] = []
+        self.writes: list[str] = []
+        self.floor: str | None = None
+
+
+def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
+    """The code given to `name` with -e/-c/-r and its file operands; None without code."""
+    key = interpreter_key(name)
+    if key is None:
+        return None
+    code_options, valued = _CODE_OPTIONS[key]
+    code: list[str] = []
+    operands: list[Word] = []
+    in_place = False
+    index = 0
+    while index < len(args):
+        word = args[index]
+        text = word.text
+        index += 1
+        if text == "--":
+            operands.extend(args[index:])
+            break
+        if code and key in ("python", "node", "php") and not text.startswith("-"):
+            operands.extend(args[index - 1 :])  # the program's own arguments
+            break
+        if text in code_options:
+            if index < len(args):
+                code.append(args[index].text)
+                index += 1
+            continue
+        if text.startswith("--"):
+            continue
+        if text.startswith("-") and len(text) > 1:
+            # A cluster: `-pi.bak -e`, `-pe1`, `-lne 'code'`.
+            letters = text[1:]
+            for position, letter in enumerate(letters):
+                if letter == "i" and key in ("perl", "ruby"):
+                    in_place = True
+                    break  # -i takes the rest of the cluster as its suffix
+                if "-" + letter in code_options:
+                    rest = letters[position + 1 :]
+                    if rest:
+                        code.append(rest)
+                    elif index < len(args):
+                        code.append(args[index].text)
+                        index += 1
+                    break
+                if letter in valued:
+                    if position + 1 == len(letters) and index < len(args):
+                        index += 1
+                    break
+            continue
+        if not code:
+            return None  # a script file: the unit is decided as before
+        operands.append(word)
+    if not code:
+        return None
+    result = InlineCode()
+    program = "\n".join(code)
+    if _RUNS[key].search(program):
+        result.floor = f"the {name} code can run other programs or evaluate strings"
+    for match in _LITERAL.finditer(program):
+        literal = match.group(1) or match.group(2) or ""
+        if _names_path(literal):
+            result.operands.append(literal)
+    for word in operands:
+        if not word.static:
+            continue
+        if key in ("perl", "ruby"):
+            (result.writes if in_place else result.reads).append(word.text)
+        else:
+            result.operands.append(word.text)
+    return result
+
+
+def awk_paths(program: str) -> tuple[list[str], list[str]]:
+    """(operands, writes) of an awk program: path literals, `> "file"` targets."""
+    writes = [m.group(1) for m in _AWK_WRITE.finditer(program)]
+    operands = [
+        literal
+        for m in _LITERAL.finditer(program)
+        if (literal := m.group(1) or m.group(2) or "") and _names_path(literal)
+    ]
+    return [o for o in operands if o not in writes], writes
+
+
+def _names_path(literal: str) -> bool:
+    """A literal that may name a file: `/…`, `~…`, `./…`, or a dotfile-like `.env`."""
+    if " " in literal or len(literal) > 1024:
+        return False
+    return (
+        "/" in literal
+        or literal.startswith(("~", "."))
+        or bool(re.match(r"^[\w.-]+\.[A-Za-z0-9]{1,8}$", literal))
+    )
+
+
+# --- command languages -------------------------------------------------------------------
+
+_INTERACTIVE = frozenset({"ed", "red", "ex", "dc", "sftp", "ftp", "gnuplot", "psql", "mysql",
+                          "mariadb", "sqlite3", "sqlite", "duckdb", "bc", "jshell"})  # fmt: skip
+_ALWAYS = frozenset({"ed", "red", "ex", "dc"})  # their input is commands, `!` runs a shell
+_ESCAPE = {
+    "sqlite3": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
+    "sqlite": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
+    "duckdb": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
+    "psql": re.compile(r"\\!|\\o\s*\||\\copy|\\g\s*\||\\i|\\w|\\setenv|\\gexec"),
+    "mysql": re.compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
+    "mariadb": re.compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
+    "gnuplot": re.compile(r"\bsystem\b|!|`|\bload\b|\bshell\b|\bset\s+(?:output|print)"),
+    "sftp": re.compile(r"!"),
+    "ftp": re.compile(r"!"),
+    "bc": re.compile(r"$^"),
+    "jshell": re.compile(r"\bRuntime\b|\bProcessBuilder\b|/open"),
+}
+_BATCH_EDITOR = {
+    "vim": ("-e", "-E", "-es", "-Es", "-s", "--headless", "-u", "-S", "-c", "--cmd", "-x"),
+    "emacs": ("--batch", "-batch", "--script", "-l", "--load", "--eval", "-f", "--funcall",
+              "-x", "-u", "--user"),
+}  # fmt: skip
+_VIMS = ("vim", "vi", "nvim", "view", "vimdiff", "gvim", "rvim")
+_SCRIPT_FROM_STDIN = {  # program -> options whose value `-` (or /dev/stdin) is the script
+    "sed": ("-f", "--file"),
+    "gsed": ("-f", "--file"),
+    "make": ("-f", "--file", "--makefile"),
+    "gmake": ("-f", "--file", "--makefile"),
+    "awk": ("-f", "--file"),
+    "gawk": ("-f", "--file"),
+    "mawk": ("-f",),
+    "nawk": ("-f",),
+    "jq": ("-f", "--from-file"),
+}
+_STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+
+
+def command_language_floor(name: str, args: Sequence[Word], stdin: bool) -> str | None:
+    """Why this command's own command language may run a program, or None.
+
+    `stdin`: its standard input is a pipe, heredoc, here-string or file.
+    """
+    if name in _INTERACTIVE:
+        if name in _ALWAYS:
+            return f"{name} reads commands, which can run shell commands (`!`)"
+        pattern = _ESCAPE[name]
+        if any(w.text == "-cmd" or w.text == "-init" for w in args):
+            return f"{name} -cmd/-init runs {name} commands, which can run programs"
+        if any(not w.static for w in args) and name.startswith("sqlite"):
+            return f"{name} commands built at run time"
+        if any(pattern.search(w.text) for w in args[1:] if not w.text.startswith("-")) or (
+            name in ("sqlite3", "sqlite", "duckdb") and args and pattern.search(args[0].text)
+        ):
+            return f"a {name} command that can run programs or touch other files"
+        if stdin and name != "bc":
+            return f"{name} reads its commands from standard input"
+        return None
+    editor = "vim" if name in _VIMS else name if name in _BATCH_EDITOR else None
+    if editor is not None:
+        options = _BATCH_EDITOR[editor]
+        for word in args:
+            if (
+                word.text in options
+                or word.text.startswith(("-c", "--cmd", "--eval"))
+                or (editor == "vim" and word.text.startswith("+") and not word.text[1:].isdigit())
+            ):
+                return f"{name} {word.text} runs editor commands, which can run programs"
+        if stdin and editor == "vim" and any(w.text in ("-", "-s") for w in args):
+            return f"{name} reads commands from standard input"
+        return None
+    options = _SCRIPT_FROM_STDIN.get(name)
+    if options is not None:
+        for index, word in enumerate(args):
+            text = word.text
+            value: str | None = None
+            if text in options and index + 1 < len(args):
+                value = args[index + 1].text
+            elif text.startswith("--") and "=" in text and text.split("=", 1)[0] in options:
+                value = text.split("=", 1)[1]
+            elif len(text) > 2 and text[:2] in options and not text.startswith("--"):
+                value = text[2:]
+            if value in _STDIN_NAMES:
+                return f"{name} {text} takes its script from standard input"
+    return None
+
+
+COMMAND_LANGUAGE_NAMES = frozenset(
+    {*_INTERACTIVE, *_VIMS, *_BATCH_EDITOR, *_SCRIPT_FROM_STDIN, *_CODE_OPTIONS, *_NODE}
+)
