@@ -259,3 +259,26 @@ def test_pre_tool_use_internal_error_blocks(tmp_path) -> None:
     )
     assert (reply.code, reply.stdout) == (2, b"")
     assert "policy store exploded" in reply.stderr and "\n" not in reply.stderr
+
+
+def test_one_shot_tuning_gives_the_same_analysis_on_the_corpus(monkeypatch) -> None:
+    """The one-shot hook walks the syntax tree instead of compiling tree-sitter's query:
+    every corpus command must come out the same."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import askgate.policy.shell as shell
+    from askgate.adapters.claude_code import tune_for_one_shot
+
+    path = Path(__file__).parent / "data" / "bash_corpus.py"
+    spec = importlib.util.spec_from_file_location("askgate_bash_corpus_oneshot", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    commands = [case.command for case in module.CASES]
+    default = [shell.analyze(c) for c in commands]
+    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)  # restored after the test
+    tune_for_one_shot()
+    assert shell._BIG_TREE == 0
+    assert [shell.analyze(c) for c in commands] == default

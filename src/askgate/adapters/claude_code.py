@@ -157,10 +157,28 @@ def _hook_input_type() -> type:
 _HOOK_INPUT: type | None = None
 
 
+def import_msgspec_lean() -> Any:
+    """`msgspec`, imported without `typing_extensions` when nothing has loaded it yet.
+
+    msgspec only wants typing_extensions' `get_type_hints`, `Required` and `NotRequired`
+    and falls back to `typing`'s own (equivalent from Python 3.11 on); importing it costs
+    a one-shot hook process about a tenth of its run (with inspect, ast, dis, tokenize)."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        import msgspec
+
+        return msgspec
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]
+    try:
+        import msgspec
+    finally:
+        del sys.modules["typing_extensions"]  # anyone else may still import it for real
+    return msgspec
+
+
 def parse_input(data: bytes, process_cwd: str | None = None) -> Any:
     """The validated hook input; HookError (naming the event when known) otherwise."""
     global _HOOK_INPUT
-    import msgspec
+    msgspec = import_msgspec_lean()
 
     if len(data) > MAX_INPUT_BYTES:
         raise HookError(f"hook input is larger than {MAX_INPUT_BYTES} bytes")
@@ -304,17 +322,35 @@ def daemon_enabled(env: Mapping[str, str]) -> bool:
     return env.get("ASKGATE_DAEMON", "").lower() not in ("off", "0", "no", "false")
 
 
+def tune_for_one_shot() -> None:
+    """This process decides one call and exits: find a command's nodes by walking the
+    tree (microseconds) instead of compiling tree-sitter's query first (milliseconds, and
+    only worth it when many commands are parsed). Same nodes, same answers
+    (tests/test_hook_claude_code.py runs the bash corpus both ways)."""
+    try:
+        import askgate.policy.shell as shell
+
+        shell._BIG_TREE = 0
+    except Exception:  # an analyser without the knob: the default path is as correct
+        return
+
+
+def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+    tune_for_one_shot()
+    return respond(data, config_files=config_files, env=env)
+
+
 def answer(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
     """Through the resident daemon when one answers, else in-process (starting a daemon for
     the next call unless ASKGATE_DAEMON=off)."""
     if not daemon_enabled(env):
-        return respond(data, config_files=config_files, env=env)
+        return decide_in_process(data, config_files, env)
     from askgate.daemon import relay
 
     relayed = relay.relay(data, config_files, env)
     if isinstance(relayed, Reply):
         return relayed
-    reply = respond(data, config_files=config_files, env=env)
+    reply = decide_in_process(data, config_files, env)
     if relayed == relay.NO_DAEMON:
         relay.start_detached(env)
     return reply
