@@ -76,3 +76,10 @@ def policy_for(project, home, rules: list[tuple], **kwargs) -> Policy:
     ]
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
     return Policy(built, project_root=str(project), env=env, **kwargs)
+
+
+# Hooks run by tests decide in-process: a resident daemon started by one test must not
+# outlive it (tests of the daemon give each one its own runtime directory and turn it on).
+import os as _os  # noqa: E402
+
+_os.environ.setdefault("ASKGATE_DAEMON", "off")

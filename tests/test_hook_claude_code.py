@@ -158,3 +158,127 @@ def test_missing_policy_file_is_named_in_the_ask(tmp_path) -> None:
     assert out["permissionDecision"] == "ask"
     assert "failed to load" in out["permissionDecisionReason"]
     assert "nope.toml" in out["permissionDecisionReason"]
+
+
+# --- PermissionRequest (agent-hooks.md §1.4) ------------------------------------------------
+
+
+def permission_payload(tmp_path, tool="Bash", **tool_input) -> dict:
+    payload = hook_payload(tmp_path, tool, **tool_input)
+    payload["hook_event_name"] = "PermissionRequest"
+    del payload["tool_use_id"]  # PermissionRequest input has none
+    payload["permission_suggestions"] = [
+        {"type": "addRules", "rules": [{"toolName": tool}], "behavior": "allow"}
+    ]
+    return payload
+
+
+def test_permission_request_allow(tmp_path) -> None:
+    proc = run_hook(permission_payload(tmp_path, command="git status"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow"},
+        }
+    }
+    [record] = [json.loads(x) for x in (tmp_path / "review.jsonl").read_text().splitlines()]
+    assert record["event"] == "decision" and record["resolution"] == "policy_allow"
+
+
+def test_permission_request_deny_carries_the_reason(tmp_path) -> None:
+    proc = run_hook(permission_payload(tmp_path, command="rm -rf /"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PermissionRequest"
+    assert out["decision"]["behavior"] == "deny"
+    assert "never" in out["decision"]["message"]
+    assert set(out["decision"]) == {"behavior", "message"}
+
+
+def test_permission_request_ask_leaves_the_prompt_to_claude(tmp_path) -> None:
+    """An ask answers nothing (exit 0, empty stdout): Claude Code shows its own prompt."""
+    proc = run_hook(permission_payload(tmp_path, command="make deploy"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+    [record] = [json.loads(x) for x in (tmp_path / "review.jsonl").read_text().splitlines()]
+    assert record["event"] == "ask_delegated"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "args"),
+    [
+        pytest.param(lambda p: p.pop("tool_name"), (), id="missing-tool-name"),
+        pytest.param(lambda p: p.update(tool_input="rm -rf /"), (), id="tool-input-not-object"),
+        pytest.param(lambda p: p.update(cwd=42), (), id="cwd-not-string"),
+        pytest.param(lambda p: None, ("--confg", "x.toml"), id="unknown-argument"),
+        pytest.param(lambda p: p["tool_input"].update(file_path=42), (), id="bad-file-path"),
+    ],
+)
+def test_permission_request_errors_print_a_deny(tmp_path, mutate, args) -> None:
+    """Claude Code ignores exit 2 for PermissionRequest: every failure is a deny decision."""
+    payload = permission_payload(tmp_path, tool="Read", file_path="/etc/hostname")
+    mutate(payload)
+    proc = run_hook(payload, tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PermissionRequest"
+    assert out["decision"]["behavior"] == "deny"
+    assert out["decision"]["message"].startswith(("askgate", "malformed tool input"))
+
+
+def test_permission_request_internal_error_is_a_deny(tmp_path) -> None:
+    from askgate.adapters.claude_code import respond
+
+    def exploding_loader(*_args):
+        raise RuntimeError("policy store exploded")
+
+    payload = json.dumps(permission_payload(tmp_path, command="git status")).encode()
+    reply = respond(
+        payload,
+        env={"HOME": str(tmp_path), "ASKGATE_AUDIT_LOG": "off"},
+        policy_loader=exploding_loader,
+    )
+    assert reply.code == 0
+    out = json.loads(reply.stdout)["hookSpecificOutput"]
+    assert out["decision"]["behavior"] == "deny"
+    assert "policy store exploded" in out["decision"]["message"]
+
+
+def test_pre_tool_use_internal_error_blocks(tmp_path) -> None:
+    from askgate.adapters.claude_code import respond
+
+    def exploding_loader(*_args):
+        raise RuntimeError("policy store exploded")
+
+    payload = json.dumps(hook_payload(tmp_path, command="git status")).encode()
+    reply = respond(
+        payload,
+        env={"HOME": str(tmp_path), "ASKGATE_AUDIT_LOG": "off"},
+        policy_loader=exploding_loader,
+    )
+    assert (reply.code, reply.stdout) == (2, b"")
+    assert "policy store exploded" in reply.stderr and "\n" not in reply.stderr
+
+
+def test_one_shot_tuning_gives_the_same_analysis_on_the_corpus(monkeypatch) -> None:
+    """The one-shot hook walks the syntax tree instead of compiling tree-sitter's query:
+    every corpus command must come out the same."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import askgate.policy.shell as shell
+    from askgate.adapters.claude_code import tune_for_one_shot
+
+    path = Path(__file__).parent / "data" / "bash_corpus.py"
+    spec = importlib.util.spec_from_file_location("askgate_bash_corpus_oneshot", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    commands = [case.command for case in module.CASES]
+    default = [shell.analyze(c) for c in commands]
+    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)  # restored after the test
+    tune_for_one_shot()
+    assert shell._BIG_TREE == 0
+    assert [shell.analyze(c) for c in commands] == default

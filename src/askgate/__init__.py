@@ -11,7 +11,7 @@ process does) stays cheap:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not `typing`: every hook process imports this package
 
 __version__ = "0.1.0"
 
@@ -57,6 +57,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from askgate.audit import AuditLog
     from askgate.events import EventBus
     from askgate.gate import Gate

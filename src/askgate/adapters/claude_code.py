@@ -1,88 +1,271 @@
-"""Claude Code PreToolUse command hook: `askgate hook claude-code`.
+"""Claude Code hooks: `askgate hook claude-code` for PreToolUse and PermissionRequest.
 
-Reads the hook's JSON from stdin, decides, prints the hook's JSON on stdout:
+Reads the hook's JSON from stdin, decides, prints the hook's JSON on stdout.
+
+PreToolUse (every tool call):
 
 * policy allow (or a yolo / infrastructure-read allow) -> ``permissionDecision: "allow"``
 * policy deny -> ``"deny"`` with the reason (Claude shows it to the model)
 * ask -> ``"ask"``: Claude Code shows its own permission prompt (in ``-p`` mode, where no
   prompt exists, Claude Code denies the call)
+* any failure -> exit 2 with one line on stderr, nothing on stdout (exit 2 blocks the call;
+  before 2.1.214 exit 2 with unparseable JSON on stdout did not)
 
-Any failure (unreadable input, wrong event, internal error) exits 2 with a one-line reason on
-stderr: for PreToolUse, exit 2 blocks the call. Exit 1 or a crash would let the tool run, so
-nothing here may raise past `main`.
+PermissionRequest (only when Claude Code would show its own prompt):
+
+* allow -> ``{"decision": {"behavior": "allow"}}``
+* deny -> ``{"decision": {"behavior": "deny", "message": reason}}``
+* ask -> no output, exit 0: Claude Code's own prompt shows (no approval server here)
+* any failure, once the input is known to be a PermissionRequest -> a deny decision on
+  stdout and exit 0, because Claude Code does not honour exit 2 for this event
+
+This module imports only `os` and `sys` at the top: `main` first tries the resident daemon
+through the relay (askgate.daemon.relay), and only the in-process path loads the policy
+machinery. `respond` is the one decision function; the daemon calls it too, so every path
+gives byte-identical answers and writes the same audit line.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-import msgspec
+TYPE_CHECKING = False  # not `typing`: the relay path must stay this lean
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    from askgate.policy.engine import Policy
+
+    # (cwd, config_files, agent, env) -> Policy; the daemon passes a cached loader.
+    PolicyLoader = Callable[[str, Sequence[str], str | None, Mapping[str, str]], Policy]
 
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 MAX_REASON = 9_000  # Claude Code caps hook output strings at 10,000 characters
-
-
-class HookInput(msgspec.Struct, kw_only=True):
-    hook_event_name: str
-    tool_name: str
-    tool_input: dict[str, Any]
-    cwd: str
-    session_id: str | None = None
-    tool_use_id: str | None = None
-    agent_type: str | None = None
-    agent_id: str | None = None
-    permission_mode: str | None = None
+MAX_ERROR_LINE = 2_000
+PRE_TOOL_USE = "PreToolUse"
+PERMISSION_REQUEST = "PermissionRequest"
+EVENTS = (PRE_TOOL_USE, PERMISSION_REQUEST)
+BLOCK = 2
 
 
 class HookError(Exception):
-    """A reason to block the call (exit 2)."""
+    """A reason to block the call; `event` is the hook event when it is known."""
+
+    def __init__(self, message: str, event: str = PRE_TOOL_USE) -> None:
+        super().__init__(message)
+        self.event = event
 
 
-def parse_input(data: bytes) -> HookInput:
+class Reply:
+    """What the hook process does: exit code, stdout bytes, one stderr line (or none)."""
+
+    __slots__ = ("code", "stderr", "stdout")
+
+    def __init__(self, code: int, stdout: bytes = b"", stderr: str = "") -> None:
+        self.code = code
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reply) and (self.code, self.stdout, self.stderr) == (
+            other.code,
+            other.stdout,
+            other.stderr,
+        )
+
+    def __repr__(self) -> str:
+        return f"Reply({self.code}, {self.stdout!r}, {self.stderr!r})"
+
+
+def one_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
+    return " ".join(text.split())[:limit]
+
+
+def _dumps(body: Mapping[str, Any]) -> bytes:
+    import json
+
+    return (
+        json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "backslashreplace"
+        )
+        + b"\n"
+    )
+
+
+def pre_tool_use_output(decision: str, reason: str) -> bytes:
+    return _dumps(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": PRE_TOOL_USE,
+                "permissionDecision": decision,
+                "permissionDecisionReason": reason[:MAX_REASON],
+            }
+        }
+    )
+
+
+def permission_request_output(behavior: str, message: str | None = None) -> bytes:
+    decision: dict[str, str] = {"behavior": behavior}
+    if message is not None:
+        decision["message"] = message[:MAX_REASON]
+    return _dumps(
+        {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": decision}}
+    )
+
+
+def failure(event: str, text: str) -> Reply:
+    """Block: exit 2 for PreToolUse; a deny decision for PermissionRequest."""
+    line = one_line(text)
+    if event == PERMISSION_REQUEST:
+        return Reply(0, permission_request_output("deny", line))
+    return Reply(BLOCK, b"", line)
+
+
+def sniff_event(data: bytes) -> str:
+    """The hook event of `data` when it is a JSON object naming one, else PreToolUse (whose
+    failure is exit 2 with nothing on stdout, the safe answer when nothing is known)."""
+    import json
+
+    try:
+        event = json.loads(data).get("hook_event_name")
+    except Exception:
+        return PRE_TOOL_USE
+    return PERMISSION_REQUEST if event == PERMISSION_REQUEST else PRE_TOOL_USE
+
+
+# --- deciding (in-process, and inside the daemon) -----------------------------------------
+
+
+def _hook_input_type() -> type:
+    import msgspec
+
+    class HookInput(msgspec.Struct, kw_only=True):
+        hook_event_name: str
+        tool_name: str
+        tool_input: dict  # str -> any JSON value (annotations resolve in module globals)
+        cwd: str
+        session_id: str | None = None
+        tool_use_id: str | None = None
+        agent_type: str | None = None
+        agent_id: str | None = None
+        permission_mode: str | None = None
+
+    return HookInput
+
+
+_HOOK_INPUT: type | None = None
+
+
+def import_msgspec_lean() -> Any:
+    """`msgspec`, imported without `typing_extensions` when nothing has loaded it yet.
+
+    msgspec only wants typing_extensions' `get_type_hints`, `Required` and `NotRequired`
+    and falls back to `typing`'s own (equivalent from Python 3.11 on); importing it costs
+    a one-shot hook process about a tenth of its run (with inspect, ast, dis, tokenize)."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        import msgspec
+
+        return msgspec
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]
+    try:
+        import msgspec
+    finally:
+        del sys.modules["typing_extensions"]  # anyone else may still import it for real
+    return msgspec
+
+
+def parse_input(data: bytes, process_cwd: str | None = None) -> Any:
+    """The validated hook input; HookError (naming the event when known) otherwise."""
+    global _HOOK_INPUT
+    msgspec = import_msgspec_lean()
+
     if len(data) > MAX_INPUT_BYTES:
         raise HookError(f"hook input is larger than {MAX_INPUT_BYTES} bytes")
     try:
-        hook = msgspec.json.decode(data, type=HookInput)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise HookError(f"hook input is not a PreToolUse JSON object: {exc}") from None
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise HookError(f"hook input is not JSON: {exc}") from None
     except RecursionError:
         raise HookError("hook input is JSON nested too deeply") from None
-    if hook.hook_event_name != "PreToolUse":
+    if not isinstance(raw, dict):
+        raise HookError("hook input is not a JSON object")
+    event = raw.get("hook_event_name")
+    if event not in EVENTS:
         raise HookError(
-            f"askgate hook claude-code handles PreToolUse only, got {hook.hook_event_name!r}"
+            f"askgate hook claude-code handles PreToolUse and PermissionRequest, got {event!r}"
         )
+    if _HOOK_INPUT is None:
+        _HOOK_INPUT = _hook_input_type()
+    try:
+        hook = msgspec.convert(raw, _HOOK_INPUT)
+    except msgspec.ValidationError as exc:
+        raise HookError(f"hook input is not a {event} object: {exc}", event) from None
     if not os.path.isabs(hook.cwd):
-        hook.cwd = os.path.abspath(hook.cwd)
+        # Relative to the hook process (what Claude Code would mean), never the daemon's.
+        hook.cwd = os.path.normpath(os.path.join(process_cwd or os.getcwd(), hook.cwd))
     return hook
 
 
-def output(decision: str, reason: str) -> bytes:
-    body = {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": reason[:MAX_REASON],
-        }
-    }
-    return msgspec.json.encode(body) + b"\n"
+def load_policy(
+    cwd: str, config_files: Sequence[str], agent: str | None, env: Mapping[str, str]
+) -> Policy:
+    from askgate.policy.engine import Policy
+
+    return Policy.load(cwd, config_files=config_files, agent=agent, env=env)
 
 
-def run(
-    data: bytes, *, config_files: Sequence[str] = (), env: Mapping[str, str] | None = None
-) -> bytes:
-    """Decide one hook call; returns stdout bytes or raises HookError."""
-    from askgate.audit import AuditLog, default_log_path
+def respond(
+    data: bytes,
+    *,
+    config_files: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    process_cwd: str | None = None,
+    policy_loader: PolicyLoader | None = None,
+) -> Reply:
+    """Decide one hook call. Never raises: every failure is the event's blocking reply.
+
+    `config_files` must already be absolute (relative to the hook process, not to the
+    cwd the agent reports: see `main`)."""
+    try:
+        return _respond(
+            data,
+            config_files,
+            os.environ if env is None else env,
+            process_cwd,
+            policy_loader or load_policy,
+        )
+    except HookError as exc:
+        return failure(exc.event, f"askgate: blocked: {exc}")
+    except BaseException as exc:  # fail closed, whatever it was
+        return failure(sniff_event(data), f"askgate: blocked by an internal error: {exc!r}")
+
+
+def _respond(
+    data: bytes,
+    config_files: Sequence[str],
+    env: Mapping[str, str],
+    process_cwd: str | None,
+    policy_loader: PolicyLoader,
+) -> Reply:
+    hook = parse_input(data, process_cwd)
+    event = hook.hook_event_name
+    try:
+        return _decide(hook, config_files, env, policy_loader)
+    except BaseException as exc:
+        return failure(event, f"askgate: blocked by an internal error: {exc!r}")
+
+
+def _decide(
+    hook: Any, config_files: Sequence[str], env: Mapping[str, str], policy_loader: PolicyLoader
+) -> Reply:
+    from askgate.audit import AuditLog, default_log_path, delegated_record
     from askgate.gate import Gate, Pending
     from askgate.locations import review_log_disabled
     from askgate.outcome import ToolRequest
-    from askgate.policy.engine import Policy
 
-    hook = parse_input(data)
-    env = os.environ if env is None else env
-    policy = Policy.load(hook.cwd, config_files=config_files, agent=hook.agent_type, env=env)
+    event = hook.hook_event_name
+    policy = policy_loader(hook.cwd, config_files, hook.agent_type, env)
     # "off" cannot silence the log while a managed policy file exists (askgate.locations).
     audit = None if review_log_disabled(env) else AuditLog(default_log_path(env))
     gate = Gate(policy, audit=audit, session=hook.session_id)
@@ -99,39 +282,97 @@ def run(
         # Claude Code asks its user itself; its answer never reaches us, so nothing is
         # recorded as an outcome here (the ask is logged as delegated).
         if audit is not None:
-            from askgate.audit import delegated_record
-
             audit.write(delegated_record(result, to="claude-code"))
+        if event == PERMISSION_REQUEST:
+            return Reply(0)  # no decision: Claude Code shows its own prompt
         reason = result.decision.reason
         if policy.errors and not result.decision.clamped:
             reason = f"a policy file failed to load ({policy.errors[0]}); {reason}"
-        return output("ask", f"askgate: {reason}")
+        return Reply(0, pre_tool_use_output("ask", f"askgate: {reason}"))
     gate.publish(result, request)
+    if event == PERMISSION_REQUEST:
+        if result.allowed:
+            return Reply(0, permission_request_output("allow"))
+        return Reply(0, permission_request_output("deny", result.reason))
     if result.allowed:
-        return output("allow", f"askgate: {result.reason}")
-    return output("deny", result.reason)
+        return Reply(0, pre_tool_use_output("allow", f"askgate: {result.reason}"))
+    return Reply(0, pre_tool_use_output("deny", result.reason))
 
 
-def main(argv: Sequence[str]) -> int:
+# --- the hook process ---------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str]) -> tuple[list[str], str | None]:
+    """(absolute config files, error). A relative `--config` is relative to this process's
+    cwd, like every command-line file argument, and never to the cwd the agent reports
+    (a directory the agent can write)."""
     config_files: list[str] = []
     args = list(argv)
     while args:
         arg = args.pop(0)
         if arg == "--config" and args:
-            config_files.append(args.pop(0))
+            value = args.pop(0)
         elif arg.startswith("--config="):
-            config_files.append(arg.split("=", 1)[1])
+            value = arg.split("=", 1)[1]
         else:
-            print(f"askgate hook claude-code: unknown argument {arg!r}", file=sys.stderr)
-            return 2
+            return [], f"askgate hook claude-code: unknown argument {arg!r}"
+        config_files.append(os.path.abspath(value) if value else value)
+    return config_files, None
+
+
+def daemon_enabled(env: Mapping[str, str]) -> bool:
+    return env.get("ASKGATE_DAEMON", "").lower() not in ("off", "0", "no", "false")
+
+
+def tune_for_one_shot() -> None:
+    """This process decides one call and exits: find a command's nodes by walking the
+    tree (microseconds) instead of compiling tree-sitter's query first (milliseconds, and
+    only worth it when many commands are parsed). Same nodes, same answers
+    (tests/test_hook_claude_code.py runs the bash corpus both ways)."""
+    try:
+        import askgate.policy.shell as shell
+
+        shell._BIG_TREE = 0
+    except Exception:  # an analyser without the knob: the default path is as correct
+        return
+
+
+def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+    tune_for_one_shot()
+    return respond(data, config_files=config_files, env=env)
+
+
+def answer(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+    """Through the resident daemon when one answers, else in-process (starting a daemon for
+    the next call unless ASKGATE_DAEMON=off)."""
+    if not daemon_enabled(env):
+        return decide_in_process(data, config_files, env)
+    from askgate.daemon import relay
+
+    relayed = relay.relay(data, config_files, env)
+    if isinstance(relayed, Reply):
+        return relayed
+    reply = decide_in_process(data, config_files, env)
+    if relayed == relay.NO_DAEMON:
+        relay.start_detached(env)
+    return reply
+
+
+def main(argv: Sequence[str]) -> int:
+    config_files, arg_error = parse_args(argv)
     try:
         data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        sys.stdout.buffer.write(run(data, config_files=config_files))
-        sys.stdout.buffer.flush()
-        return 0
-    except HookError as exc:
-        print(f"askgate: blocked: {exc}", file=sys.stderr)
-        return 2
     except BaseException as exc:
-        print(f"askgate: blocked by an internal error: {exc!r}"[:2000], file=sys.stderr)
-        return 2
+        reply = failure(PRE_TOOL_USE, f"askgate: blocked: cannot read the hook input: {exc!r}")
+    else:
+        if arg_error is not None:
+            reply = failure(sniff_event(data), arg_error)
+        else:
+            reply = answer(data, config_files, os.environ)
+    if reply.stdout:
+        sys.stdout.buffer.write(reply.stdout)
+        sys.stdout.buffer.flush()
+    if reply.stderr:
+        sys.stderr.write(reply.stderr + "\n")
+        sys.stderr.flush()
+    return reply.code

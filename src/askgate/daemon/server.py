@@ -1,0 +1,417 @@
+"""The resident decider: one process per user, policies compiled and the bash parser warm.
+
+Two listeners, one decision function (askgate.adapters.claude_code.respond):
+
+* a Unix socket (0600, in a 0700 directory; the peer's uid checked with SO_PEERCRED) for
+  the command hook's relay, which sends its environment, config files and stdin;
+* HTTP on 127.0.0.1 for Claude Code's `type: "http"` hooks, authenticated by a per-user
+  secret in the `X-Askgate-Secret` header (wrong or missing -> 401). HTTP requests are
+  decided with the daemon's own environment.
+
+Never a stale decision: every request rereads the bytes of each file its policy was built
+from (policy files, the managed file, the trust store) and the project root, and rebuilds
+the policy when anything differs (`PolicyCache`). Decisions run one at a time under a lock
+(each takes about a millisecond), so nothing in the policy or parser is shared between
+threads. The daemon exits after `idle_exit_s` without a request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hmac
+import json
+import os
+import secrets
+import socket
+import struct
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from askgate.adapters import claude_code
+from askgate.adapters.claude_code import Reply
+from askgate.daemon import paths, protocol
+
+SECRET_HEADER = "x-askgate-secret"
+HOOK_PATH = "/hook/claude-code"
+IDLE_EXIT_S = 30 * 60
+CACHE_SIZE = 32
+MAX_POLICY_FILE = 4 * 1024 * 1024
+CONNECTION_TIMEOUT_S = 30.0
+
+
+# --- the policy cache ---------------------------------------------------------------------
+
+
+def _read(path: str) -> bytes | None:
+    """The bytes of `path` (None when absent); reading never follows into a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return b"\0unreadable:" + str(exc.errno).encode()
+    try:
+        return os.read(fd, MAX_POLICY_FILE + 1)
+    except OSError as exc:
+        return b"\0unreadable:" + str(exc.errno).encode()
+    finally:
+        os.close(fd)
+
+
+def watched_files(cwd: str, config_files: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """Every file a policy for `cwd` is built from, as the loader finds them."""
+    from askgate.policy.config import discover_paths, managed_policy_path
+    from askgate.policy.trust import trust_store_path
+
+    files = list(config_files) or [path for _, path in discover_paths(cwd, env)]
+    files.append(managed_policy_path(env))
+    with contextlib.suppress(ValueError):
+        files.append(trust_store_path(env))
+    return files
+
+
+class PolicyCache:
+    """Compiled policies keyed by (project root, config files, agent, environment), each
+    kept only while the bytes of every file it came from are unchanged."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self.size = size
+        self._entries: OrderedDict[Any, tuple[tuple[Any, ...], Any]] = OrderedDict()
+        self.loads = 0  # policies built (for status and tests)
+
+    def load(
+        self, cwd: str, config_files: Sequence[str], agent: str | None, env: Mapping[str, str]
+    ) -> Any:
+        from askgate.policy.config import find_project_root
+
+        root = find_project_root(cwd)
+        key = (root, tuple(config_files), agent, tuple(sorted(env.items())))
+        files = watched_files(cwd, config_files, env)
+        fingerprint = tuple((path, _read(path)) for path in files)
+        cached = self._entries.get(key)
+        if cached is not None and cached[0] == fingerprint:
+            self._entries.move_to_end(key)
+            return cached[1]
+        policy = claude_code.load_policy(cwd, config_files, agent, env)
+        self.loads += 1
+        self._entries[key] = (fingerprint, policy)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return policy
+
+
+# --- the daemon ---------------------------------------------------------------------------
+
+
+def load_or_create_secret(env: Mapping[str, str]) -> str:
+    """The per-user HTTP secret, created 0600 (in a 0700 directory) on first use."""
+    path = paths.secret_path(env)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return _read_secret(path)
+    secret = secrets.token_urlsafe(32)
+    try:
+        os.write(fd, secret.encode() + b"\n")
+    finally:
+        os.close(fd)
+    return secret
+
+
+def _read_secret(path: str) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise PermissionError(f"{path} must be owned by you and mode 0600")
+        secret = os.read(fd, 4096).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    if len(secret) < 32:
+        raise PermissionError(f"{path} holds no usable secret; delete it to make a new one")
+    return secret
+
+
+def peer_uid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+class AlreadyRunning(Exception):
+    """Another daemon holds the lock for this runtime directory."""
+
+
+class Daemon:
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        *,
+        port: int | None = None,
+        http: bool = True,
+        idle_exit_s: float = IDLE_EXIT_S,
+    ) -> None:
+        self.env: dict[str, str] = dict(os.environ if env is None else env)
+        self.port = port
+        self.http = http
+        self.idle_exit_s = idle_exit_s
+        self.cache = PolicyCache()
+        self.lock = threading.Lock()  # one decision at a time
+        self.stopping = threading.Event()
+        self.last_request = time.monotonic()
+        self.started = time.time()
+        self.requests = 0
+        self.version = claude_code_version()
+        self.secret = ""
+        self._listeners: list[socket.socket] = []
+        self._lock_fd: int | None = None
+        self.socket_path = paths.socket_path(self.env)
+
+    # -- lifecycle --
+
+    def bind(self) -> None:
+        """Take the lock, bind both listeners, write the state file. AlreadyRunning when
+        another daemon serves this runtime directory."""
+        directory = paths.ensure_private_dir(paths.runtime_dir(self.env))
+        lock_fd = os.open(os.path.join(directory, paths.LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_fd)
+            raise AlreadyRunning(directory) from None
+        self._lock_fd = lock_fd
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.socket_path)  # a dead daemon's socket: we hold the lock now
+        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            unix.bind(self.socket_path)
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.socket_path, 0o600)
+        unix.listen(64)
+        self._listeners.append(unix)
+        if self.http:
+            self.secret = load_or_create_secret(self.env)
+            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            tcp.bind(("127.0.0.1", default_port() if self.port is None else self.port))
+            tcp.listen(64)
+            self.port = tcp.getsockname()[1]
+            self._listeners.append(tcp)
+        self._write_state()
+
+    def _write_state(self) -> None:
+        state = {
+            "pid": os.getpid(),
+            "port": self.port if self.http else None,
+            "socket": self.socket_path,
+            "version": self.version,
+            "started": self.started,
+        }
+        path = os.path.join(paths.runtime_dir(self.env), paths.STATE_NAME)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, path)
+
+    def warm(self) -> None:
+        """Load the bash parser and the decision path before the first call needs them."""
+        with contextlib.suppress(Exception):
+            from askgate.policy.shell import analyze
+
+            analyze("git status && echo warm > /dev/null")
+        with contextlib.suppress(Exception):
+            import askgate.audit
+            import askgate.gate  # noqa: F401
+
+    def serve_forever(self) -> None:
+        threads = [
+            threading.Thread(target=self._accept, args=(listener,), daemon=True)
+            for listener in self._listeners
+        ]
+        for thread in threads:
+            thread.start()
+        while not self.stopping.wait(timeout=min(5.0, self.idle_exit_s)):
+            if time.monotonic() - self.last_request > self.idle_exit_s:
+                break
+        self.close()
+
+    def close(self) -> None:
+        self.stopping.set()
+        for listener in self._listeners:
+            with contextlib.suppress(OSError):
+                listener.close()
+        with contextlib.suppress(OSError):
+            # Only our own socket: a newer daemon may have bound the path after we let go.
+            if self._lock_fd is not None:
+                os.unlink(self.socket_path)
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(paths.runtime_dir(self.env), paths.STATE_NAME))
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _accept(self, listener: socket.socket) -> None:
+        is_unix = listener.family == socket.AF_UNIX
+        while not self.stopping.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            handler = self._serve_relay if is_unix else self._serve_http
+            threading.Thread(target=handler, args=(conn,), daemon=True).start()
+
+    # -- deciding --
+
+    def decide(
+        self,
+        data: bytes,
+        *,
+        config_files: Sequence[str],
+        env: Mapping[str, str],
+        process_cwd: str | None,
+    ) -> Reply:
+        self.last_request = time.monotonic()
+        with self.lock:
+            self.requests += 1
+            return claude_code.respond(
+                data,
+                config_files=config_files,
+                env=env,
+                process_cwd=process_cwd,
+                policy_loader=self.cache.load,
+            )
+
+    # -- the relay (Unix socket) --
+
+    def _serve_relay(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.settimeout(CONNECTION_TIMEOUT_S)
+                if peer_uid(conn) != os.getuid():
+                    return  # another user: no answer at all
+                request = self._read_relay(conn)
+                if request is None:
+                    return
+                conn.sendall(self._relay_reply(*request))
+                if request[0] == b"stop":
+                    self.stopping.set()  # after the answer: the process exits right away
+            except (OSError, protocol.ProtocolError):
+                return
+
+    def _read_relay(self, conn: socket.socket) -> tuple[bytes, list[bytes], bytes] | None:
+        buf = b""
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return protocol.decode_request(buf)
+            buf += chunk
+            request = protocol.decode_request(buf)
+            if request is not None:
+                return request
+
+    def _relay_reply(self, op: bytes, raw_fields: list[bytes], body: bytes) -> bytes:
+        fields = protocol.fields_of(raw_fields)
+        if op == b"ping":
+            return protocol.encode_reply(0, self.status_text().encode(), b"")
+        if op == b"stop":
+            return protocol.encode_reply(0, b"stopping\n", b"")
+        if fields.get(b"version") != [self.version.encode()]:
+            # Another askgate than ours: let it decide in-process, and make room for a
+            # daemon of its version.
+            self.stopping.set()
+            raise protocol.ProtocolError("version mismatch")
+        env: dict[str, str] = {}
+        for item in fields.get(b"env", []):
+            key, _, value = item.partition(b"=")
+            env[os.fsdecode(key)] = os.fsdecode(value)
+        cwd = fields.get(b"cwd")
+        reply = self.decide(
+            body,
+            config_files=[os.fsdecode(p) for p in fields.get(b"config", [])],
+            env=env,
+            process_cwd=os.fsdecode(cwd[0]) if cwd else None,
+        )
+        return protocol.encode_reply(reply.code, reply.stdout, reply.stderr.encode())
+
+    # -- HTTP (Claude Code http hooks) --
+
+    def _serve_http(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(CONNECTION_TIMEOUT_S)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            buf = b""
+            try:
+                while not self.stopping.is_set():
+                    parsed = protocol.decode_http(buf)
+                    if parsed is None:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            return
+                        buf += chunk
+                        continue
+                    request, used = parsed
+                    buf = buf[used:]
+                    status, body = self.http_answer(request)
+                    conn.sendall(protocol.encode_http(status, body, keep_alive=request.keep_alive))
+                    if not request.keep_alive:
+                        return
+            except protocol.ProtocolError as exc:
+                body = json.dumps({"error": str(exc)}).encode()
+                with contextlib.suppress(OSError):
+                    conn.sendall(protocol.encode_http(400, body, keep_alive=False))
+            except OSError:
+                return
+
+    def http_answer(self, request: protocol.HttpRequest) -> tuple[int, bytes]:
+        given = request.headers.get(SECRET_HEADER, "")
+        if not self.secret or not hmac.compare_digest(given.encode(), self.secret.encode()):
+            return 401, b'{"error": "missing or wrong X-Askgate-Secret"}'
+        if request.target.split("?", 1)[0] != HOOK_PATH:
+            return 404, b'{"error": "not found"}'
+        if request.method != "POST":
+            return 405, b'{"error": "POST only"}'
+        reply = self.decide(request.body, config_files=(), env=self.env, process_cwd=None)
+        return 200, http_body(reply, request.body)
+
+    def status_text(self) -> str:
+        return (
+            f"pid={os.getpid()}\nport={self.port if self.http else ''}\n"
+            f"socket={self.socket_path}\nversion={self.version}\n"
+            f"uptime={time.time() - self.started:.0f}\nrequests={self.requests}\n"
+            f"policies_loaded={self.cache.loads}\n"
+        )
+
+
+def http_body(reply: Reply, data: bytes) -> bytes:
+    """An http hook cannot block by exit code: a blocking reply becomes the event's deny
+    decision; "no decision" (a PermissionRequest ask) becomes an empty JSON object."""
+    if reply.code == claude_code.BLOCK:
+        event = claude_code.sniff_event(data)
+        if event == claude_code.PERMISSION_REQUEST:
+            return claude_code.permission_request_output("deny", reply.stderr)
+        return claude_code.pre_tool_use_output("deny", reply.stderr)
+    return reply.stdout or b"{}\n"
+
+
+def claude_code_version() -> str:
+    import askgate
+
+    return askgate.__version__
+
+
+def default_port() -> int:
+    """`$ASKGATE_DAEMON_PORT`, else a per-user port (47000 + uid % 1000), so two users of
+    one machine rarely collide (a collision fails closed: the other daemon answers 401)."""
+    configured = os.environ.get("ASKGATE_DAEMON_PORT", "")
+    if configured.isdigit() and 0 <= int(configured) < 65536:
+        return int(configured)
+    return 47000 + os.getuid() % 1000

@@ -1,0 +1,385 @@
+"""`askgate import claude-code [SETTINGS...] [-o FILE]`: Claude Code's permissions as an
+askgate policy file that decides the same way.
+
+Claude Code's `permissions` (`allow`, `ask`, `deny`, `defaultMode`,
+`additionalDirectories`) are read from each SETTINGS file (default: the user file, then
+the project's `.claude/settings.json` and `.claude/settings.local.json`, those that
+exist). What each rule kind becomes:
+
+| Claude Code                      | askgate                                             |
+|----------------------------------|-----------------------------------------------------|
+| `Bash`, `Bash(*)`                | `[bash] "*"`                                        |
+| `Bash(npm run test:*)`           | `[bash] "npm run test *"` (legacy `:*` = ` *`)     |
+| `Bash(git status)`, `Bash(a * b)`| `[bash]` the same text (`*` spans anything in both) |
+| `Read(//abs)`, `Read(~/x)`       | `[read] "/abs"`, `"~/x"`                           |
+| `Read(/x)`, `Read(./x)`, `Read(x)`| `[read] "x"` (relative to the project root)        |
+| `Read`, `Edit` (whole tool)      | `[read] "/**"`, `[write] "/**"`                    |
+| `Edit(path)`                     | `[write]` path, converted as for Read              |
+| `mcp__server__tool`, `mcp__server`| `[mcp] "server:tool"`, `"server:*"`               |
+| any other whole tool (`WebFetch`)| `[tool] "WebFetch"`                                 |
+| `additionalDirectories`          | `extra_directories`                                 |
+| `defaultMode: dontAsk`           | `default = "deny"`                                  |
+| `defaultMode: bypassPermissions` | `yolo = true` (asks become allow; denies stay)      |
+| `defaultMode: acceptEdits`       | `[write] "**" = "allow"` plus each added directory  |
+
+Claude Code evaluates deny, then ask, then allow, and the first match wins, so an allow
+can never carve an exception out of a deny; in askgate a narrower rule overrides a wider
+one. So a rule nested inside a stricter rule of the same surface (`allow Bash(git status)`
+under `deny Bash(git *)`) is left out, and listed: Claude Code would never apply it.
+
+Not expressible (listed with the reason, never guessed): `WebFetch(domain:…)` and other
+specifiers askgate has no surface for, `Write(path)` (Claude Code ignores path rules on
+Write), a `?` in a Bash rule (a literal in Claude Code, a wildcard in askgate),
+`defaultMode` `plan` and `auto`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+ACTIONS = ("allow", "ask", "deny")
+STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+SURFACE_ORDER = ("tool", "bash", "read", "write", "mcp")
+READ_TOOLS = ("Read",)
+EDIT_TOOLS = ("Edit",)
+PATHLESS_FILE_TOOLS = ("Write", "MultiEdit", "NotebookEdit")
+_RULE = re.compile(r"^([A-Za-z0-9_\-]+)(?:\((.*)\))?$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Converted:
+    surface: str
+    pattern: str
+    action: str
+    rule: str  # the Claude Code rule it came from
+    source: str  # settings file
+
+
+@dataclass(frozen=True)
+class Skipped:
+    rule: str
+    action: str
+    source: str
+    reason: str
+
+
+@dataclass
+class Conversion:
+    rules: list[Converted] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    default: str | None = None
+    yolo: bool = False
+    extra_directories: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+class ImportError_(Exception):
+    """One line for the user; exit 2."""
+
+
+# --- one rule ---------------------------------------------------------------------------
+
+
+def convert_path(spec: str) -> str:
+    """A Read/Edit specifier (gitignore style) as an askgate path glob."""
+    if spec.startswith("//"):
+        path = spec[1:]
+    elif spec.startswith("~/") or spec == "~":
+        path = spec
+    elif spec.startswith("/"):
+        path = spec[1:] or "**"  # relative to the project root
+    elif spec.startswith("./"):
+        path = spec[2:] or "**"
+    else:
+        path = spec
+    if path.endswith("/") and len(path) > 1:
+        path += "**"  # gitignore: a directory and everything below it
+    return path
+
+
+def convert_bash(spec: str) -> str:
+    if spec.endswith(":*"):
+        prefix = spec[:-2]
+        return f"{prefix} *" if prefix else "*"
+    return spec
+
+
+def convert_rule(text: str, action: str, source: str) -> list[Converted] | Skipped:
+    def skip(reason: str) -> Skipped:
+        return Skipped(text, action, source, reason)
+
+    def out(surface: str, *patterns: str) -> list[Converted]:
+        return [Converted(surface, p, action, text, source) for p in patterns]
+
+    if not isinstance(text, str) or not text.strip():
+        return skip("not a rule string")
+    text = text.strip()
+    match = _RULE.match(text)
+    if match is None:
+        return skip("not of the form Tool or Tool(specifier)")
+    tool, spec = match.group(1), match.group(2)
+    if tool.startswith("mcp__"):
+        if spec is not None:
+            return skip("MCP rules take no specifier")
+        server, sep, name = tool[5:].partition("__")
+        if not server:
+            return skip("malformed MCP tool name")
+        return out("mcp", f"{server}:{name if sep and name else '*'}")
+    whole = spec is None or spec.strip() in ("", "*")
+    if tool == "Bash":
+        if whole:
+            return out("bash", "*")
+        assert spec is not None
+        if "?" in spec:
+            return skip("'?' is a literal in Claude Code but one character in askgate")
+        if ":*" in spec[:-2]:
+            return skip("':*' may only end a Claude Code rule")
+        return out("bash", convert_bash(spec))
+    if tool in READ_TOOLS + EDIT_TOOLS:
+        surface = "read" if tool in READ_TOOLS else "write"
+        return out(surface, "/**" if whole else convert_path(str(spec)))
+    if whole:
+        return out("tool", tool)
+    if tool in PATHLESS_FILE_TOOLS:
+        return skip(f"Claude Code ignores path rules on {tool} (only Edit and Read take paths)")
+    if tool == "WebFetch":
+        return skip("askgate decides WebFetch by tool name only, not by domain")
+    return skip(f"askgate has no surface for {tool} specifiers")
+
+
+# --- a whole settings file ------------------------------------------------------------------
+
+
+def convert_settings(conversion: Conversion, settings: dict[str, Any], source: str) -> None:
+    conversion.sources.append(source)
+    permissions = settings.get("permissions", {})
+    if not isinstance(permissions, dict):
+        raise ImportError_(f"{source}: 'permissions' is not a JSON object")
+    for action in ACTIONS:
+        entries = permissions.get(action, [])
+        if not isinstance(entries, list):
+            raise ImportError_(f"{source}: 'permissions.{action}' is not a JSON array")
+        for entry in entries:
+            result = convert_rule(entry, action, source)
+            if isinstance(result, Skipped):
+                conversion.skipped.append(result)
+            else:
+                conversion.rules.extend(result)
+    for directory in permissions.get("additionalDirectories", []) or []:
+        if isinstance(directory, str) and directory not in conversion.extra_directories:
+            conversion.extra_directories.append(directory)
+    mode = permissions.get("defaultMode")
+    if mode is not None:
+        _default_mode(conversion, mode, source)
+
+
+def _default_mode(conversion: Conversion, mode: Any, source: str) -> None:
+    # Later files rank higher in Claude Code (user < project < local): the last one wins.
+    conversion.default, conversion.yolo = None, False
+    conversion.rules = [r for r in conversion.rules if r.rule != "defaultMode: acceptEdits"]
+    if mode == "default":
+        return
+    if mode == "dontAsk":
+        conversion.default = "deny"
+    elif mode == "bypassPermissions":
+        conversion.yolo = True
+    elif mode == "acceptEdits":
+        for pattern in ["**", *(d.rstrip("/") + "/**" for d in conversion.extra_directories)]:
+            conversion.rules.append(
+                Converted("write", pattern, "allow", "defaultMode: acceptEdits", source)
+            )
+    else:
+        reason = {
+            "plan": "plan mode (read-only analysis) has no askgate equivalent",
+            "auto": "auto mode's background classifier has no askgate equivalent",
+        }.get(str(mode), "unknown mode")
+        conversion.skipped.append(Skipped(f"defaultMode: {mode}", "mode", source, reason))
+
+
+def resolve_precedence(conversion: Conversion) -> None:
+    """Drop rules Claude Code would never apply: one nested inside (or equal to) a
+    stricter rule of the same surface, and exact duplicates."""
+    from askgate.policy.model import Surface
+    from askgate.policy.patterns import compile_pattern, contains, kind_of
+
+    def compiled(rule: Converted) -> Any:
+        surface = Surface(rule.surface)
+        text = _anchored(rule.pattern) if surface.is_path else rule.pattern
+        return compile_pattern(kind_of(surface), text)
+
+    kept: list[Converted] = []
+    seen: set[tuple[str, str, str]] = set()
+    for rule in conversion.rules:
+        key = (rule.surface, rule.pattern, rule.action)
+        if key in seen:
+            continue
+        seen.add(key)
+        mine = compiled(rule)
+        stricter = next(
+            (
+                other
+                for other in conversion.rules
+                if other.surface == rule.surface
+                and STRICTNESS[other.action] > STRICTNESS[rule.action]
+                and contains(compiled(other), mine)
+            ),
+            None,
+        )
+        if stricter is None:
+            kept.append(rule)
+            continue
+        conversion.skipped.append(
+            Skipped(
+                rule.rule,
+                rule.action,
+                rule.source,
+                f"Claude Code's {stricter.action} {stricter.rule} always wins over it"
+                " (deny > ask > allow, whatever is more specific)",
+            )
+        )
+    conversion.rules = kept
+
+
+def _anchored(pattern: str) -> str:
+    """A path pattern made absolute the way askgate will (relative to the project root,
+    `~` to the home directory), with stand-in directories, so containment compares what
+    the loaded rules will match."""
+    if pattern.startswith("/"):
+        return pattern
+    if pattern == "~" or pattern.startswith("~/"):
+        return "/__home__" + pattern[1:]
+    return "/__project__/" + pattern
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _toml(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # a TOML basic string
+
+
+def render(conversion: Conversion) -> str:
+    lines = ["# Converted from Claude Code settings by `askgate import claude-code`:"]
+    lines += [f"#   {_comment(s)}" for s in conversion.sources]
+    lines.append("")
+    if conversion.default:
+        lines.append(f"default = {_toml(conversion.default)}  # defaultMode: dontAsk")
+    if conversion.yolo:
+        lines.append("yolo = true  # defaultMode: bypassPermissions (denies still apply)")
+    if conversion.extra_directories:
+        dirs = ", ".join(_toml(d) for d in conversion.extra_directories)
+        lines.append(f"extra_directories = [{dirs}]  # additionalDirectories")
+    for surface in SURFACE_ORDER:
+        rules = [r for r in conversion.rules if r.surface == surface]
+        if not rules:
+            continue
+        lines += ["", f"[{surface}]"]
+        for rule in rules:
+            if rule.action == "deny":
+                value = f'{{ action = "deny", reason = {_toml("Claude Code rule " + rule.rule)} }}'
+            else:
+                value = _toml(rule.action)
+            lines.append(f"{_toml(rule.pattern)} = {value}  # {_comment(rule.rule)}")
+    if conversion.skipped:
+        lines += ["", "# Not converted:"]
+        lines += [f"# - {_comment(describe(s))}" for s in conversion.skipped]
+    return "\n".join(lines) + "\n"
+
+
+def _comment(text: str) -> str:
+    return " ".join(text.split())
+
+
+def describe(skipped: Skipped) -> str:
+    return f"{skipped.action} {skipped.rule} ({skipped.source}): {skipped.reason}"
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ImportError_(message)
+
+
+def default_settings_files(cwd: str) -> list[str]:
+    from askgate.policy.config import find_project_root
+
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR", "")
+    user_dir = config_dir if config_dir.startswith("/") else os.path.expanduser("~/.claude")
+    root = find_project_root(cwd)
+    candidates = [
+        os.path.join(user_dir, "settings.json"),
+        os.path.join(root, ".claude", "settings.json"),
+        os.path.join(root, ".claude", "settings.local.json"),
+    ]
+    return [path for path in candidates if os.path.isfile(path)]
+
+
+def load_settings(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise ImportError_(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportError_(f"{path}: cannot read: {exc}") from None
+    except ValueError as exc:
+        raise ImportError_(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ImportError_(f"{path}: the top level is not a JSON object")
+    return data
+
+
+def convert_files(paths: Sequence[str]) -> Conversion:
+    conversion = Conversion()
+    for path in paths:
+        convert_settings(conversion, load_settings(path), os.path.abspath(path))
+    resolve_precedence(conversion)
+    return conversion
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = _Parser(prog="askgate import claude-code", description=__doc__.split("\n")[0])
+    parser.add_argument("settings", nargs="*", metavar="SETTINGS", help="settings.json files")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing -o FILE")
+    try:
+        args = parser.parse_args(list(argv))
+        paths = args.settings or default_settings_files(os.getcwd())
+        if not paths:
+            raise ImportError_("no Claude Code settings file found; name one")
+        conversion = convert_files(paths)
+        text = render(conversion)
+        if args.output:
+            _write(args.output, text, force=args.force)
+            print(f"wrote {args.output}: {len(conversion.rules)} rule(s)")
+        else:
+            sys.stdout.write(text)
+        for skipped in conversion.skipped:
+            print(f"askgate import: not converted: {describe(skipped)}", file=sys.stderr)
+        return 0
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except ImportError_ as exc:
+        print(f"askgate import claude-code: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _write(path: str, text: str, *, force: bool) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (0 if force else os.O_EXCL)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        raise ImportError_(f"{path} exists (use --force to replace it)") from None
+    except OSError as exc:
+        raise ImportError_(f"{path}: cannot write: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)

@@ -1,0 +1,265 @@
+"""`askgate install claude-code`: register askgate's hook in a Claude Code settings file.
+
+    askgate install claude-code [--user | --project | --settings FILE]
+                                [--http | --command] [--timeout S] [--event EVENT]
+                                [--claude PATH] [--port N] [--uninstall] [--dry-run]
+
+Which form, by the installed CLI's version (`claude --version`):
+
+* `onFailure` exists (2.1.295 and later): an http hook to the resident daemon on
+  127.0.0.1 with the per-user secret in a header and `onFailure: "block"`, so a stopped
+  daemon blocks every call. `--command` picks the command hook instead (also with
+  `onFailure: "block"`).
+* older versions (2.1.197 has no `onFailure`): the command hook
+  `'<abs path>/askgate' hook claude-code || exit 2`; the `|| exit 2` turns a missing or
+  crashing askgate (exit 127, 1) into exit 2, which blocks. `--http` is refused there: a
+  failed http hook would let the call through.
+
+The hook timeout must exceed askgate's approval budget (an ask waiting for a phone must
+be answered or denied by askgate before Claude Code gives up on the hook); the installer
+prints the inequality and refuses a timeout that breaks it. Re-running replaces askgate's
+entry (idempotent); `--uninstall` removes only askgate's entries; `--dry-run` prints the
+diff and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from askgate.install import settings_file
+from askgate.install.settings_file import SettingsError
+
+ON_FAILURE_SINCE = (2, 1, 295)
+DEFAULT_BUDGET_S = 110.0  # the approval server's default budget (prompters/server.py)
+TIMEOUT_MARGIN_S = 60
+HOOK_PATH = "/hook/claude-code"
+EVENTS = ("PreToolUse", "PermissionRequest")
+VERSION_TIMEOUT_S = 30.0
+
+
+class InstallError(Exception):
+    """One line for the user; exit 2, nothing written."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise InstallError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="askgate install claude-code", description=__doc__.split("\n")[0])
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="~/.claude/settings.json (default)")
+    where.add_argument("--project", action="store_true", help="<project>/.claude/settings.json")
+    where.add_argument("--settings", metavar="FILE", help="this settings file")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--http", action="store_true", help="http hook to the resident daemon")
+    form.add_argument("--command", action="store_true", help="command hook (one process a call)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="hook timeout")
+    p.add_argument(
+        "--event",
+        choices=EVENTS,
+        default="PreToolUse",
+        help="PreToolUse decides every call (default); PermissionRequest only the prompts",
+    )
+    p.add_argument("--claude", metavar="PATH", help="the claude executable to ask its version")
+    p.add_argument("--port", type=int, default=None, help="the daemon's port (http form)")
+    p.add_argument("--uninstall", action="store_true", help="remove askgate's entries")
+    p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    return p
+
+
+# --- facts about this machine ---------------------------------------------------------------
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def claude_version(claude: str | None) -> tuple[tuple[int, int, int] | None, str]:
+    """(version, how it was found) from `claude --version`; None when it cannot tell."""
+    binary = claude or shutil.which("claude")
+    if not binary:
+        return None, "claude not found on PATH"
+    try:
+        done = subprocess.run(
+            [binary, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{binary} --version failed: {exc}"
+    version = parse_version(done.stdout)
+    if done.returncode != 0 or version is None:
+        return None, f"{binary} --version said {done.stdout.strip()[:80]!r}"
+    return version, f"{binary} --version"
+
+
+def approval_budget() -> float:
+    """The approval server's budget as configured for this user, else its default."""
+    try:
+        from askgate.prompters import server  # built by the approval-server work
+
+        settings = server.load_settings(os.environ)  # type: ignore[attr-defined]
+        if settings is not None:
+            return float(settings.budget)
+    except Exception:
+        pass
+    value = os.environ.get("ASKGATE_APPROVAL_BUDGET", "")
+    try:
+        return float(value) if value else DEFAULT_BUDGET_S
+    except ValueError:
+        return DEFAULT_BUDGET_S
+
+
+def askgate_command() -> str:
+    """`'<abs path>/askgate' hook claude-code || exit 2`, the executable next to this
+    interpreter (where pip put it), else the one on PATH, else `python -m askgate`."""
+    beside = Path(sys.executable).parent / "askgate"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        argv = [str(beside.absolute())]
+    elif shutil.which("askgate"):
+        argv = [os.path.abspath(shutil.which("askgate") or "askgate")]
+    else:
+        argv = [os.path.abspath(sys.executable), "-m", "askgate"]
+    return shlex.join([*argv, "hook", "claude-code"]) + " || exit 2"
+
+
+def settings_path(args: argparse.Namespace) -> str:
+    if args.settings:
+        return os.path.abspath(args.settings)
+    if args.project:
+        from askgate.policy.config import find_project_root
+
+        return os.path.join(find_project_root(os.getcwd()), ".claude", "settings.json")
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR", "")
+    if config_dir.startswith("/"):
+        return os.path.join(config_dir, "settings.json")
+    return os.path.join(os.path.expanduser("~"), ".claude", "settings.json")
+
+
+# --- the entry ------------------------------------------------------------------------------
+
+
+def is_ours(handler: dict[str, Any]) -> bool:
+    kind = handler.get("type")
+    if kind == "command":
+        command = handler.get("command")
+        return isinstance(command, str) and "askgate" in command and "hook claude-code" in command
+    if kind == "http":
+        url = handler.get("url")
+        return (
+            isinstance(url, str)
+            and url.startswith("http://127.0.0.1:")
+            and url.split("?")[0].endswith(HOOK_PATH)
+        )
+    return False
+
+
+def build_handler(
+    *, http: bool, timeout: float, on_failure: bool, port: int, secret: str
+) -> dict[str, Any]:
+    handler: dict[str, Any]
+    if http:
+        handler = {
+            "type": "http",
+            "url": f"http://127.0.0.1:{port}{HOOK_PATH}",
+            "headers": {"X-Askgate-Secret": secret},
+            "timeout": timeout,
+        }
+    else:
+        handler = {"type": "command", "command": askgate_command(), "timeout": timeout}
+    if on_failure:
+        handler["onFailure"] = "block"
+    return handler
+
+
+def _timeout(args: argparse.Namespace, budget: float) -> int | float:
+    timeout = args.timeout if args.timeout is not None else budget + TIMEOUT_MARGIN_S
+    if timeout <= budget:
+        raise InstallError(
+            f"--timeout {timeout:g} s must exceed the approval budget of {budget:g} s: a hook"
+            " that times out first lets Claude Code decide alone"
+        )
+    return int(timeout) if float(timeout).is_integer() else timeout
+
+
+def _plan(args: argparse.Namespace, settings: dict[str, Any]) -> list[str]:
+    """Change `settings` as asked; returns the lines to print."""
+    removed = sum(settings_file.remove_hooks(settings, e, is_ours) for e in EVENTS)
+    if args.uninstall:
+        return [f"removed {removed} askgate hook entr{'y' if removed == 1 else 'ies'}"]
+    version, source = claude_version(args.claude)
+    on_failure = version is not None and version >= ON_FAILURE_SINCE
+    shown = ".".join(map(str, version)) if version else "unknown"
+    if args.http and not on_failure:
+        raise InstallError(
+            f"--http needs Claude Code 2.1.295 or later (onFailure), found {shown} ({source}):"
+            " a failed http hook would let calls through; use the command hook"
+        )
+    http = args.http or (on_failure and not args.command)
+    budget = approval_budget()
+    timeout = _timeout(args, budget)
+    port = args.port
+    secret = ""
+    if http:
+        from askgate.daemon import server
+
+        port = server.default_port() if port is None else port
+        secret = server.load_or_create_secret(os.environ)
+    handler = build_handler(
+        http=http, timeout=timeout, on_failure=on_failure, port=port or 0, secret=secret
+    )
+    settings_file.hook_groups(settings, args.event).append({"matcher": "*", "hooks": [handler]})
+    lines = [
+        f"Claude Code {shown} ({source}): "
+        + ("onFailure supported" if on_failure else "no onFailure, so `|| exit 2` blocks"),
+        f"{args.event} {'http hook to 127.0.0.1:' + str(port) if http else 'command hook'}"
+        + (f" (replaced {removed} old entr{'y' if removed == 1 else 'ies'})" if removed else ""),
+        f"budget: approval budget {budget:g} s < hook timeout {timeout:g} s",
+    ]
+    if http:
+        lines.append("the daemon must be running: askgate daemon start")
+    return lines
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        args = build_parser().parse_args(list(argv))
+        path = settings_path(args)
+        settings, old_text = settings_file.load(path)
+        lines = _plan(args, settings)
+        new_text = settings_file.render(settings) if settings or old_text else ""
+        if args.uninstall and not settings and not old_text:
+            new_text = ""
+        if args.dry_run:
+            print(settings_file.diff(path, old_text, new_text) or "no change", end="")
+            print("\n".join(["", "(dry run: nothing written)", *lines]))
+            return 0
+        if new_text != old_text:
+            settings_file.write(path, new_text)
+        print(f"{'updated' if new_text != old_text else 'unchanged'}: {path}")
+        print("\n".join(lines))
+        return 0
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except (InstallError, SettingsError) as exc:
+        print(f"askgate install claude-code: error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, PermissionError) as exc:
+        print(f"askgate install claude-code: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,554 @@
+"""The resident decider: identical answers through every path, never stale, fails closed.
+
+Real sockets throughout: the daemon listens on a Unix socket in a private tmp directory and
+on 127.0.0.1 (port 0); the relay and an HTTP client talk to it as the hook and Claude Code
+would.
+"""
+
+from __future__ import annotations
+
+import http.client
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from askgate.adapters.claude_code import Reply, respond
+from askgate.daemon import paths, protocol, relay
+from askgate.daemon.server import Daemon, http_body
+
+POLICY = """
+default = "ask"
+[bash]
+"git *" = "allow"
+"git push *" = "ask"
+"echo *" = "allow"
+"ls *" = "allow"
+"cat *" = "allow"
+"rm *" = { action = "deny", reason = "no deleting" }
+"curl *" = "deny"
+[read]
+"**" = "allow"
+"~/.ssh/**" = "deny"
+"""
+
+
+def _corpus_commands() -> list[str]:
+    path = Path(__file__).parent / "data" / "bash_corpus.py"
+    spec = importlib.util.spec_from_file_location("askgate_bash_corpus_daemon", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return [case.command for case in module.CASES]
+
+
+CORPUS = _corpus_commands()
+
+
+def base_env(tmp_path: Path) -> dict[str, str]:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
+    (tmp_path / "home").mkdir(exist_ok=True)
+    config = tmp_path / "config" / "askgate"
+    config.mkdir(parents=True, exist_ok=True)
+    if not (config / "policy.toml").exists():
+        (config / "policy.toml").write_text(POLICY)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "ASKGATE_RUNTIME_DIR": str(run),
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "managed.toml"),
+        "ASKGATE_AUDIT_LOG": "off",
+        "ASKGATE_DAEMON": "on",
+    }
+
+
+class Running:
+    def __init__(self, daemon: Daemon, thread: threading.Thread) -> None:
+        self.daemon = daemon
+        self.thread = thread
+
+    def stop(self) -> None:
+        self.daemon.stopping.set()
+        self.thread.join(timeout=30)
+        assert not self.thread.is_alive()
+
+
+def start_daemon(env: dict[str, str], **kwargs: Any) -> Running:
+    daemon = Daemon(env, port=0, **kwargs)
+    daemon.bind()
+    thread = threading.Thread(target=daemon.serve_forever, daemon=True)
+    thread.start()
+    return Running(daemon, thread)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return base_env(tmp_path)
+
+
+@pytest.fixture
+def running(env: dict[str, str]) -> Iterator[Running]:
+    r = start_daemon(env)
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+def payload(cwd: Path | str, command: str, event: str = "PreToolUse", **extra: Any) -> bytes:
+    body: dict[str, Any] = {
+        "session_id": "s1",
+        "cwd": str(cwd),
+        "hook_event_name": event,
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        **extra,
+    }
+    if event == "PreToolUse":
+        body.setdefault("tool_use_id", "toolu_1")
+    return json.dumps(body).encode()
+
+
+def http_post(daemon: Daemon, body: bytes, secret: str | None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
+    headers = {"Content-Type": "application/json"}
+    if secret is not None:
+        headers["X-Askgate-Secret"] = secret
+    try:
+        conn.request("POST", "/hook/claude-code", body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def audit_lines(path: Path) -> list[dict[str, Any]]:
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        record.pop("timestamp")
+        if record["request_id"] != "toolu_1":  # PermissionRequest input has no id: generated
+            record["request_id"] = "generated"
+    return records
+
+
+# --- identical answers ------------------------------------------------------------------
+
+
+def test_every_path_answers_the_corpus_identically(tmp_path: Path, env: dict[str, str]) -> None:
+    """In-process, relay and HTTP give byte-identical answers and the same audit lines on
+    every command of the bash corpus (PreToolUse and PermissionRequest)."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    logs = {name: tmp_path / f"{name}.jsonl" for name in ("inproc", "relay", "http")}
+    daemon_env = {**env, "ASKGATE_AUDIT_LOG": str(logs["http"])}
+    running = start_daemon(daemon_env)
+    try:
+        relay_env = {**env, "ASKGATE_AUDIT_LOG": str(logs["relay"])}
+        inproc_env = {**env, "ASKGATE_AUDIT_LOG": str(logs["inproc"])}
+        decisions: set[bytes] = set()
+        decided = 0
+        for index, command in enumerate(CORPUS):
+            event = "PermissionRequest" if index % 5 == 4 else "PreToolUse"
+            data = payload(project, command, event)
+            local = respond(data, env=inproc_env)
+            via_relay = relay.relay(data, [], relay_env)
+            status, via_http = http_post(running.daemon, data, running.daemon.secret)
+            assert via_relay == local, command
+            assert status == 200
+            assert via_http == http_body(local, data), command
+            decisions.add(local.stdout[:90])
+            decided += local.code == 0  # unreadable input blocks before any audit line
+        assert audit_lines(logs["inproc"]) == audit_lines(logs["relay"])
+        assert audit_lines(logs["inproc"]) == audit_lines(logs["http"])
+        assert len(audit_lines(logs["inproc"])) == decided >= len(CORPUS) - 5
+        assert len(decisions) >= 4  # allow, deny, ask and PermissionRequest answers all seen
+    finally:
+        running.stop()
+
+
+def test_policy_is_compiled_once_and_reused(tmp_path: Path, running: Running) -> None:
+    env = base_env(tmp_path)
+    for _ in range(5):
+        relay.relay(payload(tmp_path, "git status"), [], env)
+    assert running.daemon.cache.loads == 1
+
+
+# --- never stale ------------------------------------------------------------------------
+
+
+def _decision(reply: Any) -> str:
+    assert isinstance(reply, Reply), reply
+    return json.loads(reply.stdout)["hookSpecificOutput"]["permissionDecision"]
+
+
+def test_an_edited_policy_file_applies_to_the_next_call(
+    tmp_path: Path, env: dict[str, str], running: Running
+) -> None:
+    policy = Path(env["XDG_CONFIG_HOME"]) / "askgate" / "policy.toml"
+    data = payload(tmp_path, "make x")
+    assert _decision(relay.relay(data, [], env)) == "ask"
+    stat_before = policy.stat()
+    # Same size, written within the same clock tick: stat alone could miss it.
+    text = POLICY.replace('"curl *" = "deny"', '"make *" = "deny"')
+    assert len(text) == len(POLICY)
+    policy.write_text(text)
+    os.utime(policy, ns=(stat_before.st_atime_ns, stat_before.st_mtime_ns))
+    assert _decision(relay.relay(data, [], env)) == "deny"
+
+
+def test_managed_file_and_project_file_are_revalidated(
+    tmp_path: Path, env: dict[str, str], running: Running
+) -> None:
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    data = payload(project, "git status")
+    assert _decision(relay.relay(data, [], env)) == "allow"
+    Path(env["ASKGATE_MANAGED_POLICY"]).write_text('[bash]\n"git *" = "deny"\n')
+    assert _decision(relay.relay(data, [], env)) == "deny"
+    Path(env["ASKGATE_MANAGED_POLICY"]).unlink()
+    assert _decision(relay.relay(data, [], env)) == "allow"
+    (project / ".askgate").mkdir()
+    (project / ".askgate" / "policy.toml").write_text('[bash]\n"git status" = "ask"\n')
+    assert _decision(relay.relay(data, [], env)) == "ask"
+
+
+def test_trusting_a_project_applies_to_the_next_call(
+    tmp_path: Path, env: dict[str, str], running: Running
+) -> None:
+    from askgate.policy.trust import trust_project
+
+    project = tmp_path / "proj"
+    (project / ".askgate").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (project / ".askgate" / "policy.toml").write_text('[bash]\n"make *" = "allow"\n')
+    data = payload(project, "make build")
+    assert _decision(relay.relay(data, [], env)) == "ask"  # untrusted: its allow is ignored
+    trust_project(str(project), env)
+    assert _decision(relay.relay(data, [], env)) == "allow"
+
+
+def test_config_files_from_the_relay_are_used(
+    tmp_path: Path, env: dict[str, str], running: Running
+) -> None:
+    config = tmp_path / "only.toml"
+    config.write_text('[bash]\n"make *" = "allow"\n')
+    assert _decision(relay.relay(payload(tmp_path, "make"), [str(config)], env)) == "allow"
+    assert _decision(relay.relay(payload(tmp_path, "make"), [], env)) == "ask"
+
+
+# --- HTTP authentication ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("secret", [None, "", "wrong-secret", "x" * 43])
+def test_http_without_the_right_secret_is_401(tmp_path: Path, running: Running, secret) -> None:
+    status, body = http_post(running.daemon, payload(tmp_path, "git status"), secret)
+    assert status == 401
+    assert b"permissionDecision" not in body
+
+
+def test_http_errors_become_deny_decisions(tmp_path: Path, running: Running) -> None:
+    """An http hook cannot block by exit code: bad input is answered with a deny."""
+    status, body = http_post(running.daemon, b"not json", running.daemon.secret)
+    assert status == 200
+    out = json.loads(body)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    bad_pr = json.dumps(
+        {"hook_event_name": "PermissionRequest", "cwd": str(tmp_path), "tool_input": {}}
+    ).encode()
+    status, body = http_post(running.daemon, bad_pr, running.daemon.secret)
+    assert json.loads(body)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+
+
+def test_http_keep_alive_serves_several_requests(tmp_path: Path, running: Running) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", running.daemon.port, timeout=30)
+    try:
+        for command, want in (("git status", "allow"), ("rm -rf x", "deny")):
+            conn.request(
+                "POST",
+                "/hook/claude-code",
+                body=payload(tmp_path, command),
+                headers={"X-Askgate-Secret": running.daemon.secret},
+            )
+            response = conn.getresponse()
+            out = json.loads(response.read())["hookSpecificOutput"]
+            assert out["permissionDecision"] == want
+    finally:
+        conn.close()
+
+
+def test_secret_file_is_private_and_stable(env: dict[str, str]) -> None:
+    from askgate.daemon.server import load_or_create_secret
+
+    first = load_or_create_secret(env)
+    path = Path(paths.secret_path(env))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_or_create_secret(env) == first
+    path.chmod(0o644)
+    with pytest.raises(PermissionError):
+        load_or_create_secret(env)
+
+
+# --- the Unix socket --------------------------------------------------------------------
+
+
+def test_socket_and_directory_are_private(env: dict[str, str], running: Running) -> None:
+    sock = Path(paths.socket_path(env))
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+
+
+def test_a_shared_runtime_directory_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    env = {**base_env(tmp_path), "ASKGATE_RUNTIME_DIR": str(shared)}
+    with pytest.raises(paths.UnsafeDirectory):
+        Daemon(env, port=0).bind()
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"), reason="needs root")
+def test_another_user_gets_no_answer(tmp_path: Path) -> None:
+    """SO_PEERCRED: even with the socket opened up, a peer of another uid is dropped."""
+    import tempfile
+
+    outer = tempfile.mkdtemp(prefix="askgate-peercred-", dir="/tmp")  # reachable by nobody
+    try:
+        run = Path(outer) / "run"
+        run.mkdir(mode=0o700)
+        env = {**base_env(tmp_path), "ASKGATE_RUNTIME_DIR": str(run)}
+        running = start_daemon(env)
+        try:
+            sock = paths.socket_path(env)
+            os.chmod(outer, 0o755)
+            os.chmod(run, 0o755)
+            os.chmod(sock, 0o666)
+            frame = protocol.encode_request(b"ping", [])
+            script = (
+                "import socket, sys\n"
+                "s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(sys.argv[1])\n"
+                "try:\n"
+                "    s.sendall(sys.stdin.buffer.read()); s.shutdown(socket.SHUT_WR)\n"
+                "    print(repr(s.recv(100)))\n"
+                "except (BrokenPipeError, ConnectionResetError):\n"
+                "    print(repr(b''))  # dropped: no answer either\n"
+            )
+            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            proc = subprocess.run(
+                [*argv, sys.executable, "-c", script, sock],
+                input=frame,
+                capture_output=True,
+                timeout=60,
+            )
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stdout.strip() == b"b''"
+            assert not isinstance(relay.exchange(sock, frame, 10.0), str)  # we still get answers
+        finally:
+            running.stop()
+    finally:
+        shutil.rmtree(outer, ignore_errors=True)
+
+
+# --- fallbacks ----------------------------------------------------------------------------
+
+
+def test_no_daemon_is_reported(env: dict[str, str]) -> None:
+    assert relay.relay(payload("/", "git status"), [], env) == relay.NO_DAEMON
+
+
+def test_a_dead_daemons_socket_is_no_daemon(env: dict[str, str]) -> None:
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(paths.socket_path(env))
+    dead.close()  # the file stays, nothing listens
+    assert relay.relay(payload("/", "git status"), [], env) == relay.NO_DAEMON
+
+
+def _fake_listener(env: dict[str, str], answer: bytes | None) -> tuple[socket.socket, Any]:
+    """A socket at the daemon's path that answers `answer`, or hangs (None)."""
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(paths.socket_path(env))
+    server.listen(4)
+    release = threading.Event()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                if answer is None:
+                    release.wait(30)
+                else:
+                    conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, release
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        None,
+        b"garbage\n",
+        b"AG1 0 5 0\nabc",  # short
+        b"AG1 1 0 0\n",  # an exit code the hook never uses
+        b"AG1 0 2 0\n{}" + b"x",  # trailing bytes
+    ],
+    ids=["hung", "garbage", "short", "exit-1", "trailing"],
+)
+def test_a_misbehaving_daemon_falls_back_in_process(
+    tmp_path: Path, env: dict[str, str], answer: bytes | None
+) -> None:
+    """The relay never trusts a bad answer: the hook decides in-process (same answer as
+    without any daemon)."""
+    from askgate.adapters.claude_code import answer as hook_answer
+
+    env = {**env, "ASKGATE_RELAY_TIMEOUT": "0.5"}
+    server, release = _fake_listener(env, answer)
+    try:
+        data = payload(tmp_path, "rm -rf x")
+        assert isinstance(relay.relay(data, [], env), str)
+        reply = hook_answer(data, [], env)
+        assert reply == respond(data, env=env)
+        assert _decision(reply) == "deny"
+    finally:
+        release.set()
+        server.close()
+
+
+def test_version_mismatch_falls_back_and_retires_the_daemon(
+    tmp_path: Path, env: dict[str, str], running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relay, "version", lambda: b"0.0.0-other")
+    assert relay.relay(payload(tmp_path, "git status"), [], env) == relay.FAILED
+    running.thread.join(timeout=30)
+    assert not running.thread.is_alive()
+
+
+def test_idle_daemon_exits(env: dict[str, str]) -> None:
+    r = start_daemon(env, idle_exit_s=0.2)
+    r.thread.join(timeout=30)
+    assert not r.thread.is_alive()
+    assert not os.path.exists(paths.socket_path(env))
+
+
+def test_second_daemon_does_not_take_over(env: dict[str, str], running: Running) -> None:
+    from askgate.daemon.server import AlreadyRunning
+
+    with pytest.raises(AlreadyRunning):
+        Daemon(env, port=0).bind()
+    assert relay.exchange(paths.socket_path(env), protocol.encode_request(b"ping", []), 10.0)
+
+
+# --- the real command hook and the CLI ---------------------------------------------------
+
+
+def hook_process(env: dict[str, str], data: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "askgate", "hook", "claude-code"],
+        input=data,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def wait_for(predicate: Any, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+def daemon_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "askgate", "daemon", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    env = {
+        **base_env(tmp_path),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
+        "ASKGATE_DAEMON_PORT": "0",
+    }
+    try:
+        yield env
+    finally:
+        daemon_cli(env, "stop")
+
+
+def test_the_command_hook_starts_a_daemon_and_then_uses_it(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    log = tmp_path / "review.jsonl"
+    env = {**cli_env, "ASKGATE_AUDIT_LOG": str(log)}
+    data = payload(tmp_path, "rm -rf x")
+    first = hook_process(env, data)  # no daemon: in-process, and one is started
+    assert first.returncode == 0, first.stderr
+    assert wait_for(lambda: daemon_cli(env, "status").returncode == 0)
+    second = hook_process(env, data)  # through the relay
+    assert second.stdout == first.stdout and second.returncode == 0
+    assert ", 1 requests" in daemon_cli(env, "status").stdout
+    records = audit_lines(log)
+    assert len(records) == 2 and records[0] == records[1]
+
+
+def test_daemon_off_starts_nothing(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    env = {**cli_env, "ASKGATE_DAEMON": "off"}
+    proc = hook_process(env, payload(tmp_path, "git status"))
+    assert proc.returncode == 0
+    assert os.listdir(env["ASKGATE_RUNTIME_DIR"]) == []
+
+
+def test_killed_daemon_still_decides(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    assert daemon_cli(cli_env, "start").returncode == 0
+    state = json.loads((Path(cli_env["ASKGATE_RUNTIME_DIR"]) / "daemon.json").read_text())
+    os.kill(state["pid"], 9)
+    assert wait_for(lambda: daemon_cli(cli_env, "status").returncode == 3)
+    proc = hook_process(cli_env, payload(tmp_path, "rm -rf x"))
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_daemon_cli_start_status_stop(cli_env: dict[str, str]) -> None:
+    assert daemon_cli(cli_env, "status").returncode == 3
+    started = daemon_cli(cli_env, "start")
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith("running: pid ")
+    assert daemon_cli(cli_env, "start").returncode == 0  # idempotent
+    assert daemon_cli(cli_env, "status").returncode == 0
+    stopped = daemon_cli(cli_env, "stop")
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert daemon_cli(cli_env, "status").returncode == 3
+    assert daemon_cli(cli_env, "stop").returncode == 0
+
+
+def test_daemon_cli_bad_usage(cli_env: dict[str, str]) -> None:
+    for args in ((), ("frobnicate",), ("start", "--port", "x")):
+        proc = daemon_cli(cli_env, *args)
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr
