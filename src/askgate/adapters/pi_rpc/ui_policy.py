@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import re
 from enum import StrEnum
 
 import msgspec
@@ -47,6 +48,9 @@ DENY = "No"
 DENY_WITH_REASON = "No, provide reason"
 REASON_TITLE_SUFFIX = "\nShare why this request was denied (optional)."
 SCOPE_TITLE_SUFFIX = "\nApply this session grant to:"
+# The session option names its pattern when the extension has one to suggest
+# ('Yes, allow bash "git *" for this session').
+_SESSION_LABEL = re.compile(r'Yes, allow (?:[\w ]+?) "(?P<pattern>.*)" for this session')
 
 
 class DialogPolicy(StrEnum):
@@ -207,14 +211,14 @@ class UiRequestPolicy:
                 request_id=request.id, surface="pi_dialog", value=title, message=text
             )
         if method == "select" and is_permission_select(request):
-            options = request.options or []
-            session_option = options[1]
+            session_option = (request.options or [])[1]
+            named = _SESSION_LABEL.fullmatch(session_option)
             return PromptRequest(
                 request_id=request.id,
                 surface="pi_dialog",
                 value=title,
                 message=title,
-                session_pattern=session_option,
+                session_pattern=named["pattern"] if named else session_option,
                 session_label=session_option,
             )
         if method == "select" and _yes_no_options(request.options or []) is not None:
