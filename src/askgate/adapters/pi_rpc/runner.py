@@ -1,0 +1,227 @@
+"""Run one prompt on a pi `--mode rpc` worker: start it, answer its UI requests by
+policy, report progress, wait for the agent to settle, and summarise.
+
+The worker's command line is the user's (`pi` by default, split like a shell would);
+askgate appends ``--mode rpc --no-session`` and ``--model M`` when given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from askgate.adapters.pi_rpc.client import PiRpcClient, WorkerError
+from askgate.adapters.pi_rpc.frames import (
+    ExtensionUIRequest,
+    Frame,
+    GetLastAssistantText,
+    MessageEnd,
+    Prompt,
+)
+from askgate.adapters.pi_rpc.ui_policy import (
+    Answer,
+    Ask,
+    DialogPolicy,
+    UiRequestPolicy,
+)
+from askgate.prompters.base import Prompter, PromptReply, PromptRequest, PromptState
+
+DEFAULT_PROMPT_TIMEOUT = 600.0  # seconds a human has for one dialog (pi's forwarding budget)
+DEFAULT_SETTLE_TIMEOUT = 3600.0
+# A prompter that overruns its own timeout by this much is abandoned (answer: cancelled).
+PROMPTER_GRACE = 5.0
+
+
+class RunSummary(msgspec.Struct, kw_only=True, rename="camel"):
+    """What `askgate pi run --json` prints."""
+
+    ok: bool
+    final_text: str
+    error: str | None = None
+    exit_status: int | None = None
+    dialogs: str = "cancel"
+    counters: dict[str, Any] = msgspec.field(default_factory=dict)
+    stderr_tail: str = ""
+
+
+def worker_argv(pi_command: str, model: str | None = None) -> list[str]:
+    """`pi_command` split as a shell would, plus askgate's arguments.
+    Raises ValueError on an empty or unbalanced command."""
+    argv = shlex.split(pi_command)
+    if not argv:
+        raise ValueError("--pi-command is empty")
+    argv += ["--mode", "rpc", "--no-session"]
+    if model:
+        argv += ["--model", model]
+    return argv
+
+
+def assistant_text(message: Any) -> tuple[str | None, str | None]:
+    """(text, error) of an assistant message frame's `message`; (None, None) for
+    other roles."""
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return None, None
+    parts = message.get("content")
+    text = ""
+    if isinstance(parts, list):
+        text = "".join(
+            str(part.get("text", ""))
+            for part in parts
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    error = None
+    if message.get("stopReason") == "error":
+        error = str(message.get("errorMessage") or "the model call failed")
+    return text, error
+
+
+def prompt_in_thread(
+    prompter: Prompter, request: PromptRequest, timeout: float
+) -> asyncio.Future[PromptReply]:
+    """Run the blocking `prompter.prompt` on a daemon thread (a human who never answers
+    must not keep the process alive at exit)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[PromptReply] = loop.create_future()
+
+    def settle(reply: PromptReply | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(reply)  # type: ignore[arg-type]
+
+    def work() -> None:
+        try:
+            reply = prompter.prompt(request, timeout)
+            if not isinstance(reply, PromptReply):
+                raise TypeError(f"prompter returned {type(reply).__name__}")
+        except BaseException as exc:  # reported on the loop; fail closed there
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, reply, None)
+
+    threading.Thread(target=work, name="askgate-pi-dialog", daemon=True).start()
+    return future
+
+
+class WorkerRun:
+    """One worker, one prompt."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        dialogs: DialogPolicy,
+        prompter: Prompter,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        prompt_timeout: float = DEFAULT_PROMPT_TIMEOUT,
+        settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
+        command_timeout: float = 60.0,
+        on_frame: Callable[[Frame], None] | None = None,
+    ) -> None:
+        self.client = PiRpcClient(argv, env=env, cwd=cwd, command_timeout=command_timeout)
+        self.policy = UiRequestPolicy(dialogs)
+        self.prompter = prompter
+        self.prompt_timeout = prompt_timeout
+        self.settle_timeout = settle_timeout
+        self.on_frame = on_frame
+        self.last_text = ""
+        self.model_error: str | None = None
+        self._dialogs: set[asyncio.Task[None]] = set()
+
+    def counters(self) -> dict[str, Any]:
+        counters: dict[str, Any] = msgspec.to_builtins(self.policy.counters)
+        counters["malformedFrames"] = self.client.malformed_frames
+        counters["responsesMatched"] = self.client.responses_matched
+        counters["responsesUnmatched"] = self.client.responses_unmatched
+        return counters
+
+    async def run(self, message: str) -> RunSummary:
+        error: str | None = None
+        self.client.subscribe(self._on_frame)
+        try:
+            await self.client.start()
+            response = await self.client.request(Prompt(message=message))
+            if not response.success:
+                raise WorkerError(f"the worker refused the prompt: {response.error}")
+            await self.client.wait_settled(self.settle_timeout)
+            await self._final_text()
+        except WorkerError as exc:
+            error = str(exc)
+        finally:
+            for task in self._dialogs:
+                task.cancel()
+            status = await self.client.stop()
+        if error is None and self.model_error is not None:
+            error = f"the model call failed: {self.model_error}"
+        if error is None and status not in (0, None):
+            error = f"worker exited with status {status}"
+        return RunSummary(
+            ok=error is None,
+            final_text=self.last_text,
+            error=error,
+            exit_status=status,
+            dialogs=self.policy.policy.value,
+            counters=self.counters(),
+            stderr_tail=self.client.stderr.text()[-4000:],
+        )
+
+    async def _final_text(self) -> None:
+        try:
+            response = await self.client.request(GetLastAssistantText(), timeout=10)
+        except WorkerError:
+            return  # keep the text seen in the stream
+        data = response.data
+        if response.success and isinstance(data, dict) and isinstance(data.get("text"), str):
+            self.last_text = data["text"]
+
+    def _on_frame(self, frame: Frame) -> None:
+        if isinstance(frame, ExtensionUIRequest):
+            self._on_ui_request(frame)
+        elif isinstance(frame, MessageEnd):
+            text, model_error = assistant_text(frame.message)
+            if text is not None:
+                self.last_text = text
+                self.model_error = model_error
+        if self.on_frame is not None:
+            self.on_frame(frame)
+
+    def _on_ui_request(self, request: ExtensionUIRequest) -> None:
+        action = self.policy.handle(request)
+        if isinstance(action, Answer):
+            self._spawn(self._send(action))
+        elif isinstance(action, Ask):
+            self._spawn(self._ask(action))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._dialogs.add(task)
+        task.add_done_callback(self._dialogs.discard)
+
+    async def _send(self, answer: Answer) -> None:
+        # A worker that is gone has nothing waiting for the answer any more.
+        with contextlib.suppress(WorkerError):
+            await self.client.send(answer.response)
+
+    async def _ask(self, ask: Ask) -> None:
+        budget = self.prompt_timeout
+        if ask.request.timeout:
+            budget = min(budget, ask.request.timeout / 1000)
+        try:
+            reply = await asyncio.wait_for(
+                prompt_in_thread(self.prompter, ask.prompt, budget), budget + PROMPTER_GRACE
+            )
+        except TimeoutError:
+            reply = PromptReply(state=PromptState.TIMED_OUT, detail="the prompter overran")
+        except Exception as exc:
+            await self._send(self.policy.abandon(ask.request, str(exc)))
+            return
+        await self._send(self.policy.answer_for_reply(ask.request, reply))

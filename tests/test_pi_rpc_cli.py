@@ -1,0 +1,162 @@
+"""`askgate pi run` as a user runs it, against the protocol worker script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WORKER = Path(__file__).with_name("pi_rpc_worker.py")
+
+
+def askgate_pi(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "askgate.cli", "pi", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def worker_command(*args: str) -> str:
+    return shlex.join([sys.executable, str(WORKER), *args])
+
+
+def test_json_summary_of_a_cancelled_dialog(tmp_path):
+    side = tmp_path / "side"
+    result = askgate_pi(
+        tmp_path,
+        "run",
+        "--json",
+        "--pi-command",
+        worker_command("--dialog", "confirm", "--side-effect", str(side), "--line", "1.6"),
+        "do it",
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["ok"] is True
+    assert summary["finalText"] == "All done\u2028with a line separator"
+    assert summary["dialogs"] == "cancel"
+    counters = summary["counters"]
+    for key in (
+        "uiRequestsDrained",
+        "drainedByMethod",
+        "dialogsCancelled",
+        "dialogsBlocked",
+        "dialogsAsked",
+        "malformedFrames",
+        "responsesMatched",
+        "responsesUnmatched",
+    ):
+        assert key in counters
+    assert counters["dialogsCancelled"] == 1
+    assert not side.exists()
+
+
+def test_progress_and_final_text_without_json(tmp_path):
+    result = askgate_pi(
+        tmp_path, "run", "--pi-command", worker_command("--text", "the answer"), "go"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "the answer"
+    assert "▶ bash" in result.stderr
+    assert "uiRequestsDrained=3" in result.stderr
+
+
+def test_worker_failure_exits_non_zero_with_its_stderr(tmp_path):
+    result = askgate_pi(tmp_path, "run", "--pi-command", worker_command("--crash"), "go")
+    assert result.returncode == 1
+    assert "exited with status 3" in result.stderr
+    assert "worker crashed" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_pi_binary_is_one_line(tmp_path):
+    result = askgate_pi(tmp_path, "run", "--pi-command", str(tmp_path / "nope"), "go")
+    assert result.returncode == 1
+    assert "cannot start" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_dialog_policy_falls_back_to_cancel(tmp_path):
+    side = tmp_path / "side"
+    result = askgate_pi(
+        tmp_path,
+        "run",
+        "--json",
+        "--dialogs",
+        "confirm-all",
+        "--pi-command",
+        worker_command("--dialog", "confirm", "--side-effect", str(side)),
+        "go",
+    )
+    assert result.returncode == 0
+    assert "using cancel" in result.stderr
+    assert json.loads(result.stdout)["dialogs"] == "cancel"
+    assert not side.exists()
+
+
+def test_ask_without_a_human_cancels(tmp_path):
+    # No terminal, not a subagent: nobody can answer, so the dialog is cancelled.
+    side = tmp_path / "side"
+    result = subprocess.run(
+        [
+            "setsid",
+            sys.executable,
+            "-m",
+            "askgate.cli",
+            "pi",
+            "run",
+            "--json",
+            "--dialogs",
+            "ask",
+            "--pi-command",
+            worker_command("--dialog", "permission", "--side-effect", str(side)),
+            "go",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["counters"]["dialogsCancelled"] == 1
+    assert not side.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--pi-command", "", "go"], "--pi-command is empty"),
+        (["run", "--pi-command", "pi 'unbalanced", "go"], "bad --pi-command"),
+        (["run"], "required"),
+        (["run", "--prompt-timeout", "0", "go"], "must be positive"),
+        (["run", "--cwd", "/no/such/dir", "go"], "not a directory"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(tmp_path, args, message):
+    result = askgate_pi(tmp_path, *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_help(tmp_path):
+    result = askgate_pi(tmp_path, "run", "--help")
+    assert result.returncode == 0
+    assert "--dialogs" in result.stdout
