@@ -14,6 +14,11 @@ HOOKS: dict[str, str] = {
     "codex": "askgate.adapters.codex:main",
     "gemini": "askgate.adapters.gemini:main",
 }
+# Agents that read a verdict on stdout even from a failed hook, and fail open without one:
+# what to print when the adapter itself cannot be loaded.
+HOOK_FAILURE_STDOUT: dict[str, bytes] = {
+    "gemini": b'{"decision":"deny","reason":"askgate: blocked: the hook could not load"}\n',
+}
 
 
 def run_hook(args: list[str]) -> int:
@@ -30,6 +35,9 @@ def run_hook(args: list[str]) -> int:
         hook = getattr(module, function)
     except Exception as exc:  # a missing or broken adapter blocks the call, loudly
         print(f"askgate: error: hook {args[0]} is unavailable: {exc!r}"[:600], file=sys.stderr)
+        if args[0] in HOOK_FAILURE_STDOUT:
+            sys.stdout.buffer.write(HOOK_FAILURE_STDOUT[args[0]])
+            sys.stdout.buffer.flush()
         return 2
     result: int = hook(args[1:])
     return result
