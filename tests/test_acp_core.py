@@ -285,6 +285,15 @@ def test_broken_policy_never_allows(tmp_path: Path) -> None:
     assert verdict is Verdict.FORWARD
 
 
+def test_title_is_the_command_only_for_agents_known_to_send_it() -> None:
+    call = {"kind": "execute", "title": "touch a && rm -rf /", "toolCallId": "c"}
+    assert requests_for(call, "/p", None) == []
+    [request] = requests_for(call, "/p", None, title_is_command=True)
+    assert request.input == {"command": "touch a && rm -rf /"}
+    with_raw = dict(call, rawInput={"command": "ls"})
+    assert requests_for(with_raw, "/p", None, title_is_command=True)[0].input == {"command": "ls"}
+
+
 def test_requests_for_unknown_shapes() -> None:
     assert requests_for({"kind": 3}, "/p", None)[0].tool == "acp_other"
     assert requests_for({"kind": "execute", "rawInput": "x"}, "/p", None) == []

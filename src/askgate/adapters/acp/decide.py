@@ -3,7 +3,9 @@
 An ACP ``toolCall`` says what kind of thing is about to happen (``kind``), where
 (``locations``), and often with which input (``rawInput``). It becomes gate requests:
 
-* ``execute`` with ``rawInput.command`` -> ``Bash`` (a list command is shell-joined);
+* ``execute`` with ``rawInput.command`` -> ``Bash`` (a list command is shell-joined); for
+  agents known to put the whole command in the title (Gemini CLI: its shell tool's
+  ``getDisplayTitle()`` returns ``params.command`` unchanged, 0.61.0) the title is the command;
 * ``edit``/``delete``/``move`` -> one ``Write`` per location;
 * ``read``/``search`` -> one ``Read`` per location;
 * anything else (``fetch``, ``think``, ``other``, …) -> the tool ``acp_<kind>``.
@@ -32,7 +34,17 @@ READ_KINDS = frozenset({"read", "search"})
 PROMPT_BUDGET_SECONDS = 540.0
 
 
-def requests_for(tool_call: Mapping[str, Any], cwd: str, session: str | None) -> list[ToolRequest]:
+# Agents whose execute permission requests carry the exact command as the title.
+TITLE_IS_COMMAND = frozenset({"acp:gemini"})
+
+
+def requests_for(
+    tool_call: Mapping[str, Any],
+    cwd: str,
+    session: str | None,
+    *,
+    title_is_command: bool = False,
+) -> list[ToolRequest]:
     """The gate requests one ACP tool call stands for; [] when askgate cannot tell."""
     kind = tool_call.get("kind") if isinstance(tool_call.get("kind"), str) else "other"
     raw = tool_call.get("rawInput")
@@ -43,6 +55,8 @@ def requests_for(tool_call: Mapping[str, Any], cwd: str, session: str | None) ->
         command = raw_input.get("command")
         if isinstance(command, list) and all(isinstance(c, str) for c in command):
             command = shlex.join(command)
+        if command is None and title_is_command:
+            command = tool_call.get("title")
         if not isinstance(command, str) or not command:
             return []
         return [ToolRequest(tool="Bash", input={"command": command}, request_id=call_id, **common)]
@@ -123,7 +137,11 @@ class PermissionDecider:
         if not os.path.isabs(cwd):
             cwd = os.path.abspath(cwd)
         gate = self.gate(cwd)
-        requests = requests_for(tool_call, cwd, session) if isinstance(tool_call, Mapping) else []
+        requests = (
+            requests_for(tool_call, cwd, session, title_is_command=self.client in TITLE_IS_COMMAND)
+            if isinstance(tool_call, Mapping)
+            else []
+        )
         if not requests:
             self._record_blind(gate, params)
             return Verdict.FORWARD, "askgate cannot see what this tool call does"
