@@ -101,6 +101,7 @@ def run_codex(
     escalate: bool = False,
     hooks: bool = True,
     server: str | None = None,
+    program: str | None = None,
 ) -> CodexRun:
     home = tmp_path / "home"
     codex_home = home / ".codex"
@@ -139,9 +140,9 @@ def run_codex(
     from askgate.install import codex as install_codex
     from askgate.install.hook_files import hook_command, merged
 
-    program = shlex.join(
-        ["env", *(f"{k}={v}" for k, v in hook_env.items()), sys.executable, "-m", "askgate"]
-    )
+    if program is None:
+        env_args = [f"{k}={v}" for k, v in hook_env.items()]
+        program = shlex.join(["env", *env_args, sys.executable, "-m", "askgate"])
     command_line = hook_command("codex", config_files=[str(policy_file)], program=program)
     if hooks:
         document = merged({}, "codex", install_codex.groups(command_line))
@@ -242,3 +243,12 @@ def test_permission_request_ask_through_the_approval_server(
     assert run.ran is runs, run.stderr[-2000:]
     assert "touch" in (tmp_path / "server-asked.log").read_text()
     assert run.audit[-1]["resolution"] == ("user_approved" if runs else "user_denied")
+
+
+def test_askgate_that_cannot_start_blocks(codex: Path, model, tmp_path: Path) -> None:
+    """The installed `|| exit 2` guard: the shell's "not found" on stderr and exit 2 block
+    the call (without it, Codex treats a failed hook as no opinion and runs the call)."""
+    missing = str(tmp_path / "no-such-askgate")
+    run = run_codex(codex, model, tmp_path, f"touch {MARKER}", program=missing)
+    assert not run.ran
+    assert run.audit == []
