@@ -21,6 +21,7 @@ from typing import Any
 from askgate.adapters.acp.core import Action, Audit, Decide, ProxyCore, ToAgent, ToClient, Verdict
 
 LINE_LIMIT = 64 * 1024 * 1024  # diffs and file contents travel in one line
+AGENT_EXIT_GRACE_S = 5.0
 _LAUNCHERS = frozenset({"node", "npx", "bunx", "bun", "uvx", "uv", "python", "python3", "env"})
 
 
@@ -147,7 +148,24 @@ async def run_proxy(
         inbound.cancel()
         for task in list(relay.tasks):
             task.cancel()
+        await _stop(proc)
     return await proc.wait()
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Let the agent finish on EOF; end it if it does not (the editor is gone)."""
+    if proc.returncode is not None:
+        return
+    if proc.stdin is not None and not proc.stdin.is_closing():
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), AGENT_EXIT_GRACE_S)
+    except TimeoutError:
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), AGENT_EXIT_GRACE_S)
+        except TimeoutError:
+            proc.kill()
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -181,3 +199,5 @@ def main(argv: Sequence[str]) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except (BrokenPipeError, ConnectionResetError):
+        return 0  # the editor closed the connection; the agent has been stopped
