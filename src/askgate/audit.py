@@ -196,16 +196,23 @@ def default_log_path(env: Mapping[str, str] | None = None) -> str:
 
 
 class AuditLog:
-    """Appends records to a JSONL file (created 0600, parent 0700)."""
+    """Appends records to a JSONL file (created 0600, parent 0700).
 
-    def __init__(self, path: str) -> None:
+    `client` names the agent integration that asked (``"claude-code"``, ``"codex"``,
+    ``"gemini"``, ``"acp:<agent>"``); when given, every record carries it as ``client``.
+    """
+
+    def __init__(self, path: str, *, client: str | None = None) -> None:
         self.path = path
+        self.client = bound(client, 200) if client else None
         self._lock = threading.Lock()
         self._encoder = msgspec.json.Encoder()
 
     def write(self, record: Mapping[str, Any]) -> bool:
         """Append one record; False (and one logged line) when it cannot be written."""
         try:
+            if self.client is not None and "client" not in record:
+                record = {**record, "client": self.client}
             line = self._encode(record)
             with self._lock:
                 os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)

@@ -25,6 +25,11 @@ HOOKS: dict[str, str] = {
     "codex": "askgate.adapters.codex:main",
     "gemini": "askgate.adapters.gemini:main",
 }
+# Agents that read a verdict on stdout even from a failed hook, and fail open without one:
+# what to print when the adapter itself cannot be loaded.
+HOOK_FAILURE_STDOUT: dict[str, bytes] = {
+    "gemini": b'{"decision":"deny","reason":"askgate: blocked: the hook could not load"}\n',
+}
 
 BLOCK = 2  # the exit code that blocks the tool call in every agent that honours one
 MAX_ERROR_LINE = 600
@@ -35,12 +40,18 @@ def _one_line(text: str) -> str:
     return text[:MAX_ERROR_LINE]
 
 
-def _blocked(text: str) -> int:
+def _blocked(text: str, agent: str | None = None) -> int:
     try:
         sys.stderr.write(_one_line(text) + "\n")
         sys.stderr.flush()
     except BaseException:  # stderr gone: the exit code alone still blocks
         pass
+    if agent in HOOK_FAILURE_STDOUT:  # an agent that fails open without a verdict
+        try:
+            sys.stdout.buffer.write(HOOK_FAILURE_STDOUT[agent])
+            sys.stdout.buffer.flush()
+        except BaseException:
+            pass
     return BLOCK
 
 
@@ -55,7 +66,7 @@ def run_hook(args: list[str]) -> int:
         module_name, _, function = HOOKS[args[0]].partition(":")
         hook = getattr(importlib.import_module(module_name), function)
     except BaseException as exc:  # a missing or broken adapter blocks the call, loudly
-        return _blocked(f"askgate: error: hook {args[0]} is unavailable: {exc!r}")
+        return _blocked(f"askgate: error: hook {args[0]} is unavailable: {exc!r}", args[0])
     try:
         result = hook(args[1:])
     except SystemExit as exc:
@@ -63,12 +74,12 @@ def run_hook(args: list[str]) -> int:
         # decision, so only an explicit block keeps its meaning.
         if exc.code == BLOCK:
             return BLOCK
-        return _blocked(f"askgate: blocked: hook {args[0]} exited with {exc.code!r}")
+        return _blocked(f"askgate: blocked: hook {args[0]} exited with {exc.code!r}", args[0])
     except BaseException as exc:
-        return _blocked(f"askgate: blocked by an internal error: {exc!r}")
+        return _blocked(f"askgate: blocked by an internal error: {exc!r}", args[0])
     if result in (0, BLOCK) and isinstance(result, int):
         return result
-    return _blocked(f"askgate: blocked: hook {args[0]} returned {result!r}")
+    return _blocked(f"askgate: blocked: hook {args[0]} returned {result!r}", args[0])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,10 @@
 """Which surface a tool call is decided on, and with which value: the one table.
 
 Claude Code's tools (``Bash Read Edit Write MultiEdit NotebookEdit Glob Grep WebFetch
-mcp__server__tool``) and pi's (``bash read edit write grep find ls``) map here; any
-other tool is decided by its ``tool`` rule.
+mcp__server__tool``), pi's (``bash read edit write grep find ls``), Gemini CLI's
+(``run_shell_command write_file replace read_file list_directory glob grep_search``) and
+Codex's (``Bash``, ``Edit``/``Write`` aliases; ``apply_patch`` is split into one ``Write``
+per file by its adapter) map here; any other tool is decided by its ``tool`` rule.
 """
 
 from __future__ import annotations
@@ -48,9 +50,25 @@ _TABLE: dict[str, tuple[Surface, tuple[str, ...], bool, bool]] = {
     "find": (Surface.READ, ("path",), True, True),
     "ls": (Surface.READ, ("path",), True, True),
     "skill": (Surface.SKILL, ("name", "skill"), False, False),
+    # Gemini CLI (MCP tools arrive as mcp_<server>_<tool>: see `mcp_tool_name`)
+    "run_shell_command": (Surface.BASH, ("command",), False, False),
+    "write_file": (Surface.WRITE, ("file_path",), False, False),
+    "replace": (Surface.WRITE, ("file_path",), False, False),
+    "read_file": (Surface.READ, ("file_path", "absolute_path"), True, False),
+    "list_directory": (Surface.READ, ("dir_path", "path"), True, True),
+    "glob": (Surface.READ, ("dir_path", "path"), True, True),
+    "grep_search": (Surface.READ, ("dir_path", "path"), True, True),
+    "search_file_content": (Surface.READ, ("dir_path", "path"), True, True),
 }
 
 MCP_PREFIX = "mcp__"
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The one spelling of an MCP tool (``mcp__server__tool``), for agents that name MCP
+    tools differently (Gemini's ``mcp_<server>_<tool>`` cannot be split where either name
+    holds ``_``, so its adapter builds the name from the server and tool it is given)."""
+    return f"{MCP_PREFIX}{server}__{tool}"
 
 
 def target_for(tool: str, tool_input: Mapping[str, Any], cwd: str) -> ToolTarget:

@@ -1,0 +1,113 @@
+"""Running `askgate hook AGENT` as a real subprocess, the way an agent CLI runs it, with an
+isolated HOME, a policy file, no managed policy and a review log under tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+POLICY = """
+default = "ask"
+[bash]
+"git status *" = "allow"
+"echo *" = "allow"
+"rm *" = { action = "deny", reason = "no deleting here" }
+[read]
+"**" = "allow"
+[write]
+"**/secret*" = { action = "deny", reason = "secrets are off limits" }
+"**/ok*" = "allow"
+[mcp]
+"github:get_issue" = "allow"
+"my_server:delete_all" = "deny"
+[tool]
+"web_fetch" = "deny"
+"""
+
+
+@dataclass
+class HookRun:
+    returncode: int
+    stdout: bytes
+    stderr: str
+    audit: list[dict[str, Any]]
+
+    @property
+    def json(self) -> dict[str, Any]:
+        parsed: dict[str, Any] = json.loads(self.stdout)
+        return parsed
+
+
+def hook_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),
+        "ASKGATE_AUDIT_LOG": str(tmp_path / "review.jsonl"),
+        **extra,
+    }
+
+
+def read_audit(tmp_path: Path) -> list[dict[str, Any]]:
+    log = tmp_path / "review.jsonl"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def run_hook(
+    agent: str,
+    payload: bytes | dict[str, Any],
+    tmp_path: Path,
+    *args: str,
+    policy: str = POLICY,
+    env: dict[str, str] | None = None,
+    python_prelude: str | None = None,
+) -> HookRun:
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(policy)
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    if python_prelude is None:
+        argv = [sys.executable, "-m", "askgate", "hook", agent, "--config", str(policy_file)]
+    else:  # run the console entry after some setup code (to break an import, say)
+        code = (
+            f"{python_prelude}\nimport sys\nfrom askgate.entry import main\n"
+            f"sys.exit(main(['hook', {agent!r}, '--config', {str(policy_file)!r}]))"
+        )
+        argv = [sys.executable, "-c", code]
+    proc = subprocess.run(
+        [*argv, *args],
+        input=data,
+        capture_output=True,
+        env=env or hook_env(tmp_path),
+        timeout=60,
+    )
+    return HookRun(proc.returncode, proc.stdout, proc.stderr.decode(), read_audit(tmp_path))
+
+
+class StubServerModule(types.ModuleType):
+    """Stands in for `askgate.prompters.server` (built separately) with its documented
+    factory `from_env(env) -> Prompter | None`; the prompter it hands out is a real
+    Prompter (tests/conftest.py ScriptedPrompter)."""
+
+    def __init__(self, prompter: Any) -> None:
+        super().__init__("askgate.prompters.server")
+        self.prompter = prompter
+
+    def from_env(self, env: Any) -> Any:
+        return self.prompter
+
+
+def install_approval_server(monkeypatch: pytest.MonkeyPatch, prompter: Any) -> None:
+    """Make `prompter` the configured approval server for an in-process test."""
+    monkeypatch.setitem(sys.modules, "askgate.prompters.server", StubServerModule(prompter))
