@@ -15,6 +15,7 @@ import msgspec
 
 from askgate.policy.model import Action, Origin, Rule, Surface
 from askgate.policy.paths import fold_lexically, home_directory, is_inside, normalize
+from askgate.policy.sandbox_table import SandboxTable, SandboxTableError, parse_sandbox_table
 from askgate.policy.schema import (
     AGENT_NAME,
     MAX_AGENT_NAME_LENGTH,
@@ -92,6 +93,10 @@ class PolicyFile(msgspec.Struct, frozen=True, kw_only=True):
     agent_rank: int = 0
     sha256: str = ""  # of the file's bytes ("" when parsed from text)
     ignored: tuple[str, ...] = ()  # keys an untrusted file set that did not load
+    # [sandbox] and [agent.NAME.sandbox] (policy/sandbox_table.py); kept for untrusted
+    # files too, since an untrusted table may only tighten (merge_sandbox_tables).
+    sandbox: SandboxTable | None = None
+    agent_sandbox: tuple[tuple[str, SandboxTable], ...] = ()
 
 
 # --- parsing and validation ---------------------------------------------------------
@@ -117,6 +122,21 @@ class _FileParser:
         self.path = path
         self.env = env
         self._lines: dict[KeyPath, int] | None = None
+        self.base_dir = "/"
+        self.agent_sandbox: list[tuple[str, SandboxTable]] = []
+
+    def sandbox(self, key: KeyPath, value: object) -> SandboxTable:
+        """A `[sandbox]` table (policy/sandbox_table.py), errors with file:line."""
+        try:
+            return parse_sandbox_table(
+                value,
+                normalize_path=lambda entry: normalize(entry, self.base_dir, self.env),
+                validate_glob=lambda entry: validate_pattern(Surface.READ, entry),
+                max_items=MAX_LIST_ITEMS,
+                max_length=MAX_PATH_ENTRY_LENGTH,
+            )
+        except SandboxTableError as error:
+            self.fail((*key, error.key) if error.key else key, error.message)
 
     def line(self, key: KeyPath) -> int | None:
         if self._lines is None:
@@ -235,6 +255,9 @@ class _FileParser:
             if not isinstance(tables, dict):
                 self.fail(key, f"expected [agent.{name}.SURFACE] tables, got {_toml_type(tables)}")
             for surface_name, table in tables.items():
+                if surface_name == "sandbox":
+                    self.agent_sandbox.append((name, self.sandbox((*key, "sandbox"), table)))
+                    continue
                 if surface_name not in SURFACE_NAMES:
                     self.fail(
                         (*key, surface_name), _unknown("surface", surface_name, SURFACE_NAMES)
@@ -292,7 +315,8 @@ def parse_policy_text(
     except (ValueError, RecursionError) as error:
         raise ConfigError(path, None, None, f"cannot parse: {error}") from None
     parser = _FileParser(text=text, path=path, env=env)
-    base_dir = fold_lexically(base_dir)
+    base_dir = parser.base_dir = fold_lexically(base_dir)
+    sandbox: SandboxTable | None = None
     agent_rank = rank_base + AGENT_RANK_OFFSET if agent_rank is None else agent_rank
     settings: dict[str, Any] = {}
     sections: list[tuple[str | None, list[Any]]] = []
@@ -311,6 +335,8 @@ def parse_policy_text(
             sections.append((None, parser.surface_rules(Surface(key), (key,), value)))
         elif key == "agent":
             sections.extend(parser.agent_rules(value))
+        elif key == "sandbox":
+            sandbox = parser.sandbox((key,), value)
         else:
             parser.fail((key,), _unknown("key", key, TOP_LEVEL_KEYS))
 
@@ -352,6 +378,8 @@ def parse_policy_text(
         agent_rank=agent_rank,
         sha256=sha256,
         ignored=tuple(ignored),
+        sandbox=sandbox,
+        agent_sandbox=tuple(parser.agent_sandbox),
     )
 
 

@@ -23,7 +23,9 @@ MAX_PATH_ENTRY_LENGTH = 4096
 AGENT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 SURFACE_NAMES: tuple[str, ...] = tuple(surface.value for surface in Surface)
 PATH_LIST_KEYS: tuple[str, ...] = ("infrastructure_read_paths", "extra_directories")
-TOP_LEVEL_KEYS: tuple[str, ...] = ("default", "yolo", *PATH_LIST_KEYS, *SURFACE_NAMES, "agent")
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "default", "yolo", *PATH_LIST_KEYS, *SURFACE_NAMES, "agent", "sandbox"
+)  # fmt: skip
 
 # No control characters except tab (ECMA-262 syntax, also valid for Python's `re`).
 _NO_CONTROL = "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$"
@@ -47,6 +49,7 @@ _SCHEMA: dict[str, Any] = {
         "infrastructure_read_paths": {"$ref": "#/$defs/pathList"},
         "extra_directories": {"$ref": "#/$defs/pathList"},
         **{name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
+        "sandbox": {"$ref": "#/$defs/sandboxTable"},
         "agent": {
             "type": "object",
             "description": "Per-agent rules: [agent.NAME.SURFACE].",
@@ -90,7 +93,22 @@ _SCHEMA: dict[str, Any] = {
         "agentTables": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
+            "properties": {
+                **{name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
+                "sandbox": {"$ref": "#/$defs/sandboxTable"},
+            },
+        },
+        "sandboxTable": {
+            "type": "object",
+            "description": "Kernel sandbox for shell commands (docs/sandbox.md).",
+            "additionalProperties": False,
+            "properties": {
+                "bash": {"enum": ["off", "on", "required"]},
+                "network": {"enum": ["on", "off"]},
+                "hard_links": {"enum": ["warn", "refuse"]},
+                "writable": {"$ref": "#/$defs/pathList"},
+                "hidden": {"$ref": "#/$defs/pathList"},
+            },
         },
         "pathList": {
             "type": "array",
