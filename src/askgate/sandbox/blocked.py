@@ -47,6 +47,15 @@ def _candidates(line: str, cwd: str) -> Iterable[str]:
             yield fold_lexically(os.path.join(cwd, token))
 
 
+def _ordered_candidates(line: str, lowered: str, cwd: str) -> list[str]:
+    """Paths nearest the errno text first: after it (`Permission denied: '/p'`), then
+    before it, closest first (`bash: line 1: /p: Read-only file system`)."""
+    at = min(i for i in (lowered.find(t) for t in DENIAL_TEXTS) if i >= 0)
+    after = list(_candidates(line[at:], cwd))
+    before = list(_candidates(line[:at], cwd))
+    return after + before[::-1]
+
+
 def _covering(path: str, entries: Iterable[PlanEntry]) -> PlanEntry | None:
     for entry in entries:
         if is_inside(path, entry.path) or (entry.named and is_inside(path, entry.named)):
@@ -61,7 +70,7 @@ def explain_failure(plan: SandboxPlan, stderr_tail: str) -> str | None:
         lowered = line.lower()
         if not any(text in lowered for text in DENIAL_TEXTS):
             continue
-        for path in _candidates(line, plan.cwd):
+        for path in _ordered_candidates(line, lowered, plan.cwd):
             entry = _covering(path, plan.read_denies)
             if entry is not None:
                 return f"blocked reading {path}: hidden by {entry.why}"

@@ -90,9 +90,11 @@ def abi_version() -> int:
     except OSError:
         return 0
     result = libc.syscall(
-        ctypes.c_long(SYS_CREATE_RULESET), None, ctypes.c_size_t(0),
+        ctypes.c_long(SYS_CREATE_RULESET),
+        None,
+        ctypes.c_size_t(0),
         ctypes.c_uint32(CREATE_RULESET_VERSION),
-    )  # fmt: skip
+    )
     return int(result) if result > 0 else 0
 
 
@@ -196,9 +198,11 @@ def create_ruleset(rules: LandlockPlan, abi: int) -> int:
         attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
         size = 24
     fd = libc.syscall(
-        ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size),
+        ctypes.c_long(SYS_CREATE_RULESET),
+        ctypes.byref(attr),
+        ctypes.c_size_t(size),
         ctypes.c_uint32(0),
-    )  # fmt: skip
+    )
     if fd < 0:
         raise LandlockError(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
     try:
@@ -219,9 +223,12 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
     try:
         attr = _PathBeneathAttr(rights, target)
         result = libc.syscall(
-            ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(RULE_PATH_BENEATH),
-            ctypes.byref(attr), ctypes.c_uint32(0),
-        )  # fmt: skip
+            ctypes.c_long(SYS_ADD_RULE),
+            ctypes.c_int(ruleset),
+            ctypes.c_int(RULE_PATH_BENEATH),
+            ctypes.byref(attr),
+            ctypes.c_uint32(0),
+        )
         if result < 0:
             error = os.strerror(ctypes.get_errno())
             raise LandlockError(f"landlock_add_rule({path}) failed: {error}")

@@ -160,8 +160,10 @@ class _Builder:
             if prefix.startswith("/") and rest in ("", "**"):
                 candidates.append((prefix, describe_rule(rule)))
             else:
-                self.notes.append(f"not writable in the sandbox (not a whole tree or a path): "
-                                  f"{describe_rule(rule)}")  # fmt: skip
+                self.notes.append(
+                    f"not writable in the sandbox (not a whole tree or a path): "
+                    f"{describe_rule(rule)}"
+                )
         candidates += [(p, "[sandbox] writable") for p in self.settings.writable]
         tmpdir = self.policy.env.get("TMPDIR", "")
         scratch = [*SCRATCH_DIRECTORIES, *([tmpdir] if tmpdir.startswith("/") else [])]
@@ -263,9 +265,10 @@ class _Builder:
                 if kind == "missing":
                     continue  # nothing there to hide; what the command creates is its own
                 entries.append(
-                    PlanEntry(path=real, named=path, kind=kind, why=source.why,
-                              pattern=source.pattern)
-                )  # fmt: skip
+                    PlanEntry(
+                        path=real, named=path, kind=kind, why=source.why, pattern=source.pattern
+                    )
+                )
         return _outermost(entries)
 
     def _still_blocked(self, path: str) -> bool:
