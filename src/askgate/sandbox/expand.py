@@ -51,10 +51,12 @@ def expand(
     pattern: str,
     search_roots: Sequence[str],
     *,
-    max_visited: int = MAX_VISITED,
-    max_matches: int = MAX_MATCHES,
+    max_visited: int | None = None,
+    max_matches: int | None = None,
 ) -> Expansion:
     """The concrete paths `pattern` (absolute, or starting with `**`) covers."""
+    max_visited = MAX_VISITED if max_visited is None else max_visited
+    max_matches = MAX_MATCHES if max_matches is None else max_matches
     prefix, rest = fixed_prefix(pattern)
     if not rest:
         return Expansion((prefix or "/",), whole_tree=True)
