@@ -59,15 +59,15 @@ def parse_input(data: bytes) -> HookInput:
     return hook
 
 
-def output(decision: str, reason: str) -> bytes:
-    body = {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": reason[:MAX_REASON],
-        }
+def output(decision: str, reason: str, updated_input: dict[str, Any] | None = None) -> bytes:
+    specific: dict[str, Any] = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason[:MAX_REASON],
     }
-    return msgspec.json.encode(body) + b"\n"
+    if updated_input is not None:
+        specific["updatedInput"] = updated_input
+    return msgspec.json.encode({"hookSpecificOutput": specific}) + b"\n"
 
 
 def run(
@@ -106,6 +106,23 @@ def run(
         return output("ask", f"askgate: {reason}")
     gate.publish(result, request)
     if result.allowed:
+        # --- kernel sandbox (askgate.sandbox.wrap, docs/sandbox.md): when [sandbox] bash is
+        # not "off", an allowed shell command runs as `askgate sandbox -- <command>`.
+        from askgate.sandbox.wrap import sandbox_rewrite
+
+        rewrite = sandbox_rewrite(
+            hook.tool_name,
+            hook.tool_input,
+            cwd=hook.cwd,
+            agent=hook.agent_type,
+            config_files=config_files,
+            env=env,
+        )
+        if rewrite is not None and rewrite.ask_reason is not None:
+            return output("ask", f"askgate: {rewrite.ask_reason}")
+        if rewrite is not None:
+            return output("allow", f"askgate: {result.reason}", rewrite.updated_input)
+        # --- end kernel sandbox
         return output("allow", f"askgate: {result.reason}")
     return output("deny", result.reason)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -366,7 +366,6 @@ def build_plan(
     cwd: str,
     agent: str | None = None,
     mode: str | None = None,
-    env: Mapping[str, str] | None = None,
 ) -> SandboxPlan:
     """The plan for commands run in `cwd` by `agent` under `policy`."""
     builder = _Builder(policy, settings, cwd, agent)
