@@ -7,8 +7,8 @@ askgate's figures, measuring whatever baselines it can.
 
 from __future__ import annotations
 
-from benchmarks import approval, forwarding, hook, policy, rpc_codec
+from benchmarks import approval, forwarding, hook, policy, rpc_codec, sandbox
 
-AREAS = (policy, hook, approval, forwarding, rpc_codec)
+AREAS = (policy, hook, approval, forwarding, rpc_codec, sandbox)
 
 __all__ = ["AREAS"]
