@@ -109,7 +109,7 @@ def _time(argv: list[str], env: dict[str, str], cwd: Path) -> int:
     return elapsed
 
 
-def _latency_rows(masks: int, runs: int) -> tuple[list[Row], list[str]]:
+def _latency_rows(masks: int, runs: int, warmup: int) -> tuple[list[Row], list[str]]:
     base = Path(tempfile.mkdtemp(prefix="askgate-bench-sandbox-"))
     try:
         env, project, policy = _world(base, masks)
@@ -120,7 +120,7 @@ def _latency_rows(masks: int, runs: int) -> tuple[list[Row], list[str]]:
             "askgate": [*askgate, "true"],
         }
         samples: dict[str, list[int]] = {key: [] for key in contenders}
-        for _ in range(2):  # warm-up: page cache, probe cache
+        for _ in range(warmup):  # page cache, bytecode, probe cache
             for argv in contenders.values():
                 _time(argv, env, project)
         for _ in range(runs):
@@ -210,12 +210,12 @@ def run(quick: bool) -> AreaReport:
             ),
             elapsed_s=time.perf_counter() - started,
         )
-    runs = 3 if quick else 30
-    rows, notes = _latency_rows(0, runs)
-    more_rows, more_notes = _latency_rows(200, max(2, runs // 2))
+    runs, warmup = (2, 1) if quick else (30, 2)
+    rows, notes = _latency_rows(0, runs, warmup)
+    more_rows, more_notes = _latency_rows(200, 1 if quick else 15, 0 if quick else 1)
     rows += more_rows
     notes += more_notes
-    rows.append(_io_row(2 if quick else 10))
+    rows.append(_io_row(1 if quick else 10))
     return AreaReport(
         name=NAME,
         title=TITLE,
