@@ -435,3 +435,27 @@ def test_plan_shows_roots_holes_and_hidden_paths(world: World) -> None:
     holes = {entry["path"] for entry in plan["write_holes"]}
     assert {str(world.guarded), str(world.project / ".git" / "config")} <= holes
     assert str(world.project) in {entry["path"] for entry in plan["writable"]}
+
+
+def test_a_bwrap_setup_failure_exits_125_without_running_the_command(world: World) -> None:
+    from askgate.sandbox.placeholders import Registry
+    from askgate.sandbox.plan import PlanEntry, SandboxPlan
+    from askgate.sandbox.runner import EXIT_REFUSED, run_sandboxed
+
+    marker = world.project / "ran.txt"
+    plan = SandboxPlan(
+        cwd=str(world.project),
+        project_root=str(world.project),
+        mode="on",
+        network=True,
+        hard_links="warn",
+        writable=(PlanEntry(path=str(world.base / "vanished"), kind="dir", why="test"),),
+        write_holes=(),
+        read_denies=(),
+    )
+    registry = Registry(str(world.base / "state"))
+    status = run_sandboxed(
+        plan, ["/bin/bash", "-c", f"touch {marker}"], env=world.env, registry=registry
+    )
+    assert status == EXIT_REFUSED
+    assert not marker.exists()

@@ -99,9 +99,14 @@ def bwrap_argv(
     bwrap: str,
     empty_file: str,
     proc: bool = True,
+    status_fd: int | None = None,
 ) -> list[str]:
-    """The full argument list: `bwrap … -- /bin/bash -c COMMAND` (or the given argv)."""
-    argv = [bwrap, "--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid"]
+    """The full argument list: `bwrap … -- /bin/bash -c COMMAND` (or the given argv).
+    `status_fd`: where bwrap reports JSON status (an `"exit-code"` only if the command ran)."""
+    argv = [bwrap]
+    if status_fd is not None:
+        argv += ["--json-status-fd", str(status_fd)]
+    argv += ["--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid"]
     argv += ["--cap-drop", "ALL"]
     if not plan.network:
         argv.append("--unshare-net")

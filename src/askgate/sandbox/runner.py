@@ -122,6 +122,7 @@ def _spawn_and_wait(
     env: Mapping[str, str],
     cwd: str,
     preexec: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> tuple[int, str]:
     relay = _StderrRelay()
     try:
@@ -131,12 +132,16 @@ def _spawn_and_wait(
             cwd=cwd,
             stderr=relay.write_fd,
             close_fds=True,
+            pass_fds=tuple(pass_fds),
             preexec_fn=preexec,
         )
     except BaseException:
         os.close(relay.write_fd)
         os.close(relay.read_fd)
         raise
+    finally:
+        for fd in pass_fds:  # the child has its copy; ours would keep the pipe open
+            os.close(fd)
     relay.start()
     forwarded = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
     previous = {}
@@ -224,14 +229,45 @@ def _run_bwrap(
         _say(f"refused: {error}")
         return EXIT_REFUSED
     try:
-        argv = bwrap_backend.bwrap_argv(
-            plan, command, bwrap=found.path, empty_file=empty, proc=found.proc
-        )
-        status, tail = _spawn_and_wait(argv, env=env, cwd="/")
+        status, tail, ran = _bwrap_once(plan, command, env, found.path, empty, proc=found.proc)
+        if not ran and found.proc and bwrap_backend.is_proc_error(tail):
+            # The command never started, so trying again without /proc is safe.
+            status, tail, ran = _bwrap_once(plan, command, env, found.path, empty, proc=False)
     finally:
         registry.release()
+    if not ran:
+        _say("refused: bubblewrap could not set up the sandbox (its message is above)")
+        return EXIT_REFUSED
     _report(plan, status, tail)
     return status
+
+
+def _bwrap_once(
+    plan: SandboxPlan,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    bwrap: str,
+    empty: str,
+    *,
+    proc: bool,
+) -> tuple[int, str, bool]:
+    """One bwrap run: (status, stderr tail, whether the command started). bwrap writes
+    `"exit-code"` to its status descriptor only for a command that ran; a setup failure
+    leaves it out."""
+    status_read, status_write = os.pipe()
+    try:
+        argv = bwrap_backend.bwrap_argv(
+            plan, command, bwrap=bwrap, empty_file=empty, proc=proc, status_fd=status_write
+        )
+        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=(status_write,))
+        os.set_blocking(status_read, False)
+        report = b""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(status_read, 65536):
+                report += chunk
+    finally:
+        os.close(status_read)
+    return status, tail, b'"exit-code"' in report
 
 
 def _run_landlock(
