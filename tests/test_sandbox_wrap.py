@@ -186,3 +186,14 @@ def test_sandbox_rewrite_only_touches_shell_tools(tmp_path: Path) -> None:
     rewrite = sandbox_rewrite("Bash", {"command": "ls"}, launcher=["ag"], **common)  # type: ignore[arg-type]
     assert rewrite is not None and rewrite.updated_input is not None
     assert rewrite.updated_input["command"] == f"ag sandbox --config {world.policy} -- ls"
+
+
+def test_explain_mentions_the_sandbox_when_it_is_on(tmp_path: Path) -> None:
+    world = World(tmp_path)
+    argv = [sys.executable, "-m", "askgate.cli", "explain", "--config", str(world.policy)]
+    off = subprocess.run([*argv, "bash", "ls"], capture_output=True, env=world.env, timeout=60)
+    assert off.returncode == 0 and b"sandbox:" not in off.stdout
+    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nbash = "required"\n')
+    on = subprocess.run([*argv, "bash", "ls"], capture_output=True, env=world.env, timeout=60)
+    assert on.returncode == 0
+    assert b"sandbox: bash = 'required'" in on.stdout

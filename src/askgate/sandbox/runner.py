@@ -236,6 +236,10 @@ def _run_bwrap(
     finally:
         registry.release()
     if not ran:
+        # What the probe found no longer holds (or this plan trips bwrap): probe afresh
+        # next time instead of trusting the cache.
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(registry.directory, "probe.json"))
         _say("refused: bubblewrap could not set up the sandbox (its message is above)")
         return EXIT_REFUSED
     _report(plan, status, tail)
