@@ -100,6 +100,12 @@ def _bwrap_argv(env: dict[str, str], project: Path, policy: Path) -> list[str]:
     return list(json.loads(done.stdout))
 
 
+def _askgate() -> list[str]:
+    """The console script next to this Python (how an agent hook launches it), else -m."""
+    script = Path(sys.executable).parent / "askgate"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "askgate"]
+
+
 def _time(argv: list[str], env: dict[str, str], cwd: Path) -> int:
     start = time.perf_counter_ns()
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=60)
@@ -113,7 +119,7 @@ def _latency_rows(masks: int, runs: int, warmup: int) -> tuple[list[Row], list[s
     base = Path(tempfile.mkdtemp(prefix="askgate-bench-sandbox-"))
     try:
         env, project, policy = _world(base, masks)
-        askgate = [sys.executable, "-m", "askgate", "sandbox", "--config", str(policy), "--"]
+        askgate = [*_askgate(), "sandbox", "--config", str(policy), "--"]
         contenders = {
             "true": ["/bin/true"],
             "bwrap": _bwrap_argv(env, project, policy),
@@ -162,7 +168,7 @@ def _io_row(runs: int) -> Row:
     base = Path(tempfile.mkdtemp(prefix="askgate-bench-sandbox-io-"))
     try:
         env, project, policy = _world(base, 0)
-        askgate = [sys.executable, "-m", "askgate", "sandbox", "--config", str(policy), "--"]
+        askgate = [*_askgate(), "sandbox", "--config", str(policy), "--"]
         inside: list[float] = []
         outside: list[float] = []
         for _ in range(runs):
