@@ -459,3 +459,19 @@ def test_a_bwrap_setup_failure_exits_125_without_running_the_command(world: Worl
     )
     assert status == EXIT_REFUSED
     assert not marker.exists()
+
+
+def test_a_nested_write_allow_stays_writable_inside_a_denied_directory(world: World) -> None:
+    (world.guarded / "tmp").mkdir()
+    world.policy.write_text(world.policy.read_text() + '"guarded/tmp/**" = "allow"\n')
+    run = world.sandbox("echo a > guarded/tmp/ok.txt; echo b > guarded/no.txt")
+    assert (world.guarded / "tmp" / "ok.txt").read_text() == "a\n", run
+    assert not (world.guarded / "no.txt").exists()
+
+
+def test_an_agent_denied_every_write_cannot_write_the_project(world: World) -> None:
+    world.policy.write_text(world.policy.read_text() + '\n[agent.reviewer.write]\n"**" = "deny"\n')
+    run = world.sandbox("touch ran.txt", options=("--agent", "reviewer"))
+    assert run.returncode == 1 and "Read-only file system" in run.stderr
+    assert not (world.project / "ran.txt").exists()
+    assert world.sandbox("touch ran.txt").returncode == 0  # other agents still can

@@ -410,3 +410,33 @@ def test_stale_records_are_cleaned_and_a_changed_placeholder_is_kept(tree, tmp_p
     assert any(h.placeholder == str(managed) for h in missing)
     assert not managed.exists()  # the dead run's empty placeholder is gone
     other.release()
+
+
+def test_a_nested_write_allow_inside_a_deny_is_bound_after_the_hole(tree) -> None:
+    (tree["project"] / "guarded" / "tmp").mkdir()
+    plan = _plan(tree, [("write", "guarded/**", "deny"), ("write", "guarded/tmp/**", "allow")])
+    guarded, nested = str(tree["project"] / "guarded"), str(tree["project"] / "guarded" / "tmp")
+    assert guarded in _paths(plan.write_holes) and nested in _paths(plan.writable)
+    argv = bwrap_argv(plan, ["true"], bwrap="b", empty_file="/E")
+    assert argv.index(guarded) < argv.index(nested)
+    assert argv[argv.index(guarded) - 1] == "--ro-bind"
+    assert argv[argv.index(nested) - 1] == "--bind"
+
+
+def test_a_write_deny_everywhere_freezes_the_project_without_a_walk(tree) -> None:
+    plan = _plan(tree, [("write", "**", "deny")])
+    assert plan.ask_reason is None
+    assert str(tree["project"]) in _paths(plan.write_holes)
+
+
+def test_a_write_allow_under_a_stricter_rule_is_not_a_writable_root(tree) -> None:
+    (tree["home"] / ".cache").mkdir()
+    project = str(tree["project"])
+    rules = [
+        make_rule("write", "~/**", "deny", rank=600, base_dir=project),
+        make_rule("write", "~/.cache/**", "allow", rank=100, base_dir=project),
+    ]
+    policy = Policy(rules, project_root=project, env={"HOME": str(tree["home"])})
+    plan = build_plan(policy, SandboxSettings(), cwd=project)
+    assert str(tree["home"] / ".cache") not in _paths(plan.writable)
+    assert any("stricter rule" in note for note in plan.notes)

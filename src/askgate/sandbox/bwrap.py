@@ -111,12 +111,15 @@ def bwrap_argv(
     if not plan.network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev"]
-    for entry in plan.writable:
-        argv += ["--bind", entry.path, entry.path]
-    for entry in plan.write_holes:
-        # A missing hole is frozen at its placeholder (its first missing component).
-        target = entry.placeholder or entry.path
-        argv += ["--ro-bind", target, target]
+    # Writable roots and holes shallowest first, so a deeper one wins where they nest
+    # (`guarded/**` deny with `guarded/tmp/**` allow); at equal depth the hole wins.
+    layers = [("--bind", entry.path) for entry in plan.writable]
+    # A missing hole is frozen at its placeholder (its first missing component).
+    layers += [("--ro-bind", entry.placeholder or entry.path) for entry in plan.write_holes]
+    for flag, path in sorted(
+        layers, key=lambda layer: (layer[1].count("/"), layer[0] == "--ro-bind")
+    ):
+        argv += [flag, path, path]
     for entry in plan.read_denies:
         if entry.kind == "dir":
             argv += ["--perms", "000", "--tmpfs", entry.path, "--remount-ro", entry.path]

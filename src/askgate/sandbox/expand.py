@@ -66,7 +66,10 @@ def expand(
     matcher = compile_pattern("path", pattern).match
     found: list[str] = []
     visited = 0
-    stack = [root for root in roots if os.path.isdir(root)]
+    # A search root the pattern matches as a whole (`**` for a read-only agent) is one
+    # path, not a walk of everything below it.
+    found += [root for root in roots if matcher(root)]
+    stack = [root for root in roots if os.path.isdir(root) and root not in found]
     seen_roots: set[str] = set()
     while stack:
         directory = stack.pop()

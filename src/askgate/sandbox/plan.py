@@ -95,6 +95,7 @@ class _Source(msgspec.Struct, frozen=True):
     # A missing path gets a placeholder only where creating one cannot confuse a running
     # program: never for an agent's own settings files (an empty JSON file breaks them).
     placeholder_ok: bool = True
+    rule: bool = False  # from a policy rule: checked against the policy's own evaluation
 
 
 def describe_rule(rule: Rule) -> str:
@@ -158,6 +159,11 @@ class _Builder:
             pattern = self._absolute(rule)
             prefix, rest = fixed_prefix(pattern)
             if prefix.startswith("/") and rest in ("", "**"):
+                if self._blocked(Surface.WRITE, prefix):
+                    self.notes.append(
+                        f"not writable: a stricter rule covers {prefix} ({describe_rule(rule)})"
+                    )
+                    continue
                 candidates.append((prefix, describe_rule(rule)))
             else:
                 self.notes.append(
@@ -190,7 +196,7 @@ class _Builder:
         from askgate.policy.protected import protected_paths
 
         sources = [
-            _Source(self._absolute(rule), describe_rule(rule))
+            _Source(self._absolute(rule), describe_rule(rule), rule=True)
             for rule in self._rules(Surface.WRITE, _BLOCKING)
         ]
         protected = "askgate's own configuration and state"
@@ -206,11 +212,25 @@ class _Builder:
             sources.append(_Source(git, "git worktree link"))
         return sources
 
+    def search_roots(self, writable: Sequence[PlanEntry]) -> list[str]:
+        """Where patterns without a fixed prefix (`**/.env*`) are searched: where the agent
+        works, not shared scratch space (a walk of /tmp would be slow and list other
+        people's files)."""
+        search = list(dict.fromkeys([self.root, *self.policy.extra_directories]))
+        search += [
+            entry.path
+            for entry in writable
+            if entry.path not in search and entry.why != SCRATCH and entry.kind == "dir"
+        ]
+        return search
+
     def holes(self, writable: Sequence[PlanEntry]) -> list[PlanEntry]:
         roots = [entry.path for entry in writable]
         holes: list[PlanEntry] = []
         for source in self.hole_sources():
-            for path, _whole in self._paths(source, searched=roots):
+            for path, _whole in self._paths(source, searched=self.search_roots(writable)):
+                if source.rule and not self._blocked(Surface.WRITE, path):
+                    continue  # a nested allow wins here (it is a writable root of its own)
                 real = _real(path)
                 if not _inside_any(real, roots):
                     continue  # already read-only
@@ -247,18 +267,11 @@ class _Builder:
         return sources
 
     def read_denies(self, writable: Sequence[PlanEntry]) -> list[PlanEntry]:
-        # Anywhere-patterns are searched where the agent works, not in shared scratch
-        # space (a walk of /tmp would be slow and list other people's files).
-        search = list(dict.fromkeys([self.root, *self.policy.extra_directories]))
-        search += [
-            entry.path
-            for entry in writable
-            if entry.path not in search and entry.why != SCRATCH and entry.kind == "dir"
-        ]
+        search = self.search_roots(writable)
         entries: list[PlanEntry] = []
         for source, rule in self.read_sources():
-            for path, whole in self._paths(source, searched=search):
-                if rule is not None and not whole and not self._still_blocked(path):
+            for path, _whole in self._paths(source, searched=search):
+                if rule is not None and not self._blocked(Surface.READ, path):
                     continue  # a nested allow (`**/.env.example`) wins for this file
                 real = _real(path)
                 kind = _kind(real)
@@ -271,9 +284,10 @@ class _Builder:
                 )
         return _outermost(entries)
 
-    def _still_blocked(self, path: str) -> bool:
+    def _blocked(self, surface: Surface, path: str) -> bool:
+        """Does the policy itself (all rules, overrides included) deny or ask `path`?"""
         for form in dict.fromkeys((path, _real(path))):
-            evaluation = self.policy.rules.evaluate(Surface.READ, form, self.agent)
+            evaluation = self.policy.rules.evaluate(surface, form, self.agent)
             if evaluation.action in _BLOCKING:
                 return True
         return False
