@@ -408,6 +408,7 @@ def test_probe_reports_backend_bwrap_version_and_landlock_abi(world: World) -> N
     assert data["backend"] == "bwrap"
     assert data["bwrap"]["version"] and data["bwrap"]["usable"] is True
     assert isinstance(data["landlock_abi"], int)
+    assert data["landlock_enforced"] is (data["landlock_abi"] >= 1)
 
 
 def test_plan_shows_roots_holes_and_hidden_paths(world: World) -> None:

@@ -102,6 +102,7 @@ def _show_probe(as_json: bool) -> int:
     print(f"/proc mount:   {found.bwrap.proc}")
     print(f"network ns:    {found.bwrap.network_namespace}")
     print(f"Landlock ABI:  {found.landlock_abi or 'unavailable'}")
+    print(f"Landlock enforced: {found.landlock_enforced}")
     return 0
 
 

@@ -246,3 +246,33 @@ def restrict_in_child(ruleset: int) -> None:
     )
     if result != 0:
         raise LandlockError(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
+
+
+def verify_enforced(abi: int) -> bool:
+    """Fork a child that restricts itself to nothing readable and must then fail to read a
+    file: True only when the kernel really enforces the ruleset."""
+    if abi < 1:
+        return False
+    import tempfile
+
+    with tempfile.NamedTemporaryFile() as probe:
+        try:
+            ruleset = create_ruleset(LandlockPlan(read=(), write=()), abi)
+        except LandlockError:
+            return False
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the caller's code
+            code = 1
+            try:
+                restrict_in_child(ruleset)
+                try:
+                    with open(probe.name, "rb"):
+                        pass
+                except PermissionError:
+                    code = 0
+            except BaseException:
+                code = 1
+            os._exit(code)
+        os.close(ruleset)
+        _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0

@@ -40,11 +40,12 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
     backend: str  # "bwrap" | "landlock" | "none"
     bwrap: bwrap_backend.BwrapProbe
     landlock_abi: int
+    landlock_enforced: bool = False  # a forked child failed to read what it was denied
     key: str = ""
 
 
 def _probe_key(bwrap: str | None) -> str:
-    parts = [str(os.getuid())]
+    parts = ["probe-v2", str(os.getuid())]
     with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id") as handle:
         parts.append(handle.read().strip())
     if bwrap:
@@ -68,8 +69,11 @@ def probe(state_dir: str | None = None, *, refresh: bool = False) -> Probe:
                 return cached
     found = bwrap_backend.probe(path)
     abi = landlock.abi_version()
-    backend = "bwrap" if found.usable else "landlock" if abi >= 1 else "none"
-    result = Probe(backend=backend, bwrap=found, landlock_abi=abi, key=key)
+    enforced = landlock.verify_enforced(abi)
+    backend = "bwrap" if found.usable else "landlock" if enforced else "none"
+    result = Probe(
+        backend=backend, bwrap=found, landlock_abi=abi, landlock_enforced=enforced, key=key
+    )
     if cache:
         with contextlib.suppress(OSError):
             temporary = f"{cache}.{os.getpid()}.tmp"
@@ -201,7 +205,7 @@ def run_sandboxed(
     chosen = found.backend if backend == "auto" else backend
     if chosen == "bwrap" and found.bwrap.usable and found.bwrap.path:
         return _run_bwrap(plan, command, env, registry, found.bwrap)
-    if chosen == "landlock" and found.landlock_abi >= 1:
+    if chosen == "landlock" and found.landlock_enforced:
         return _run_landlock(plan, command, env, found.landlock_abi)
     why = found.bwrap.error or "no sandbox backend"
     if chosen != "none":
