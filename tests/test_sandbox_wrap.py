@@ -197,3 +197,32 @@ def test_explain_mentions_the_sandbox_when_it_is_on(tmp_path: Path) -> None:
     on = subprocess.run([*argv, "bash", "ls"], capture_output=True, env=world.env, timeout=60)
     assert on.returncode == 0
     assert b"sandbox: bash = 'required'" in on.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give a command after '--'"),
+        (("--backend", "docker", "--", "true"), "invalid choice: 'docker'"),
+        (("--agent", "bad name", "--", "true"), "--agent: an agent name"),
+        (("--config", "/nonexistent/policy.toml", "--", "true"), "no such file"),
+        (("--cwd", "/nonexistent-dir", "--plan"), "is not a directory"),
+        (("--plan", "--probe"), "not allowed with argument"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    world = World(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "askgate.cli", "sandbox", *args],
+        capture_output=True,
+        cwd=world.project,
+        env=world.env,
+        timeout=60,
+    )
+    assert done.returncode == 2, done
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("askgate sandbox: error: ")
+    assert message in lines[0]
+    assert b"Traceback" not in done.stderr
