@@ -342,6 +342,11 @@ def _check(args: argparse.Namespace) -> int:
         print(f"askgate: warning: {error_line(warning)}", file=sys.stderr)
     if args.command == "explain":
         render_explain(decision, policy, agent=loaded.agent)
+        if args.surface == "bash" and loaded.sandbox.bash != "off":  # docs/sandbox.md
+            print(
+                f"sandbox: bash = {loaded.sandbox.bash!r}: an allowed command runs in the "
+                "kernel sandbox; `askgate sandbox --plan` shows what it enforces"
+            )
     elif args.json:
         from askgate.report import decision_to_json
 

@@ -93,16 +93,17 @@ def _dumps(body: Mapping[str, Any]) -> bytes:
     )
 
 
-def pre_tool_use_output(decision: str, reason: str) -> bytes:
-    return _dumps(
-        {
-            "hookSpecificOutput": {
-                "hookEventName": PRE_TOOL_USE,
-                "permissionDecision": decision,
-                "permissionDecisionReason": reason[:MAX_REASON],
-            }
-        }
-    )
+def pre_tool_use_output(
+    decision: str, reason: str, updated_input: dict[str, Any] | None = None
+) -> bytes:
+    specific: dict[str, Any] = {
+        "hookEventName": PRE_TOOL_USE,
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason[:MAX_REASON],
+    }
+    if updated_input is not None:
+        specific["updatedInput"] = updated_input
+    return _dumps({"hookSpecificOutput": specific})
 
 
 def permission_request_output(behavior: str, message: str | None = None) -> bytes:
@@ -295,6 +296,24 @@ def _decide(
             return Reply(0, permission_request_output("allow"))
         return Reply(0, permission_request_output("deny", result.reason))
     if result.allowed:
+        # --- kernel sandbox (askgate.sandbox.wrap, docs/sandbox.md): when [sandbox] bash is
+        # not "off", an allowed shell command runs as `askgate sandbox -- <command>`.
+        from askgate.sandbox.wrap import sandbox_rewrite
+
+        rewrite = sandbox_rewrite(
+            hook.tool_name,
+            hook.tool_input,
+            cwd=hook.cwd,
+            agent=hook.agent_type,
+            config_files=config_files,
+            env=env,
+        )
+        if rewrite is not None and rewrite.ask_reason is not None:
+            return Reply(0, pre_tool_use_output("ask", f"askgate: {rewrite.ask_reason}"))
+        if rewrite is not None:
+            updated = rewrite.updated_input
+            return Reply(0, pre_tool_use_output("allow", f"askgate: {result.reason}", updated))
+        # --- end kernel sandbox
         return Reply(0, pre_tool_use_output("allow", f"askgate: {result.reason}"))
     return Reply(0, pre_tool_use_output("deny", result.reason))
 

@@ -33,9 +33,18 @@ def _timeout(env: Mapping[str, str]) -> float:
 
 
 def version() -> bytes:
+    """This installation's identity: the version, where the package lives and when its
+    __init__ was written. A daemon started by another installation (another checkout or
+    virtualenv, or the same one before an upgrade) refuses the request and exits, so a
+    decision never comes from code other than the hook's own."""
     import askgate  # already imported: this module lives inside it
 
-    return askgate.__version__.encode()
+    init = askgate.__file__ or ""
+    try:
+        written = os.stat(init).st_mtime_ns
+    except OSError:
+        written = 0
+    return f"{askgate.__version__}+{os.path.dirname(init)}@{written}".encode()
 
 
 def request_fields(config_files: Sequence[str], env: Mapping[str, str]) -> list[bytes]:

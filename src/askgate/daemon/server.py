@@ -403,9 +403,10 @@ def http_body(reply: Reply, data: bytes) -> bytes:
 
 
 def claude_code_version() -> str:
-    import askgate
+    """The installation identity the relay sends (relay.version)."""
+    from askgate.daemon.relay import version
 
-    return askgate.__version__
+    return version().decode()
 
 
 def default_port() -> int:

@@ -44,6 +44,7 @@ from askgate.policy.policy_file import (
     parse_policy_bytes,
     parse_policy_text,
 )
+from askgate.policy.sandbox_table import SandboxSettings, merge_sandbox_tables
 from askgate.policy.schema import MAX_FILE_BYTES, policy_json_schema
 from askgate.policy.trust import (
     TrustError,
@@ -117,6 +118,7 @@ class LoadedPolicy(msgspec.Struct, frozen=True, kw_only=True):
     # Errors of the managed file: the administrator's floor cannot be known, so the
     # caller must deny everything (not merely clamp to ask). Also listed in `errors`.
     fatal_errors: tuple[ConfigError, ...] = ()
+    sandbox: SandboxSettings = SandboxSettings()  # merged [sandbox] tables (docs/sandbox.md)
 
 
 # --- discovery ------------------------------------------------------------------------
@@ -376,6 +378,7 @@ def merge_files(
         extra_directories=tuple(extra),
         project_root=project_root,
         agent=agent,
+        sandbox=_merge_sandbox(ordered, agent),
     )
 
 
@@ -438,3 +441,16 @@ def run_examples(
             run, _ = _example_run(path, handle.read(), Origin.BUILTIN, root, env)
         runs.append(run)
     return runs
+
+
+def _merge_sandbox(files: Sequence[PolicyFile], agent: str | None) -> SandboxSettings:
+    """`[sandbox]` tables by rank, `[agent.NAME.sandbox]` at their file's agent rank."""
+    tables = [(f.rank_base, f.sandbox, f.trusted) for f in files if f.sandbox is not None]
+    tables += [
+        (f.agent_rank, table, f.trusted)
+        for f in files
+        for name, table in f.agent_sandbox
+        if agent is not None and name == agent
+    ]
+    tables.sort(key=lambda entry: entry[0])
+    return merge_sandbox_tables((table, trusted) for _, table, trusted in tables)

@@ -17,6 +17,7 @@ from askgate.policy.examples import MAX_EXAMPLES_PER_RULE, RuleExample, example_
 from askgate.policy.model import Action, Origin, Rule, Surface
 from askgate.policy.paths import fold_lexically, home_directory, is_inside, normalize
 from askgate.policy.patterns import validate_pattern
+from askgate.policy.sandbox_table import SandboxTable, SandboxTableError, parse_sandbox_table
 from askgate.policy.schema import (
     AGENT_NAME,
     MAX_AGENT_NAME_LENGTH,
@@ -88,6 +89,10 @@ class PolicyFile(msgspec.Struct, frozen=True, kw_only=True):
     profiles: tuple[str, ...] = ()  # built-in profiles the file selects (trusted files only)
     profiles_line: int | None = None
     examples: tuple[RuleExample, ...] = ()  # every rule example, each checked
+    # [sandbox] and [agent.NAME.sandbox] (policy/sandbox_table.py); kept for untrusted
+    # files too, since an untrusted table may only tighten (merge_sandbox_tables).
+    sandbox: SandboxTable | None = None
+    agent_sandbox: tuple[tuple[str, SandboxTable], ...] = ()
 
 
 # --- parsing and validation ---------------------------------------------------------
@@ -117,6 +122,20 @@ class _FileParser:
         self.base_dir = base_dir
         self.examples: list[RuleExample] = []
         self._lines: dict[KeyPath, int] | None = None
+        self.agent_sandbox: list[tuple[str, SandboxTable]] = []
+
+    def sandbox(self, key: KeyPath, value: object) -> SandboxTable:
+        """A `[sandbox]` table (policy/sandbox_table.py), errors with file:line."""
+        try:
+            return parse_sandbox_table(
+                value,
+                normalize_path=lambda entry: normalize(entry, self.base_dir, self.env),
+                validate_glob=lambda entry: validate_pattern(Surface.READ, entry),
+                max_items=MAX_LIST_ITEMS,
+                max_length=MAX_PATH_ENTRY_LENGTH,
+            )
+        except SandboxTableError as error:
+            self.fail((*key, error.key) if error.key else key, error.message)
 
     def line(self, key: KeyPath) -> int | None:
         if self._lines is None:
@@ -288,6 +307,9 @@ class _FileParser:
             if not isinstance(tables, dict):
                 self.fail(key, f"expected [agent.{name}.SURFACE] tables, got {_toml_type(tables)}")
             for surface_name, table in tables.items():
+                if surface_name == "sandbox":
+                    self.agent_sandbox.append((name, self.sandbox((*key, "sandbox"), table)))
+                    continue
                 if surface_name not in SURFACE_NAMES:
                     self.fail(
                         (*key, surface_name), _unknown("surface", surface_name, SURFACE_NAMES)
@@ -349,6 +371,7 @@ def parse_policy_text(
         raise ConfigError(path, None, None, f"cannot parse: {error}") from None
     base_dir = fold_lexically(base_dir)
     parser = _FileParser(text=text, path=path, env=env, base_dir=base_dir)
+    sandbox: SandboxTable | None = None
     agent_rank = rank_base + AGENT_RANK_OFFSET if agent_rank is None else agent_rank
     settings: dict[str, Any] = {}
     sections: list[tuple[str | None, list[Any]]] = []
@@ -369,6 +392,8 @@ def parse_policy_text(
             sections.append((None, parser.surface_rules(Surface(key), (key,), value)))
         elif key == "agent":
             sections.extend(parser.agent_rules(value))
+        elif key == "sandbox":
+            sandbox = parser.sandbox((key,), value)
         else:
             parser.fail((key,), _unknown("key", key, TOP_LEVEL_KEYS))
 
@@ -421,6 +446,8 @@ def parse_policy_text(
         profiles=settings.get("profiles", ()),
         profiles_line=parser.line(("profiles",)) if "profiles" in settings else None,
         examples=tuple(parser.examples),
+        sandbox=sandbox,
+        agent_sandbox=tuple(parser.agent_sandbox),
     )
 
 

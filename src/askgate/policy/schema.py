@@ -32,6 +32,7 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
     *PATH_LIST_KEYS,
     *SURFACE_NAMES,
     "agent",
+    "sandbox",
 )
 
 # No control characters except tab (ECMA-262 syntax, also valid for Python's `re`).
@@ -62,6 +63,7 @@ _SCHEMA: dict[str, Any] = {
         "infrastructure_read_paths": {"$ref": "#/$defs/pathList"},
         "extra_directories": {"$ref": "#/$defs/pathList"},
         **{name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
+        "sandbox": {"$ref": "#/$defs/sandboxTable"},
         "agent": {
             "type": "object",
             "description": "Per-agent rules: [agent.NAME.SURFACE].",
@@ -113,7 +115,22 @@ _SCHEMA: dict[str, Any] = {
         "agentTables": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
+            "properties": {
+                **{name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
+                "sandbox": {"$ref": "#/$defs/sandboxTable"},
+            },
+        },
+        "sandboxTable": {
+            "type": "object",
+            "description": "Kernel sandbox for shell commands (docs/sandbox.md).",
+            "additionalProperties": False,
+            "properties": {
+                "bash": {"enum": ["off", "on", "required"]},
+                "network": {"enum": ["on", "off"]},
+                "hard_links": {"enum": ["warn", "refuse"]},
+                "writable": {"$ref": "#/$defs/pathList"},
+                "hidden": {"$ref": "#/$defs/pathList"},
+            },
         },
         "examples": {
             "type": "array",

@@ -1,0 +1,136 @@
+"""The bubblewrap backend: a plan becomes one argument list (never a quoted string).
+
+    bwrap --new-session --die-with-parent --unshare-user --unshare-pid --cap-drop ALL
+          [--unshare-net] --ro-bind / / --dev /dev
+          --bind W W                      each writable root
+          --ro-bind H H                   each write hole (placeholders already made)
+          --perms 000 --tmpfs D --remount-ro D     each hidden directory
+          --ro-bind EMPTY F               each hidden file (EMPTY: an empty file, mode 000)
+          [--proc /proc] --chdir CWD -- /bin/bash -c COMMAND
+
+Order matters: writable binds first, holes on top of them, masks last so a hole bound
+from the host cannot bring a hidden path back. `--unshare-user --cap-drop ALL` are not
+optional: bwrap creates a user namespace by itself only when it is not run by root, and a
+root command with capabilities can unmount the masks. Without capabilities, mode 000 on
+the masks means "Permission denied" even for uid 0 inside.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+import msgspec
+
+from askgate.sandbox.plan import SandboxPlan
+
+BASH = "/bin/bash"
+_PROC_ERROR = re.compile(r"can'?t mount proc|mount(ing)? (of )?/?proc", re.IGNORECASE)
+PROBE_TIMEOUT_S = 5.0
+
+
+class BwrapProbe(msgspec.Struct, frozen=True, kw_only=True):
+    """What bubblewrap can do here."""
+
+    path: str | None
+    version: str | None = None
+    usable: bool = False  # user + pid namespaces and the mounts askgate needs work
+    proc: bool = False  # a fresh /proc can be mounted
+    network_namespace: bool = False
+    error: str | None = None
+
+
+def find_bwrap(env_path: str | None = None) -> str | None:
+    """bubblewrap on PATH (the system's, never one inside a writable project)."""
+    found = shutil.which("bwrap", path=env_path or "/usr/local/bin:/usr/bin:/bin")
+    return os.path.realpath(found) if found else None
+
+
+def is_proc_error(stderr: str) -> bool:
+    """bwrap's complaint that it cannot mount /proc, in any of its wordings."""
+    return _PROC_ERROR.search(stderr) is not None
+
+
+def _run_probe(argv: Sequence[str]) -> tuple[int, str]:
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=PROBE_TIMEOUT_S,
+            close_fds=True,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return 127, str(error)
+    return done.returncode, done.stdout.decode("utf-8", "replace").strip()
+
+
+def probe(bwrap: str | None) -> BwrapProbe:
+    """Run `/bin/true` under the namespaces askgate needs; retry without /proc only when
+    bwrap says it cannot mount one."""
+    if bwrap is None:
+        return BwrapProbe(path=None, error="bubblewrap (bwrap) is not installed")
+    code, out = _run_probe([bwrap, "--version"])
+    version = out.split()[-1] if code == 0 and out else None
+    base = [bwrap, "--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid"]
+    base += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev"]
+    code, err = _run_probe([*base, "--proc", "/proc", "--", "/bin/true"])
+    proc = code == 0
+    if code != 0:
+        if not is_proc_error(err):
+            return BwrapProbe(path=bwrap, version=version, error=err or f"exit status {code}")
+        code, err = _run_probe([*base, "--", "/bin/true"])
+        if code != 0:
+            return BwrapProbe(path=bwrap, version=version, error=err or f"exit status {code}")
+    net_code, _ = _run_probe([*base, "--unshare-net", "--", "/bin/true"])
+    return BwrapProbe(
+        path=bwrap, version=version, usable=True, proc=proc, network_namespace=net_code == 0
+    )
+
+
+def bwrap_argv(
+    plan: SandboxPlan,
+    command: Sequence[str],
+    *,
+    bwrap: str,
+    empty_file: str,
+    proc: bool = True,
+    status_fd: int | None = None,
+) -> list[str]:
+    """The full argument list: `bwrap … -- /bin/bash -c COMMAND` (or the given argv).
+    `status_fd`: where bwrap reports JSON status (an `"exit-code"` only if the command ran)."""
+    argv = [bwrap]
+    if status_fd is not None:
+        argv += ["--json-status-fd", str(status_fd)]
+    argv += ["--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid"]
+    argv += ["--cap-drop", "ALL"]
+    if not plan.network:
+        argv.append("--unshare-net")
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev"]
+    # Writable roots and holes shallowest first, so a deeper one wins where they nest
+    # (`guarded/**` deny with `guarded/tmp/**` allow); at equal depth the hole wins.
+    layers = [("--bind", entry.path) for entry in plan.writable]
+    # A missing hole is frozen at its placeholder (its first missing component).
+    layers += [("--ro-bind", entry.placeholder or entry.path) for entry in plan.write_holes]
+    for flag, path in sorted(
+        layers, key=lambda layer: (layer[1].count("/"), layer[0] == "--ro-bind")
+    ):
+        argv += [flag, path, path]
+    for entry in plan.read_denies:
+        if entry.kind == "dir":
+            argv += ["--perms", "000", "--tmpfs", entry.path, "--remount-ro", entry.path]
+        else:
+            argv += ["--ro-bind", empty_file, entry.path]
+    if proc:
+        argv += ["--proc", "/proc"]
+    argv += ["--chdir", plan.cwd, "--"]
+    return argv + list(command)
+
+
+def shell_command(command: str) -> list[str]:
+    """What runs inside: bash given the command string exactly as it was written."""
+    return [BASH, "-c", command]

@@ -1,0 +1,217 @@
+"""Placeholders for write holes that do not exist yet, shared safely between sandboxes.
+
+A read-only bind needs something to bind: for a protected path that does not exist yet
+(`.git/hooks`, `.askgate/`, a write-denied directory) askgate creates an empty directory
+(or file) at its first missing component and binds it read-only, so nothing can be
+created there. Placeholders are removed after the command — but never while another
+sandbox still uses one: removing a mount point on the host detaches that sandbox's mount
+and its protection with it. So every run records the placeholders it uses in a registry,
+under an exclusive lock, in askgate's own state directory (read-only inside every
+sandbox, so a sandboxed command cannot forge records):
+
+    $XDG_DATA_HOME/askgate/sandbox/lock          flock(2) held while the registry changes
+    $XDG_DATA_HOME/askgate/sandbox/runs/PID-START.json   placeholders one live run uses
+    $XDG_DATA_HOME/askgate/sandbox/empty         the empty, mode-000 file bound over hidden files
+
+A record whose process is gone (PID and start time no longer match) is stale: its
+placeholders are removed once no live run uses them. A placeholder is removed only if it
+is still the same inode and still empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+from collections.abc import Iterator, Mapping, Sequence
+
+import msgspec
+
+from askgate.sandbox.plan import PlanEntry
+
+
+class SandboxSetupError(Exception):
+    """The sandbox cannot be prepared; the message is one line."""
+
+
+class Placeholder(msgspec.Struct, frozen=True):
+    path: str
+    is_dir: bool
+    device: int
+    inode: int
+
+
+class _Record(msgspec.Struct):
+    pid: int
+    start: str
+    placeholders: list[Placeholder]
+
+
+def state_directory(env: Mapping[str, str]) -> str:
+    from askgate.policy.trust import trust_store_path
+
+    return os.path.join(os.path.dirname(trust_store_path(env)), "sandbox")
+
+
+def _process_start(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    # Field 22 (starttime) counts after the parenthesised command name, which may hold spaces.
+    fields = data[data.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+class Registry:
+    """The lock, the run records and the shared empty file under one state directory."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.runs = os.path.join(directory, "runs")
+        self.empty_file = os.path.join(directory, "empty")
+        try:
+            os.makedirs(self.runs, mode=0o700, exist_ok=True)
+        except OSError as error:
+            raise SandboxSetupError(f"cannot create {self.runs}: {error.strerror}") from None
+        me = os.getpid()
+        self.record_path = os.path.join(self.runs, f"{me}-{_process_start(me)}.json")
+        self.mine: list[Placeholder] = []
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        try:
+            fd = os.open(os.path.join(self.directory, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as error:
+            raise SandboxSetupError(f"cannot open the sandbox lock: {error.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def ensure_empty_file(self) -> str:
+        """The empty, mode-000 file masks bind over hidden files (re-made if tampered)."""
+        try:
+            info = os.lstat(self.empty_file)
+            if stat.S_ISREG(info.st_mode) and info.st_size == 0 and info.st_mode & 0o777 == 0:
+                return self.empty_file
+            os.unlink(self.empty_file)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            raise SandboxSetupError(f"cannot check {self.empty_file}: {error.strerror}") from None
+        try:
+            fd = os.open(self.empty_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0)
+            os.fchmod(fd, 0)
+            os.close(fd)
+        except OSError as error:
+            raise SandboxSetupError(f"cannot create {self.empty_file}: {error.strerror}") from None
+        return self.empty_file
+
+    def _records(self) -> dict[str, _Record]:
+        found: dict[str, _Record] = {}
+        for name in os.listdir(self.runs):
+            path = os.path.join(self.runs, name)
+            try:
+                with open(path, "rb") as handle:
+                    found[path] = msgspec.json.decode(handle.read(), type=_Record)
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        return found
+
+    def _live_uses(self, *, exclude: str | None = None) -> set[tuple[str, int, int]]:
+        """Placeholders used by live runs; stale records are dropped (and their
+        placeholders removed when no live run needs them)."""
+        live: set[tuple[str, int, int]] = set()
+        stale: list[tuple[str, _Record]] = []
+        for path, record in self._records().items():
+            if path == exclude:
+                continue
+            if _process_start(record.pid) == record.start:
+                live |= {(p.path, p.device, p.inode) for p in record.placeholders}
+            else:
+                stale.append((path, record))
+        for path, record in stale:
+            _remove_unused(record.placeholders, live)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        return live
+
+    def acquire(self, holes: Sequence[PlanEntry]) -> None:
+        """Create (or share) the placeholder of every missing hole and record them."""
+        with self.locked():
+            live = self._live_uses(exclude=self.record_path)
+            by_path = {path: (device, inode) for path, device, inode in live}
+            for hole in holes:
+                if hole.placeholder is None or any(p.path == hole.placeholder for p in self.mine):
+                    continue
+                self.mine.append(_make_or_share(hole, by_path))
+            self._write_record()
+
+    def release(self) -> None:
+        """Drop this run's record; remove its placeholders no other live run uses."""
+        with self.locked():
+            with contextlib.suppress(OSError):
+                os.unlink(self.record_path)
+            live = self._live_uses(exclude=self.record_path)
+            _remove_unused(self.mine, live)
+            self.mine = []
+
+    def _write_record(self) -> None:
+        me = os.getpid()
+        record = _Record(pid=me, start=_process_start(me) or "", placeholders=self.mine)
+        temporary = self.record_path + ".tmp"
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(msgspec.json.encode(record))
+            os.replace(temporary, self.record_path)
+        except OSError as error:
+            raise SandboxSetupError(f"cannot record placeholders: {error.strerror}") from None
+
+
+def _make_or_share(hole: PlanEntry, known: Mapping[str, tuple[int, int]]) -> Placeholder:
+    path = hole.placeholder
+    assert path is not None
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise SandboxSetupError(f"cannot check {path}: {error.strerror}") from None
+    if info is not None:
+        identity = known.get(path)
+        if identity == (info.st_dev, info.st_ino):
+            return Placeholder(path, stat.S_ISDIR(info.st_mode), info.st_dev, info.st_ino)
+        raise SandboxSetupError(f"{path} appeared while the sandbox was being prepared")
+    # A directory for an intermediate component or a whole tree; a file for a leaf file.
+    as_dir = path != hole.path or hole.pattern.endswith("/**")
+    try:
+        if as_dir:
+            os.mkdir(path, 0o755)
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444))
+        info = os.lstat(path)
+    except OSError as error:
+        raise SandboxSetupError(f"cannot create the placeholder {path}: {error.strerror}") from None
+    return Placeholder(path, as_dir, info.st_dev, info.st_ino)
+
+
+def _remove_unused(placeholders: Sequence[Placeholder], live: set[tuple[str, int, int]]) -> None:
+    for placeholder in placeholders:
+        if (placeholder.path, placeholder.device, placeholder.inode) in live:
+            continue
+        try:
+            info = os.lstat(placeholder.path)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) != (placeholder.device, placeholder.inode):
+            continue  # someone else's path now
+        with contextlib.suppress(OSError):
+            if placeholder.is_dir:
+                os.rmdir(placeholder.path)  # fails (and keeps it) if anything is inside
+            elif info.st_size == 0:
+                os.unlink(placeholder.path)

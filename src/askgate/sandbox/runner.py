@@ -1,0 +1,305 @@
+"""Run one command inside the sandbox a plan describes (the imperative shell).
+
+Backend choice: bubblewrap when its probe passes; else Landlock when the kernel has it;
+else none. Exit status: the command's own (128+N when killed by signal N), or
+`EXIT_REFUSED` (125) when the sandbox could not be built and the command did not run.
+A command runs without a sandbox only when the mode is not `required`, and then with a
+warning on stderr.
+
+The command's stderr passes through a pipe so that, after a failure, one line can name
+the path the sandbox blocked and the rule behind it (`blocked.py`). Its stdin and stdout
+are inherited; every other descriptor is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+
+import msgspec
+
+from askgate.sandbox import bwrap as bwrap_backend
+from askgate.sandbox import landlock
+from askgate.sandbox.blocked import explain_failure
+from askgate.sandbox.placeholders import Registry, SandboxSetupError
+from askgate.sandbox.plan import SandboxPlan
+
+EXIT_REFUSED = 125
+STDERR_TAIL_BYTES = 64 * 1024
+BACKENDS = ("auto", "bwrap", "landlock", "none")
+
+
+class Probe(msgspec.Struct, frozen=True, kw_only=True):
+    """What this machine offers, as `askgate sandbox --probe` reports it."""
+
+    backend: str  # "bwrap" | "landlock" | "none"
+    bwrap: bwrap_backend.BwrapProbe
+    landlock_abi: int
+    landlock_enforced: bool = False  # a forked child failed to read what it was denied
+    key: str = ""
+
+
+def _probe_key(bwrap: str | None) -> str:
+    parts = ["probe-v2", str(os.getuid())]
+    with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id") as handle:
+        parts.append(handle.read().strip())
+    if bwrap:
+        with contextlib.suppress(OSError):
+            info = os.stat(bwrap)
+            parts += [bwrap, str(info.st_mtime_ns), str(info.st_size)]
+    return "|".join(parts)
+
+
+def probe(state_dir: str | None = None, *, refresh: bool = False) -> Probe:
+    """Probe the backends; the answer is cached per boot, bwrap binary and user in
+    `state_dir` (read-only inside every sandbox, so a command cannot forge it)."""
+    path = bwrap_backend.find_bwrap()
+    key = _probe_key(path)
+    cache = os.path.join(state_dir, "probe.json") if state_dir else None
+    if cache and not refresh:
+        with contextlib.suppress(OSError, msgspec.DecodeError, msgspec.ValidationError):
+            with open(cache, "rb") as handle:
+                cached = msgspec.json.decode(handle.read(), type=Probe)
+            if cached.key == key:
+                return cached
+    found = bwrap_backend.probe(path)
+    abi = landlock.abi_version()
+    enforced = landlock.verify_enforced(abi)
+    backend = "bwrap" if found.usable else "landlock" if enforced else "none"
+    result = Probe(
+        backend=backend, bwrap=found, landlock_abi=abi, landlock_enforced=enforced, key=key
+    )
+    if cache:
+        with contextlib.suppress(OSError):
+            temporary = f"{cache}.{os.getpid()}.tmp"
+            with open(temporary, "wb") as handle:
+                handle.write(msgspec.json.encode(result))
+            os.replace(temporary, cache)
+    return result
+
+
+def _say(text: str) -> None:
+    print(f"askgate sandbox: {text}", file=sys.stderr, flush=True)
+
+
+class _StderrRelay:
+    """Copies the child's stderr to ours as it comes, keeping the tail for `blocked.py`."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        self.tail = bytearray()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+
+    def start(self) -> None:
+        os.close(self.write_fd)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        out = sys.stderr.buffer
+        while True:
+            try:
+                chunk = os.read(self.read_fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            with contextlib.suppress(OSError, ValueError):
+                out.write(chunk)
+                out.flush()
+            self.tail += chunk
+            del self.tail[:-STDERR_TAIL_BYTES]
+        os.close(self.read_fd)
+
+    def finish(self) -> str:
+        self._thread.join()
+        return self.tail.decode("utf-8", "replace")
+
+
+def _spawn_and_wait(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str,
+    preexec: Callable[[], None] | None = None,
+    pass_fds: Sequence[int] = (),
+) -> tuple[int, str]:
+    relay = _StderrRelay()
+    try:
+        child = subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stderr=relay.write_fd,
+            close_fds=True,
+            pass_fds=tuple(pass_fds),
+            preexec_fn=preexec,
+        )
+    except BaseException:
+        os.close(relay.write_fd)
+        os.close(relay.read_fd)
+        raise
+    finally:
+        for fd in pass_fds:  # the child has its copy; ours would keep the pipe open
+            os.close(fd)
+    relay.start()
+    forwarded = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    previous = {}
+    for number in forwarded:
+        with contextlib.suppress(ValueError):  # not the main thread
+            previous[number] = signal.signal(
+                number, lambda signum, _frame: child.send_signal(signum)
+            )
+    try:
+        status = child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    tail = relay.finish()
+    return (128 - status if status < 0 else status), tail
+
+
+def _unsandboxed(
+    plan: SandboxPlan, command: Sequence[str], env: Mapping[str, str], why: str
+) -> int:
+    if plan.mode == "required":
+        _say(f'refused: {why}; [sandbox] bash = "required" never runs a command unsandboxed')
+        return EXIT_REFUSED
+    _say(f"warning: running WITHOUT a sandbox: {why}")
+    status, _ = _spawn_and_wait(command, env=env, cwd=plan.cwd)
+    return status
+
+
+def _report(plan: SandboxPlan, status: int, tail: str) -> None:
+    if status != 0:
+        line = explain_failure(plan, tail)
+        if line is not None:
+            _say(line)
+
+
+def run_sandboxed(
+    plan: SandboxPlan,
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    registry: Registry | None,
+    backend: str = "auto",
+) -> int:
+    """Run `command` (an argv) under `plan`; returns the exit status to pass on."""
+    if plan.refusals:
+        for reason in plan.refusals:
+            _say(f"refused: {reason}")
+        return EXIT_REFUSED
+    if plan.ask_reason is not None:
+        _say(f"refused: {plan.ask_reason}")
+        return EXIT_REFUSED
+    for warning in plan.warnings:
+        _say(f"warning: {warning}")
+    if registry is None:
+        return _unsandboxed(plan, command, env, "askgate's sandbox state directory is unusable")
+    found = probe(registry.directory)
+    chosen = found.backend if backend == "auto" else backend
+    if chosen == "bwrap" and found.bwrap.usable and found.bwrap.path:
+        return _run_bwrap(plan, command, env, registry, found.bwrap)
+    if chosen == "landlock" and found.landlock_enforced:
+        return _run_landlock(plan, command, env, found.landlock_abi)
+    why = found.bwrap.error or "no sandbox backend"
+    if chosen != "none":
+        why = f"no usable sandbox ({chosen}: {why}; Landlock ABI {found.landlock_abi})"
+    else:
+        why = "the sandbox backend is 'none'"
+    return _unsandboxed(plan, command, env, why)
+
+
+def _run_bwrap(
+    plan: SandboxPlan,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    registry: Registry,
+    found: bwrap_backend.BwrapProbe,
+) -> int:
+    assert found.path is not None
+    try:
+        with registry.locked():
+            empty = registry.ensure_empty_file()
+        registry.acquire(plan.write_holes)
+    except SandboxSetupError as error:
+        with contextlib.suppress(SandboxSetupError):
+            registry.release()
+        _say(f"refused: {error}")
+        return EXIT_REFUSED
+    try:
+        status, tail, ran = _bwrap_once(plan, command, env, found.path, empty, proc=found.proc)
+        if not ran and found.proc and bwrap_backend.is_proc_error(tail):
+            # The command never started, so trying again without /proc is safe.
+            status, tail, ran = _bwrap_once(plan, command, env, found.path, empty, proc=False)
+    finally:
+        registry.release()
+    if not ran:
+        # What the probe found no longer holds (or this plan trips bwrap): probe afresh
+        # next time instead of trusting the cache.
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(registry.directory, "probe.json"))
+        _say("refused: bubblewrap could not set up the sandbox (its message is above)")
+        return EXIT_REFUSED
+    _report(plan, status, tail)
+    return status
+
+
+def _bwrap_once(
+    plan: SandboxPlan,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    bwrap: str,
+    empty: str,
+    *,
+    proc: bool,
+) -> tuple[int, str, bool]:
+    """One bwrap run: (status, stderr tail, whether the command started). bwrap writes
+    `"exit-code"` to its status descriptor only for a command that ran; a setup failure
+    leaves it out."""
+    status_read, status_write = os.pipe()
+    try:
+        argv = bwrap_backend.bwrap_argv(
+            plan, command, bwrap=bwrap, empty_file=empty, proc=proc, status_fd=status_write
+        )
+        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=(status_write,))
+        os.set_blocking(status_read, False)
+        report = b""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(status_read, 65536):
+                report += chunk
+    finally:
+        os.close(status_read)
+    return status, tail, b'"exit-code"' in report
+
+
+def _run_landlock(
+    plan: SandboxPlan, command: Sequence[str], env: Mapping[str, str], abi: int
+) -> int:
+    rules = landlock.landlock_plan(plan, abi)
+    for reason in rules.refusals:
+        _say(f"refused: {reason}")
+    if rules.refusals:
+        return EXIT_REFUSED
+    for warning in rules.warnings:
+        _say(f"warning: {warning}")
+    try:
+        ruleset = landlock.create_ruleset(rules, abi)
+    except landlock.LandlockError as error:
+        return _unsandboxed(plan, command, env, str(error))
+    try:
+        status, tail = _spawn_and_wait(
+            command, env=env, cwd=plan.cwd, preexec=lambda: landlock.restrict_in_child(ruleset)
+        )
+    except subprocess.SubprocessError as error:
+        _say(f"refused: Landlock could not be enforced: {error}")
+        return EXIT_REFUSED
+    finally:
+        os.close(ruleset)
+    _report(plan, status, tail)
+    return status

@@ -1,0 +1,128 @@
+"""A small world for kernel sandbox tests: a HOME with a secret SSH key, a git project with
+a `.env` and a write-guarded directory, a permissive policy denying exactly those, and a
+runner for the real `askgate sandbox` command in an environment isolated under it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SECRET = "SSH-PRIVATE-KEY-CONTENT-7f3a"
+ENV_SECRET = "DATABASE_PASSWORD=hunter2-9c1e"
+
+POLICY = """\
+default = "allow"
+
+[read]
+"~/.ssh/**" = "deny"
+"**/.env*" = "deny"
+
+[write]
+"guarded/**" = "deny"
+"""
+
+
+def require_bwrap() -> None:
+    """Skip (fail under CI) when bubblewrap with user namespaces is not usable here."""
+    problem = None
+    if shutil.which("bwrap") is None:
+        problem = "bubblewrap is not installed (scripts/setup-system installs it)"
+    else:
+        done = subprocess.run(
+            ["bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "/bin/true"],
+            capture_output=True,
+            timeout=30,
+        )
+        if done.returncode != 0:
+            problem = f"bwrap cannot create namespaces here: {done.stderr.decode()[:200]}"
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(problem)
+        pytest.skip(problem)
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def __str__(self) -> str:
+        return f"rc={self.returncode}\nstdout: {self.stdout}\nstderr: {self.stderr}"
+
+
+class World:
+    def __init__(self, base: Path, policy: str = POLICY) -> None:
+        self.base = base
+        self.home = base / "home"
+        self.project = base / "proj"
+        self.ssh_key = self.home / ".ssh" / "id_rsa"
+        self.env_file = self.project / ".env"
+        self.guarded = self.project / "guarded"
+        self.policy = base / "policy.toml"
+        (self.home / ".ssh").mkdir(parents=True)
+        self.ssh_key.write_text(SECRET + "\n")
+        self.project.mkdir()
+        subprocess.run(["git", "init", "-q", str(self.project)], check=True, env=self.env)
+        self.env_file.write_text(ENV_SECRET + "\n")
+        self.guarded.mkdir()
+        (self.guarded / "existing.txt").write_text("frozen\n")
+        self.policy.write_text(policy)
+
+    @property
+    def env(self) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items() if not k.startswith(("ASKGATE_", "XDG_"))}
+        return {
+            **keep,
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.base / "xdg-config"),
+            "XDG_DATA_HOME": str(self.base / "xdg-data"),
+            "XDG_STATE_HOME": str(self.base / "xdg-state"),
+            "ASKGATE_MANAGED_POLICY": str(self.base / "managed" / "policy.toml"),
+            "ASKGATE_AUDIT_LOG": str(self.base / "review.jsonl"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+
+    def sandbox(
+        self,
+        *command: str,
+        options: tuple[str, ...] = (),
+        cwd: Path | None = None,
+        pass_fds: tuple[int, ...] = (),
+        timeout: float = 120,
+    ) -> Run:
+        argv = [sys.executable, "-m", "askgate.cli", "sandbox", "--config", str(self.policy)]
+        done = subprocess.run(
+            [*argv, *options, "--", *command],
+            capture_output=True,
+            cwd=cwd or self.project,
+            env=self.env,
+            pass_fds=pass_fds,
+            timeout=timeout,
+        )
+        return Run(
+            done.returncode,
+            done.stdout.decode(errors="replace"),
+            done.stderr.decode(errors="replace"),
+        )
+
+    def outside(self, command: str, cwd: Path | None = None) -> Run:
+        done = subprocess.run(
+            ["/bin/bash", "-c", command],
+            capture_output=True,
+            cwd=cwd or self.project,
+            env=self.env,
+            timeout=120,
+        )
+        return Run(
+            done.returncode,
+            done.stdout.decode(errors="replace"),
+            done.stderr.decode(errors="replace"),
+        )

@@ -1,0 +1,442 @@
+"""The sandbox plan, the `[sandbox]` table, the bwrap argument list, the blocked-path line
+and the placeholder registry — without starting a sandbox."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from askgate.policy.config import load_policy, merge_files, parse_policy_text
+from askgate.policy.engine import Policy
+from askgate.policy.model import Origin
+from askgate.policy.sandbox_table import SandboxSettings
+from askgate.policy.schema import policy_json_schema
+from askgate.sandbox import expand as expand_module
+from askgate.sandbox.blocked import explain_failure
+from askgate.sandbox.bwrap import bwrap_argv, is_proc_error
+from askgate.sandbox.placeholders import Registry
+from askgate.sandbox.plan import SandboxPlan, build_plan
+from conftest import make_rule
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> dict[str, Path]:
+    home, project = tmp_path / "home", tmp_path / "proj"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("k")
+    (project / ".git" / "hooks").mkdir(parents=True)
+    (project / ".git" / "config").write_text("")
+    (project / "deep" / "er").mkdir(parents=True)
+    (project / ".env").write_text("a")
+    (project / "deep" / "er" / ".env.local").write_text("b")
+    (project / "deep" / ".env.example").write_text("c")
+    (project / "guarded").mkdir()
+    return {"home": home, "project": project, "base": tmp_path}
+
+
+def _policy(tree: dict[str, Path], rules: list[tuple[str, str, str]], **kw: object) -> Policy:
+    project = tree["project"]
+    built = [make_rule(s, p, a, base_dir=str(project), **kw) for s, p, a in rules]  # type: ignore[arg-type]
+    env = {
+        "HOME": str(tree["home"]),
+        "XDG_CONFIG_HOME": str(tree["base"] / "cfg"),
+        "XDG_DATA_HOME": str(tree["base"] / "data"),
+        "ASKGATE_AUDIT_LOG": str(tree["base"] / "log.jsonl"),
+        "ASKGATE_MANAGED_POLICY": str(tree["base"] / "managed.toml"),
+    }
+    return Policy(built, project_root=str(project), env=env)
+
+
+def _plan(tree: dict[str, Path], rules: list[tuple[str, str, str]], **kw: object) -> SandboxPlan:
+    settings = kw.pop("settings", SandboxSettings())
+    return build_plan(
+        _policy(tree, rules),
+        settings,
+        cwd=str(tree["project"]),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _paths(entries: object) -> set[str]:
+    return {entry.path for entry in entries}  # type: ignore[attr-defined]
+
+
+# --- plan --------------------------------------------------------------------------
+
+
+def test_rooted_read_denies_are_used_as_they_are_and_anywhere_patterns_expand(tree) -> None:
+    plan = _plan(
+        tree,
+        [
+            ("read", "~/.ssh/**", "deny"),
+            ("read", "**/.env*", "deny"),
+            ("read", "**/.env.example", "allow"),
+            ("read", "~/.aws/credentials", "deny"),  # missing: nothing to hide
+        ],
+    )
+    project = tree["project"]
+    assert _paths(plan.read_denies) == {
+        str(tree["home"] / ".ssh"),
+        str(project / ".env"),
+        str(project / "deep" / "er" / ".env.local"),
+    }  # the nested allow keeps .env.example readable
+    kinds = {entry.path: entry.kind for entry in plan.read_denies}
+    assert kinds[str(tree["home"] / ".ssh")] == "dir"
+    assert kinds[str(project / ".env")] == "file"
+    assert all('read "' in entry.why for entry in plan.read_denies)
+
+
+def test_read_ask_rules_hide_too_since_nobody_can_be_asked_mid_command(tree) -> None:
+    plan = _plan(tree, [("read", "~/.ssh/**", "ask")])
+    assert _paths(plan.read_denies) == {str(tree["home"] / ".ssh")}
+
+
+def test_past_the_search_budget_the_command_is_asked_about(tree, monkeypatch) -> None:
+    monkeypatch.setattr(expand_module, "MAX_MATCHES", 1)
+    plan = _plan(tree, [("read", "**/.env*", "deny")])
+    assert plan.ask_reason is not None and "more than 1 matches" in plan.ask_reason
+    assert not plan.startable
+    monkeypatch.setattr(expand_module, "MAX_MATCHES", 256)
+    monkeypatch.setattr(expand_module, "MAX_VISITED", 2)
+    plan = _plan(tree, [("read", "**/.env*", "deny")])
+    assert plan.ask_reason is not None and "entries searched" in plan.ask_reason
+
+
+def test_writable_roots_come_from_the_project_and_literal_write_allows(tree) -> None:
+    cache = tree["home"] / ".cache"
+    cache.mkdir()
+    plan = _plan(tree, [("write", "~/.cache/**", "allow"), ("write", "/srv/*.txt", "allow")])
+    writable = _paths(plan.writable)
+    assert {str(tree["project"]), str(cache), "/tmp"} <= writable
+    assert not any(path.startswith("/srv") for path in writable)
+    assert any('"/srv/*.txt"' in note for note in plan.notes)
+
+
+def test_write_denies_protections_and_git_become_holes(tree) -> None:
+    plan = _plan(tree, [("write", "guarded/**", "deny"), ("write", "~/notes/**", "ask")])
+    project = tree["project"]
+    holes = {entry.path: entry for entry in plan.write_holes}
+    assert str(project / "guarded") in holes
+    assert str(project / ".git" / "config") in holes
+    assert str(project / ".git" / "hooks") in holes
+    # Missing protected paths inside a writable root get a placeholder…
+    askgate_dir = holes[str(project / ".askgate")]
+    assert askgate_dir.kind == "missing" and askgate_dir.placeholder == str(project / ".askgate")
+    # …at their first missing component.
+    config_dir = tree["base"] / "cfg" / "askgate"
+    assert holes[str(config_dir)].placeholder == str(tree["base"] / "cfg")
+    # ~/notes is outside every writable root… unless the home is in /tmp (it is here).
+    assert str(tree["home"] / "notes") in holes
+    # Agent settings files never get a placeholder (an empty JSON file breaks the agent).
+    assert not any(".claude" in path for path in holes)
+
+
+def test_a_git_worktree_link_is_a_hole(tree) -> None:
+    git = tree["project"] / ".git"
+    for child in ("hooks",):
+        (git / child).rmdir()
+    (git / "config").unlink()
+    git.rmdir()
+    git.write_text("gitdir: /elsewhere\n")
+    plan = _plan(tree, [])
+    assert str(git) in _paths(plan.write_holes)
+
+
+def test_agent_rules_apply_only_to_their_agent(tree) -> None:
+    rules = [("read", "~/.ssh/**", "deny")]
+    project = tree["project"]
+    built = [make_rule(s, p, a, base_dir=str(project), agent="rev") for s, p, a in rules]
+    policy = Policy(built, project_root=str(project), env={"HOME": str(tree["home"])})
+    other = build_plan(policy, SandboxSettings(), cwd=str(project), agent="other")
+    mine = build_plan(policy, SandboxSettings(), cwd=str(project), agent="rev")
+    assert not other.read_denies
+    assert _paths(mine.read_denies) == {str(tree["home"] / ".ssh")}
+
+
+def test_sandbox_settings_add_hidden_and_writable_paths(tree) -> None:
+    extra = tree["base"] / "shared"
+    extra.mkdir()
+    settings = SandboxSettings(
+        bash="required", network="off", writable=(str(extra),), hidden=("**/id_rsa",)
+    )
+    plan = _plan(tree, [], settings=settings)
+    assert plan.mode == "required" and plan.network is False
+    assert str(extra) in _paths(plan.writable)
+    assert str(tree["home"] / ".ssh" / "id_rsa") not in _paths(plan.read_denies)  # not searched
+    assert any(e.why == "[sandbox] writable" for e in plan.writable)
+
+
+def test_a_symlink_the_sandbox_can_write_on_the_way_to_a_denied_path_refuses(tree) -> None:
+    target = tree["base"] / "real"
+    (target / "ssh").mkdir(parents=True)
+    link = tree["project"] / "keys"
+    link.symlink_to(target)
+    plan = _plan(tree, [("read", "keys/ssh/**", "deny")])
+    assert any(f"symlink {link}" in refusal for refusal in plan.refusals)
+    assert not plan.startable
+
+
+def test_hard_links_warn_or_refuse(tree, tmp_path) -> None:
+    os.link(tree["project"] / ".env", tmp_path / "elsewhere")
+    plan = _plan(tree, [("read", "**/.env", "deny")])
+    assert plan.startable and any("hard link" in w for w in plan.warnings)
+    plan = _plan(tree, [("read", "**/.env", "deny")], settings=SandboxSettings(hard_links="refuse"))
+    assert any("hard link" in r for r in plan.refusals)
+
+
+def test_a_policy_that_failed_to_load_refuses(tree) -> None:
+    policy = Policy(
+        [],
+        project_root=str(tree["project"]),
+        env={"HOME": str(tree["home"])},
+        errors=["/x.toml:3: bash: broken"],
+    )
+    plan = build_plan(policy, SandboxSettings(), cwd=str(tree["project"]))
+    assert any("failed to load" in r for r in plan.refusals)
+
+
+# --- bwrap argv --------------------------------------------------------------------
+
+
+def test_bwrap_argv_is_a_list_with_namespaces_always_and_masks_last(tree) -> None:
+    plan = _plan(
+        tree,
+        [
+            ("read", "~/.ssh/**", "deny"),
+            ("read", "**/.env", "deny"),
+            ("write", "guarded/**", "deny"),
+        ],
+    )
+    argv = bwrap_argv(plan, ["/bin/bash", "-c", "x; y"], bwrap="/usr/bin/bwrap", empty_file="/E")
+    assert argv[0] == "/usr/bin/bwrap"
+    for flag in ("--new-session", "--die-with-parent", "--unshare-user", "--unshare-pid"):
+        assert flag in argv
+    assert argv[argv.index("--cap-drop") + 1] == "ALL"
+    assert "--unshare-net" not in argv
+    assert argv[-4:] == ["--", "/bin/bash", "-c", "x; y"]
+    project = str(tree["project"])
+    bind = argv.index("--bind")
+    hole = argv.index(str(tree["project"] / "guarded")) - 1
+    mask = argv.index("--tmpfs")
+    assert argv[bind + 1] == argv[bind + 2] == project or project in argv[bind:]
+    assert bind < hole < mask
+    assert argv[mask - 2 : mask] == ["--perms", "000"]
+    assert ["--ro-bind", "/E", project + "/.env"] == argv[
+        argv.index("/E") - 1 : argv.index("/E") + 2
+    ]
+    assert argv[argv.index("--proc") + 1] == "/proc"
+    assert argv[argv.index("--chdir") + 1] == project
+    no_net = _plan(tree, [], settings=SandboxSettings(network="off"))
+    no_proc = bwrap_argv(no_net, ["true"], bwrap="b", empty_file="/E", proc=False)
+    assert "--unshare-net" in no_proc and "--proc" not in no_proc
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("bwrap: Can't mount proc on /newroot/proc: Operation not permitted", True),
+        ("bwrap: Can't mount proc on /proc: Invalid argument", True),
+        ("bwrap: cant mount proc: Permission denied", True),
+        ("bwrap: Creating new namespace failed: Operation not permitted", False),
+        ("bwrap: setting up uid map: Permission denied", False),
+    ],
+)
+def test_proc_errors_are_recognised_in_any_wording(text: str, expected: bool) -> None:
+    assert is_proc_error(text) is expected
+
+
+# --- the blocked-path line ----------------------------------------------------------
+
+
+def test_the_blocked_line_names_the_path_and_the_rule(tree) -> None:
+    plan = _plan(tree, [("read", "~/.ssh/**", "deny"), ("write", "guarded/**", "deny")])
+    key = tree["home"] / ".ssh" / "id_rsa"
+    line = explain_failure(plan, f"PermissionError: [Errno 13] Permission denied: '{key}'\n")
+    assert line is not None and line.startswith(f"blocked reading {key}: hidden by read")
+    line = explain_failure(plan, "/bin/bash: line 1: guarded/x: Read-only file system\n")
+    assert line is not None and '"guarded/**" = deny' in line
+    line = explain_failure(plan, "touch: cannot touch '/etc/x': Read-only file system\n")
+    assert line == (
+        "blocked writing /etc/x: outside the writable directories "
+        "(no write allow rule or [sandbox] writable covers it)"
+    )
+    assert explain_failure(plan, "error: test failed: expected 3 got 4\n") is None
+
+
+# --- the [sandbox] table ------------------------------------------------------------
+
+
+def _parse(text: str, *, trusted: bool = True, origin: Origin = Origin.USER):
+    return parse_policy_text(
+        text,
+        path="/p/policy.toml",
+        origin=origin,
+        rank_base=100,
+        trusted=trusted,
+        base_dir="/proj",
+        env={"HOME": "/h"},
+    )
+
+
+def test_the_sandbox_table_parses_and_paths_expand() -> None:
+    parsed = _parse(
+        '[sandbox]\nbash = "required"\nnetwork = "off"\nwritable = ["~/.cache", "out"]\n'
+        'hidden = ["**/*.pem", "~/.aws/**"]\nhard_links = "refuse"\n'
+    )
+    table = parsed.sandbox
+    assert table is not None
+    assert (table.bash, table.network, table.hard_links) == ("required", "off", "refuse")
+    assert table.writable == ("/h/.cache", "/proj/out")
+    assert table.hidden == ("**/*.pem", "/h/.aws/**")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('[sandbox]\nbash = "maybe"', '/p/policy.toml:2: sandbox.bash: invalid value "maybe"'),
+        ("[sandbox]\nnetwork = true", "/p/policy.toml:2: sandbox.network: invalid value"),
+        ('[sandbox]\nhard_links = "x"', "/p/policy.toml:2: sandbox.hard_links: invalid value"),
+        ("[sandbox]\nnope = 1", "/p/policy.toml:2: sandbox.nope: unknown key"),
+        ('[sandbox]\nwritable = ["a/*"]', "sandbox.writable: entry 1 is a glob"),
+        ('[sandbox]\nwritable = "a"', "sandbox.writable: expected an array of paths"),
+        ('[sandbox]\nhidden = ["a/***"]', "sandbox.hidden: entry 1:"),
+        ('[sandbox]\nhidden = [""]', "sandbox.hidden: entry 1 must be a non-empty string"),
+        ("sandbox = 1", "/p/policy.toml:1: sandbox: expected a table"),
+        ('[agent.rev.sandbox]\nbash = "x"', "/p/policy.toml:2: agent.rev.sandbox.bash:"),
+    ],
+)
+def test_bad_sandbox_tables_are_rejected_with_file_line_and_key(text: str, error: str) -> None:
+    from askgate.policy.config import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        _parse(text)
+    assert str(caught.value).startswith(error) or error in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_agent_sandbox_sections_rank_above_the_file_and_apply_to_their_agent() -> None:
+    parsed = _parse('[sandbox]\nbash = "on"\n[agent.rev.sandbox]\nbash = "required"\n')
+    assert merge_files([parsed], project_root="/proj", agent="rev").sandbox.bash == "required"
+    assert merge_files([parsed], project_root="/proj", agent="x").sandbox.bash == "on"
+    assert merge_files([parsed], project_root="/proj").sandbox == SandboxSettings(bash="on")
+
+
+def test_an_untrusted_project_table_only_tightens() -> None:
+    user = _parse('[sandbox]\nbash = "on"\nnetwork = "on"\n')
+    project = parse_policy_text(
+        '[sandbox]\nbash = "required"\nnetwork = "off"\nwritable = ["/"]\nhidden = ["x/**"]\n',
+        path="/proj/.askgate/policy.toml",
+        origin=Origin.PROJECT,
+        rank_base=200,
+        trusted=False,
+        base_dir="/proj",
+        env={"HOME": "/h"},
+    )
+    merged = merge_files([user, project], project_root="/proj").sandbox
+    assert merged.bash == "required" and merged.network == "off"
+    assert merged.writable == ()  # an untrusted file cannot widen
+    assert merged.hidden == ("/proj/x/**",)
+    loosening = parse_policy_text(
+        '[sandbox]\nbash = "off"\nnetwork = "on"\n',
+        path="/proj/.askgate/policy.toml",
+        origin=Origin.PROJECT,
+        rank_base=200,
+        trusted=False,
+        base_dir="/proj",
+        env={"HOME": "/h"},
+    )
+    strict_user = _parse('[sandbox]\nbash = "required"\nnetwork = "off"\n')
+    merged = merge_files([strict_user, loosening], project_root="/proj").sandbox
+    assert (merged.bash, merged.network) == ("required", "off")
+
+
+def test_a_managed_sandbox_setting_wins(tmp_path, monkeypatch) -> None:
+    managed = tmp_path / "managed.toml"
+    managed.write_text('[sandbox]\nbash = "required"\n')
+    user = tmp_path / "user.toml"
+    user.write_text('[sandbox]\nbash = "off"\n')
+    env = {"HOME": str(tmp_path), "ASKGATE_MANAGED_POLICY": str(managed)}
+    loaded = load_policy(str(tmp_path), config_files=[str(user)], env=env)
+    assert not loaded.errors and loaded.sandbox.bash == "required"
+
+
+def test_the_json_schema_describes_the_sandbox_table() -> None:
+    schema = policy_json_schema()
+    assert schema["properties"]["sandbox"] == {"$ref": "#/$defs/sandboxTable"}
+    table = schema["$defs"]["sandboxTable"]
+    assert table["properties"]["bash"]["enum"] == ["off", "on", "required"]
+    assert "sandbox" in schema["$defs"]["agentTables"]["properties"]
+
+
+# --- placeholders -------------------------------------------------------------------
+
+
+def test_placeholders_are_shared_and_removed_only_when_unused(tree, tmp_path) -> None:
+    plan = _plan(tree, [])
+    missing = [h for h in plan.write_holes if h.placeholder]
+    assert missing
+    first = Registry(str(tmp_path / "state"))
+    first.acquire(missing)
+    for hole in missing:
+        assert os.path.lexists(hole.placeholder)  # type: ignore[arg-type]
+    # A second live run (same process here, so same liveness) shares the placeholders.
+    second = Registry(str(tmp_path / "state"))
+    second.record_path += ".second"
+    second.acquire(missing)
+    first.release()
+    assert all(os.path.lexists(h.placeholder) for h in missing)  # type: ignore[arg-type]
+    second.release()
+    assert not any(os.path.lexists(h.placeholder) for h in missing)  # type: ignore[arg-type]
+
+
+def test_stale_records_are_cleaned_and_a_changed_placeholder_is_kept(tree, tmp_path) -> None:
+    plan = _plan(tree, [])
+    missing = [h for h in plan.write_holes if h.placeholder]
+    registry = Registry(str(tmp_path / "state"))
+    registry.acquire(missing)
+    # Pretend the run died: its record now names a process that no longer exists.
+    data = Path(registry.record_path).read_text().replace(f'"pid":{os.getpid()}', '"pid":1')
+    Path(registry.record_path).write_text(data)
+    askgate_dir = tree["project"] / ".askgate"
+    (askgate_dir / "kept.txt").write_text("someone wrote here")  # not empty any more
+    other = Registry(str(tmp_path / "state"))
+    other.record_path += ".other"
+    other.acquire([])
+    assert not os.path.exists(registry.record_path)
+    assert askgate_dir.exists()  # not empty: never removed
+    managed = tree["base"] / "managed.toml"
+    assert any(h.placeholder == str(managed) for h in missing)
+    assert not managed.exists()  # the dead run's empty placeholder is gone
+    other.release()
+
+
+def test_a_nested_write_allow_inside_a_deny_is_bound_after_the_hole(tree) -> None:
+    (tree["project"] / "guarded" / "tmp").mkdir()
+    plan = _plan(tree, [("write", "guarded/**", "deny"), ("write", "guarded/tmp/**", "allow")])
+    guarded, nested = str(tree["project"] / "guarded"), str(tree["project"] / "guarded" / "tmp")
+    assert guarded in _paths(plan.write_holes) and nested in _paths(plan.writable)
+    argv = bwrap_argv(plan, ["true"], bwrap="b", empty_file="/E")
+    assert argv.index(guarded) < argv.index(nested)
+    assert argv[argv.index(guarded) - 1] == "--ro-bind"
+    assert argv[argv.index(nested) - 1] == "--bind"
+
+
+def test_a_write_deny_everywhere_freezes_the_project_without_a_walk(tree) -> None:
+    plan = _plan(tree, [("write", "**", "deny")])
+    assert plan.ask_reason is None
+    assert str(tree["project"]) in _paths(plan.write_holes)
+
+
+def test_a_write_allow_under_a_stricter_rule_is_not_a_writable_root(tree) -> None:
+    (tree["home"] / ".cache").mkdir()
+    project = str(tree["project"])
+    rules = [
+        make_rule("write", "~/**", "deny", rank=600, base_dir=project),
+        make_rule("write", "~/.cache/**", "allow", rank=100, base_dir=project),
+    ]
+    policy = Policy(rules, project_root=project, env={"HOME": str(tree["home"])})
+    plan = build_plan(policy, SandboxSettings(), cwd=project)
+    assert str(tree["home"] / ".cache") not in _paths(plan.writable)
+    assert any("stricter rule" in note for note in plan.notes)
