@@ -78,6 +78,7 @@ def run(
     from askgate.gate import Gate, Pending
     from askgate.outcome import ToolRequest
     from askgate.policy.engine import Policy
+    from askgate.prompters.server import resolve_with_server
 
     hook = parse_input(data)
     env = os.environ if env is None else env
@@ -93,6 +94,8 @@ def run(
         request_id=hook.tool_use_id,
     )
     result = gate.preflight(request)
+    # An ask goes to the approval server when one is configured (user/managed file or env).
+    result = resolve_with_server(gate, result, env=env)
     if isinstance(result, Pending):
         # Claude Code asks its user itself; its answer never reaches us, so nothing is
         # recorded as an outcome here (the ask is logged as delegated).

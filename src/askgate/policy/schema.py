@@ -23,7 +23,17 @@ MAX_PATH_ENTRY_LENGTH = 4096
 AGENT_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 SURFACE_NAMES: tuple[str, ...] = tuple(surface.value for surface in Surface)
 PATH_LIST_KEYS: tuple[str, ...] = ("infrastructure_read_paths", "extra_directories")
-TOP_LEVEL_KEYS: tuple[str, ...] = ("default", "yolo", *PATH_LIST_KEYS, *SURFACE_NAMES, "agent")
+TOP_LEVEL_KEYS: tuple[str, ...] = (
+    "default",
+    "yolo",
+    *PATH_LIST_KEYS,
+    *SURFACE_NAMES,
+    "agent",
+    "approvals",
+)
+# [approvals]: where asks go when no terminal or parent can answer (read by
+# prompters/server.py from the user and managed files only, never from a project file).
+APPROVALS_KEYS: dict[str, str] = {"server": "string", "token_file": "string", "budget": "number"}
 
 # No control characters except tab (ECMA-262 syntax, also valid for Python's `re`).
 _NO_CONTROL = "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$"
@@ -47,6 +57,17 @@ _SCHEMA: dict[str, Any] = {
         "infrastructure_read_paths": {"$ref": "#/$defs/pathList"},
         "extra_directories": {"$ref": "#/$defs/pathList"},
         **{name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
+        "approvals": {
+            "type": "object",
+            "description": "Approval server (user and managed files only; ignored in a "
+            "project file): server URL, token_file, budget in seconds.",
+            "additionalProperties": False,
+            "properties": {
+                "server": {"type": "string", "pattern": "^https?://"},
+                "token_file": {"type": "string"},
+                "budget": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400},
+            },
+        },
         "agent": {
             "type": "object",
             "description": "Per-agent rules: [agent.NAME.SURFACE].",

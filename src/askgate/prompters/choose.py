@@ -36,4 +36,9 @@ def default_prompter(
     terminal = TerminalPrompter(tty_path=tty_path)
     if terminal.available():
         return terminal
+    from askgate.prompters.server import configured_prompter
+
+    server = configured_prompter(env)
+    if server is not None:
+        return server
     return NoPrompter()
