@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 
@@ -80,7 +81,9 @@ def _text_ok(value: str | None, limit: int = MAX_TEXT) -> bool:
 
 
 @post("/v1/approvals", status_code=201, summary="Register an approval (before notifying)")
-async def create_approval(request: Request[Any, Any, Any], data: CreateApproval) -> Response[Any]:
+async def create_approval(
+    request: Request[Any, Any, Any], data: JSONBody[CreateApproval]
+) -> Response[Any]:
     ctx = context(request)
     user = await caller(request)
     if user is None:
@@ -137,7 +140,7 @@ async def _await_decision(ctx: ServerContext, approval: Approval, wait: float) -
 
 @get("/v1/approvals/{approval_id:str}", summary="Read an approval; ?wait=N long-polls")
 async def read_approval(
-    request: Request[Any, Any, Any], approval_id: str, wait: float = 0.0
+    request: Request[Any, Any, Any], approval_id: FromPath[str], wait: FromQuery[float] = 0.0
 ) -> Response[Any]:
     ctx = context(request)
     user = await caller(request)
@@ -225,16 +228,18 @@ async def decide(
 @post("/v1/approvals/{approval_id:str}/decide", summary="Record allow or deny (once)")
 async def decide_approval(
     request: Request[Any, Any, Any],
-    approval_id: str,
-    data: DecideApproval,
-    k: str | None = None,
+    approval_id: FromPath[str],
+    data: JSONBody[DecideApproval],
+    k: FromQuery[str | None] = None,
 ) -> Response[Any]:
     status, body = await decide(request, approval_id, data.decision, data.reason, k)
     return Response(content=body, status_code=status)
 
 
 @post("/v1/approvals/{approval_id:str}/abandon", summary="The waiter gave up: record timeout")
-async def abandon_approval(request: Request[Any, Any, Any], approval_id: str) -> Response[Any]:
+async def abandon_approval(
+    request: Request[Any, Any, Any], approval_id: FromPath[str]
+) -> Response[Any]:
     ctx = context(request)
     user = await caller(request)
     if user is None:
@@ -249,7 +254,7 @@ async def abandon_approval(request: Request[Any, Any, Any], approval_id: str) ->
 
 @get("/v1/approvals", summary="Pending and recent approvals of the caller's tenant")
 async def list_approvals(
-    request: Request[Any, Any, Any], pending: bool = False, limit: int = 100
+    request: Request[Any, Any, Any], pending: FromQuery[bool] = False, limit: FromQuery[int] = 100
 ) -> Response[Any]:
     ctx = context(request)
     user = await caller(request)

@@ -81,6 +81,7 @@ def _bad_request(_request: Request[Any, Any, Any], exc: ValidationException) -> 
 
 def _http_error(_request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
     code = {
+        400: "bad-request",
         401: "unauthorized",
         403: "forbidden",
         404: "not-found",

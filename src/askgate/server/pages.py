@@ -20,6 +20,7 @@ from urllib.parse import quote, urlsplit
 import jinja2
 from litestar import Request, Response, get, post
 from litestar.datastructures import Cookie
+from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect
 
 from askgate.server import keys
@@ -86,7 +87,7 @@ async def _cookie_user(request: Request[Any, Any, Any]) -> tuple[User | None, st
 
 @get("/approvals/{approval_id:str}", include_in_schema=False)
 async def card_page(
-    request: Request[Any, Any, Any], approval_id: str, k: str | None = None
+    request: Request[Any, Any, Any], approval_id: FromPath[str], k: FromQuery[str | None] = None
 ) -> Response[Any]:
     ctx = context(request)
     approval = await ctx.store.get(approval_id)
@@ -124,7 +125,7 @@ async def card_page(
 
 
 @post("/approvals/{approval_id:str}/decide", include_in_schema=False)
-async def card_decide(request: Request[Any, Any, Any], approval_id: str) -> Response[Any]:
+async def card_decide(request: Request[Any, Any, Any], approval_id: FromPath[str]) -> Response[Any]:
     ctx = context(request)
     if not _same_origin(request):
         return message("Refused", "This form was sent from another site.", 403)
@@ -187,12 +188,14 @@ def _safe_next(target: str | None) -> str:
 
 
 @get("/login", include_in_schema=False)
-async def login_page(next: str | None = None) -> Response[Any]:
+async def login_page(next: FromQuery[str | None] = None) -> Response[Any]:
     return render("login.html", problem=None, next=_safe_next(next))
 
 
 @post("/login", include_in_schema=False)
-async def login(request: Request[Any, Any, Any], next: str | None = None) -> Response[Any]:
+async def login(
+    request: Request[Any, Any, Any], next: FromQuery[str | None] = None
+) -> Response[Any]:
     ctx = context(request)
     if not _same_origin(request):
         return message("Refused", "This form was sent from another site.", 403)
