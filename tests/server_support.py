@@ -13,6 +13,8 @@ Import the fixtures into a test module: ``from server_support import db_url, pg_
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -213,3 +215,73 @@ def key_of(approval: dict[str, Any]) -> str:
     from urllib.parse import parse_qs, urlsplit
 
     return parse_qs(urlsplit(approval["card_url"]).query)["k"][0]
+
+
+class AutoDecider:
+    """A human stand-in on the real API: watches the tenant's event stream and answers every
+    new approval with `decision` (None: never answers), through the decide endpoint."""
+
+    def __init__(
+        self, live: LiveServer, token: str, decision: str | None, reason: str | None = None
+    ):
+        self.live = live
+        self.token = token
+        self.decision = decision
+        self.reason = reason
+        self.seen: list[str] = []
+        self.decided = threading.Event()
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._response: httpx.Response | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with (
+            httpx.Client(base_url=self.live.url, timeout=httpx.Timeout(60, read=None)) as client,
+            client.stream(
+                "GET", "/v1/events", headers={"Authorization": f"Bearer {self.token}"}
+            ) as response,
+        ):
+            self._response = response
+            event = ""
+            try:
+                for line in response.iter_lines():
+                    self._ready.set()
+                    if self._stop.is_set():
+                        return
+                    if not line:
+                        event = ""
+                    elif line.startswith("event:"):
+                        event = line.split(":", 1)[1].strip()
+                    elif line.startswith("data:") and event == "approval:requested":
+                        approval_id = json.loads(line.split(":", 1)[1])["id"]
+                        self.seen.append(approval_id)
+                        if self.decision is not None:
+                            self._decide(client, approval_id)
+            except (httpx.HTTPError, RuntimeError, ValueError):
+                pass  # closed by __exit__
+            finally:
+                self._ready.set()
+
+    def _decide(self, client: httpx.Client, approval_id: str) -> None:
+        body = {"decision": self.decision}
+        if self.reason:
+            body["reason"] = self.reason
+        client.post(
+            f"/v1/approvals/{approval_id}/decide",
+            json=body,
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        self.decided.set()
+
+    def __enter__(self) -> AutoDecider:
+        self._thread.start()
+        assert self._ready.wait(20), "the event stream did not open"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()  # no decision after the test's block, even if the read lingers
+        if self._response is not None:
+            with contextlib.suppress(Exception):
+                self._response.close()
+        self._thread.join(5)
