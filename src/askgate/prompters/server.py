@@ -26,7 +26,7 @@ import os
 import threading
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
@@ -167,11 +167,14 @@ class ServerPrompter:
         *,
         budget: float = DEFAULT_BUDGET,
         transport: httpx.BaseTransport | None = None,
+        on_registered: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.budget = budget
         self._transport = transport
+        # Told the server's view of each registered approval (the demo prints its card URL).
+        self.on_registered = on_registered
         self._pause = threading.Event()  # never set: waits between retries end by timeout
 
     @classmethod
@@ -233,6 +236,9 @@ class ServerPrompter:
                 return failure
             view = created.json()
             approval_id = str(view.get("id", ""))
+            if self.on_registered is not None:
+                with contextlib.suppress(Exception):
+                    self.on_registered(view)
             while True:
                 reply = self._settled(view, digest)
                 if reply is not None:
