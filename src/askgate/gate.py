@@ -107,18 +107,18 @@ class Gate:
     def decide(self, request: ToolRequest) -> Outcome:
         """Resolve a request, asking the prompter when the policy says ask."""
         result = self.preflight(request)
-        if isinstance(result, Pending):
-            try:
-                outcome = self._ask_human(result)
-            except Exception as exc:  # fail closed, loudly
-                log.exception("askgate: internal error while asking about %s", request.tool)
-                outcome = _failed(
-                    result.request_id, request, f"askgate internal error: {exc!r}", INTERNAL_ERROR
-                )
-        else:
-            outcome = result
+        outcome = self.resolve(result) if isinstance(result, Pending) else result
         self._publish(outcome, request)
         return outcome
+
+    def resolve(self, pending: Pending) -> Outcome:
+        """Ask this gate's prompter about a Pending from `preflight`; nothing is published."""
+        try:
+            return self._ask_human(pending)
+        except Exception as exc:  # fail closed, loudly
+            log.exception("askgate: internal error while asking about %s", pending.request.tool)
+            why = f"askgate internal error: {exc!r}"
+            return _failed(pending.request_id, pending.request, why, INTERNAL_ERROR)
 
     def preflight(self, request: ToolRequest) -> Outcome | Pending:
         """Everything short of asking a human: an Outcome when the policy, a session
@@ -250,6 +250,10 @@ class Gate:
                 session=request.session or self.session,
                 session_pattern="; ".join(p for _, p in patterns) if patterns else None,
                 session_label=_session_label(patterns),
+                tool=request.tool,
+                tool_input=request.input,
+                cwd=request.cwd,
+                rule=_rule_text(decision),
             )
             reply = self._prompter.prompt(prompt, self.prompt_timeout)
             if not isinstance(reply, PromptReply):
@@ -430,6 +434,13 @@ def _prompt_message(request: ToolRequest, decision: Decision) -> str:
     if not decision.units:
         lines.append(f"  why: {decision.reason[:500]}")
     return "\n".join(lines)
+
+
+def _rule_text(decision: Decision) -> str:
+    rule = decision.rule
+    if rule is None:
+        return f"default is {decision.action}"
+    return f'{rule.surface} "{rule.pattern}" = {rule.action} ({rule.origin})'
 
 
 def _session_label(patterns: list[tuple[Surface, str]]) -> str | None:

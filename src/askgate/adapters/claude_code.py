@@ -264,6 +264,7 @@ def _decide(
     from askgate.gate import Gate, Pending
     from askgate.locations import review_log_disabled
     from askgate.outcome import ToolRequest
+    from askgate.prompters.server import resolve_with_server
 
     event = hook.hook_event_name
     policy = policy_loader(hook.cwd, config_files, hook.agent_type, env)
@@ -279,6 +280,8 @@ def _decide(
         request_id=hook.tool_use_id,
     )
     result = gate.preflight(request)
+    # An ask goes to the approval server when one is configured (user/managed file or env).
+    result = resolve_with_server(gate, result, env=env)
     if isinstance(result, Pending):
         # Claude Code asks its user itself; its answer never reaches us, so nothing is
         # recorded as an outcome here (the ask is logged as delegated).

@@ -20,6 +20,7 @@ from askgate.policy.patterns import validate_pattern
 from askgate.policy.sandbox_table import SandboxTable, SandboxTableError, parse_sandbox_table
 from askgate.policy.schema import (
     AGENT_NAME,
+    APPROVALS_KEYS,
     MAX_AGENT_NAME_LENGTH,
     MAX_FILE_BYTES,
     MAX_LIST_ITEMS,
@@ -296,6 +297,20 @@ class _FileParser:
                     " name the agent's own directories instead (~/.claude, …)",
                 )
 
+    def approvals_table(self, value: object) -> None:
+        if not isinstance(value, dict):
+            self.fail(("approvals",), f"expected a table, got {_toml_type(value)}")
+        for name, item in value.items():
+            kind = APPROVALS_KEYS.get(name)
+            if kind is None:
+                self.fail(("approvals", name), _unknown("key", name, tuple(APPROVALS_KEYS)))
+            number = isinstance(item, int | float) and not isinstance(item, bool)
+            if (kind == "string" and not isinstance(item, str)) or (
+                kind == "number" and not (number and 0 < item <= 86400)
+            ):
+                wanted = "a string" if kind == "string" else "a number of seconds in (0, 86400]"
+                self.fail(("approvals", name), f"expected {wanted}, got {item!r}"[:200])
+
     def agent_rules(self, value: object) -> list[tuple[str, list[Any]]]:
         if not isinstance(value, dict):
             self.fail(("agent",), f"expected [agent.NAME.SURFACE] tables, got {_toml_type(value)}")
@@ -394,6 +409,8 @@ def parse_policy_text(
             sections.extend(parser.agent_rules(value))
         elif key == "sandbox":
             sandbox = parser.sandbox((key,), value)
+        elif key == "approvals":
+            parser.approvals_table(value)  # read by prompters/server.py (user, managed only)
         else:
             parser.fail((key,), _unknown("key", key, TOP_LEVEL_KEYS))
 

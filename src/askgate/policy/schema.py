@@ -33,7 +33,11 @@ TOP_LEVEL_KEYS: tuple[str, ...] = (
     *SURFACE_NAMES,
     "agent",
     "sandbox",
+    "approvals",
 )
+# [approvals]: where asks go when no terminal or parent can answer (read by
+# prompters/server.py from the user and managed files only, never from a project file).
+APPROVALS_KEYS: dict[str, str] = {"server": "string", "token_file": "string", "budget": "number"}
 
 # No control characters except tab (ECMA-262 syntax, also valid for Python's `re`).
 _NO_CONTROL = "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$"
@@ -64,6 +68,17 @@ _SCHEMA: dict[str, Any] = {
         "extra_directories": {"$ref": "#/$defs/pathList"},
         **{name: {"$ref": "#/$defs/surfaceTable"} for name in SURFACE_NAMES},
         "sandbox": {"$ref": "#/$defs/sandboxTable"},
+        "approvals": {
+            "type": "object",
+            "description": "Approval server (user and managed files only; ignored in a "
+            "project file): server URL, token_file, budget in seconds.",
+            "additionalProperties": False,
+            "properties": {
+                "server": {"type": "string", "pattern": "^https?://"},
+                "token_file": {"type": "string"},
+                "budget": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400},
+            },
+        },
         "agent": {
             "type": "object",
             "description": "Per-agent rules: [agent.NAME.SURFACE].",

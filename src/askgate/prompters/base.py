@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -34,6 +34,12 @@ class PromptRequest(msgspec.Struct, frozen=True, kw_only=True):
     # no safe session pattern exists (then the option is not offered).
     session_pattern: str | None = None
     session_label: str | None = None
+    # The call itself, for prompters that bind an answer to the exact input (the approval
+    # server hashes `tool_input`); None when the ask did not come from a tool call.
+    tool: str | None = None
+    tool_input: dict[str, Any] | None = None
+    cwd: str | None = None
+    rule: str | None = None  # the rule that asked, as shown to the human
 
 
 class PromptReply(msgspec.Struct, frozen=True, kw_only=True):

@@ -67,6 +67,8 @@ def _own_terminal(interactive: bool | None) -> bool:
 
 
 def _approval_server(env: Mapping[str, str], session: str | None) -> Prompter | None:
-    """Slot for the approval server's prompter (`prompters/server.py`): return it when
-    the environment or the user/managed policy configures a server, else None."""
-    return None
+    """The approval server's prompter (`prompters/server.py`) when the environment or the
+    user/managed policy configures a server, else None."""
+    from askgate.prompters.server import configured_prompter
+
+    return configured_prompter(env)

@@ -1,0 +1,144 @@
+"""Assembling the Litestar application: context at startup, handlers, error mapping."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from litestar import Litestar, Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import OpenAPIConfig
+from sqlalchemy.exc import SQLAlchemyError
+
+from askgate.server import keys
+from askgate.server.api import HANDLERS
+from askgate.server.context import ServerConfig, ServerContext
+from askgate.server.notify import Notifier
+from askgate.server.store import Store
+from askgate.server.wake import PostgresListener
+
+log = logging.getLogger("askgate.server")
+
+
+async def open_context(config: ServerConfig, notifier: Notifier | None = None) -> ServerContext:
+    """Secret, database (migrated), notifier and, on PostgreSQL, the LISTEN connection."""
+    os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
+    secret = keys.load_or_create_secret(config.secret_path)
+    store = await Store.open(config.database_url)
+    if notifier is None:
+        webhook_secret = (
+            config.webhook_secret.encode()
+            if config.webhook_secret
+            else hmac.new(secret, b"webhook|v1", hashlib.sha256).hexdigest().encode()
+        )
+        notifier = Notifier(
+            ntfy_url=config.ntfy_url,
+            ntfy_token=config.ntfy_token,
+            webhook_url=config.webhook_url,
+            webhook_secret=webhook_secret,
+        )
+    ctx = ServerContext(config=config, store=store, secret=secret, notifier=notifier)
+    if store.postgres:
+        from sqlalchemy.engine import make_url
+
+        dsn = make_url(config.database_url).set(drivername="postgresql")
+        ctx.listener = PostgresListener(
+            dsn.render_as_string(hide_password=False), ctx.waker, ctx.on_remote_decision
+        )
+        ctx.listener.start()
+    return ctx
+
+
+async def close_context(ctx: ServerContext) -> None:
+    if ctx.listener is not None:
+        await ctx.listener.stop()
+    await ctx.notifier.close()
+    await ctx.store.close()
+
+
+def _database_unavailable(_request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    first_line = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+    log.error("askgate: database unavailable: %s", first_line)
+    return Response(
+        content={"error": "database-unavailable", "detail": type(exc).__name__}, status_code=503
+    )
+
+
+def _bad_request(_request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
+    # Litestar's detail names the URL, which may carry a ?k= key: keep it out of the body.
+    detail = "malformed request body or parameters"
+    extra = exc.extra if isinstance(exc.extra, list | dict) else None
+    body: dict[str, Any] = {"error": "bad-request", "detail": detail[:500]}
+    if extra:
+        body["problems"] = extra
+    return Response(content=body, status_code=400)
+
+
+def _http_error(_request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    code = {
+        400: "bad-request",
+        401: "unauthorized",
+        403: "forbidden",
+        404: "not-found",
+        405: "method-not-allowed",
+        413: "too-large",
+    }.get(exc.status_code, "error")
+    return Response(
+        content={"error": code, "detail": str(exc.detail)[:500]},
+        status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+def _internal_error(_request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    log.exception("askgate: internal error", exc_info=exc)
+    return Response(content={"error": "internal-error"}, status_code=500)
+
+
+def create_app(
+    config: ServerConfig,
+    *,
+    notifier: Notifier | None = None,
+    ctx: ServerContext | None = None,
+) -> Litestar:
+    """The application. With `ctx` the caller owns the context (opened before, closed after);
+    without, the app opens it at startup and closes it at shutdown."""
+    from askgate.server.pages import PAGE_HANDLERS
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if ctx is not None:
+            app.state["ctx"] = ctx
+            yield
+            return
+        own = await open_context(config, notifier)
+        app.state["ctx"] = own
+        try:
+            yield
+        finally:
+            await close_context(own)
+
+    return Litestar(
+        route_handlers=[*HANDLERS, *PAGE_HANDLERS],
+        lifespan=[lifespan],
+        request_max_body_size=config.max_body,
+        openapi_config=OpenAPIConfig(
+            title="askgate approval server",
+            version="1",
+            path="/schema",
+            description="Ask a human to approve one tool call, bound to its exact input.",
+        ),
+        exception_handlers={
+            SQLAlchemyError: _database_unavailable,
+            OSError: _database_unavailable,
+            ValidationException: _bad_request,
+            HTTPException: _http_error,
+            500: _internal_error,
+        },
+        debug=False,
+    )

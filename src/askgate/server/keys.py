@@ -1,0 +1,150 @@
+"""Canonical JSON, input digests, approval keys, the server secret and derived ntfy topics.
+
+Functional core, no I/O except `load_or_create_secret`. Shared by the server (which mints and
+verifies keys) and the gate's server prompter (which recomputes the input digest before it
+returns an approval), so it imports nothing of the server's.
+
+* Canonical JSON is RFC 8785 (JCS) via `rfc8785`: sorted keys, no whitespace, ECMAScript number
+  forms. NaN, Infinity, integers beyond 2**53 and non-string keys are refused.
+* An approval key is ``<expiry>.<base64url HMAC-SHA256>`` over the canonical JSON array
+  ``["askgate-approval-v1", tenant, approval id, input digest, expiry]``: an injective encoding,
+  so no field can smuggle a delimiter into another (human-approval.md §4.2).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import stat
+from typing import Any
+
+import rfc8785
+
+KEY_VERSION = "askgate-approval-v1"
+TOPIC_PREFIX = "ag"
+SECRET_BYTES = 32
+SECRET_ENV = "ASKGATE_SECRET"
+SECRET_FILE_ENV = "ASKGATE_SECRET_FILE"
+
+
+class CanonicalError(ValueError):
+    """The value has no canonical JSON form (NaN, Infinity, a non-string key, …)."""
+
+
+class SecretError(Exception):
+    """The secret cannot be read, is too short, or its file is open to others."""
+
+
+def canonical_json(value: Any) -> bytes:
+    """RFC 8785 canonical UTF-8 bytes of a JSON value; CanonicalError when there are none."""
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError as exc:
+        raise CanonicalError(str(exc) or type(exc).__name__) from None
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CanonicalError(f"not a JSON value: {exc}") from None
+
+
+def input_digest(value: Any) -> str:
+    """Lower-case hex SHA-256 of the canonical JSON of a tool input."""
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _mac(secret: bytes, tenant: str, approval_id: str, digest: str, expires_at: int) -> bytes:
+    message = canonical_json([KEY_VERSION, tenant, approval_id, digest, expires_at])
+    return hmac.new(secret, message, hashlib.sha256).digest()
+
+
+def approval_key(secret: bytes, tenant: str, approval_id: str, digest: str, expires_at: int) -> str:
+    """The `?k=` capability for deciding one approval of one input until `expires_at`."""
+    return f"{int(expires_at)}.{_b64(_mac(secret, tenant, approval_id, digest, int(expires_at)))}"
+
+
+def key_expiry(key: str) -> int | None:
+    """The expiry a key claims (not verified), or None when the key is not of our shape."""
+    head, sep, _ = key.partition(".")
+    if not sep or not head.isdigit() or len(head) > 12:
+        return None
+    return int(head)
+
+
+def verify_key(
+    secret: bytes, key: str, *, tenant: str, approval_id: str, digest: str, expires_at: int
+) -> bool:
+    """Constant-time check that `key` was minted for exactly this approval and input."""
+    if not isinstance(key, str) or len(key) > 128:
+        return False
+    claimed = key_expiry(key)
+    if claimed is None or claimed != int(expires_at):
+        return False
+    expected = approval_key(secret, tenant, approval_id, digest, int(expires_at))
+    return hmac.compare_digest(expected.encode("ascii"), key.encode("utf-8", "replace"))
+
+
+def ntfy_topic(secret: bytes, user_key: str) -> str:
+    """The user's ntfy topic: keyed (HMAC), derived on demand, never stored.
+
+    base32 of HMAC-SHA256(secret, "ntfy|" + user key), 26 characters = 130 bits, lower case;
+    matches ntfy's topic rule ``^[-_A-Za-z0-9]{1,64}$``.
+    """
+    mac = hmac.new(secret, f"ntfy|{user_key}".encode(), hashlib.sha256).digest()
+    return f"{TOPIC_PREFIX}-{base64.b32encode(mac).decode('ascii')[:26].lower()}"
+
+
+def token_hash(token: str) -> str:
+    """How a bearer token is stored: its SHA-256 (tokens carry 256 random bits)."""
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+def new_token() -> str:
+    return f"agt_{_b64(os.urandom(32))}"
+
+
+def new_approval_id() -> str:
+    return f"appr-{os.urandom(12).hex()}"
+
+
+def load_or_create_secret(path: str, env: dict[str, str] | None = None) -> bytes:
+    """The server secret: `ASKGATE_SECRET` (hex or text, ≥ 32 bytes), else the file at
+    `ASKGATE_SECRET_FILE` or `path`, created with mode 0600 when absent.
+
+    A file readable by group or others is refused: whoever reads it can mint approval keys.
+    """
+    env = dict(os.environ) if env is None else env
+    inline = env.get(SECRET_ENV)
+    if inline:
+        secret = inline.encode()
+        if len(secret) < SECRET_BYTES:
+            raise SecretError(f"{SECRET_ENV} is shorter than {SECRET_BYTES} bytes")
+        return secret
+    path = env.get(SECRET_FILE_ENV) or path
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise SecretError(f"cannot create the secret file {path}: {exc.strerror}") from None
+    else:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(os.urandom(SECRET_BYTES).hex().encode() + b"\n")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise SecretError(f"cannot read the secret file {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise SecretError(
+                f"the secret file {path} is open to group or others (mode {mode & 0o777:o}); "
+                "run: chmod 600 " + path
+            )
+        secret = handle.read(4096).strip()
+    if len(secret) < SECRET_BYTES:
+        raise SecretError(f"the secret file {path} holds fewer than {SECRET_BYTES} bytes")
+    return secret

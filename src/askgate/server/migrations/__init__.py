@@ -1,0 +1,1 @@
+"""Alembic migrations of the approval server (run automatically by `Store.open`)."""

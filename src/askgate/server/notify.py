@@ -1,0 +1,205 @@
+"""Telling a human that an approval waits: ntfy (phone) and a signed generic webhook.
+
+The message builders are pure (approval in, JSON out) and follow ntfy's documented limits: a
+message of at most 4,096 bytes, at most three actions, topics matching ``^[-_A-Za-z0-9]{1,64}$``.
+An approval notification has its own shape: Approve and Deny are ``http`` POSTs to the decide
+endpoint carrying the ``?k=`` key (the phone app performs them and clears the notification only on
+a 2xx), Details is a ``view`` of the card.
+
+Delivery runs in background tasks with retries and backoff; a notifier that fails or hangs never
+touches the approval, which stays decidable on the web page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from askgate.server.store import Approval
+
+log = logging.getLogger("askgate.server.notify")
+
+MESSAGE_LIMIT = 4096  # bytes (ntfy DefaultMessageSizeLimit)
+MAX_ACTIONS = 3
+TOPIC_RE = re.compile(r"^[-_A-Za-z0-9]{1,64}$")
+PRIORITY = 4
+ATTEMPT_TIMEOUT = 5.0
+BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+
+
+def truncate_utf8(text: str, limit: int, marker: str) -> str:
+    """`text` cut to at most `limit` UTF-8 bytes with `marker` appended when cut; never
+    splits a multi-byte sequence."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    room = max(0, limit - len(marker.encode("utf-8")))
+    return data[:room].decode("utf-8", "ignore") + marker
+
+
+def shown_input(approval: Approval) -> str:
+    """What the human is asked about: the command for a shell tool, else the input JSON."""
+    try:
+        value = json.loads(approval.input_json)
+    except ValueError:
+        return approval.input_json
+    if isinstance(value, dict) and isinstance(value.get("command"), str):
+        return "$ " + value["command"]
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=None)
+
+
+def ntfy_message(
+    approval: Approval, *, topic: str, card_url: str, decide_url: str, now: float | None = None
+) -> dict[str, Any]:
+    """The JSON body published to the ntfy root URL for one approval."""
+    if not TOPIC_RE.fullmatch(topic):
+        raise ValueError(f"not an ntfy topic: {topic!r}")
+    now = time.time() if now is None else now
+    minutes = max(0, int((approval.expires_at - now) // 60))
+    who = approval.agent or "agent"
+    tail_lines = [
+        f"👤 {who}" + (f" · session {approval.session[:40]}" if approval.session else ""),
+        f"⏳ expires in {minutes}m",
+        f"📎 {approval.id}",
+    ]
+    if approval.rule:
+        tail_lines.insert(0, f"📜 {approval.rule[:200]}")
+    head = f"{approval.tool} — needs your approval\n"
+    tail = "\n" + "\n".join(tail_lines)
+    marker = f" … [truncated; sha256 {approval.input_sha256[:12]}]"
+    room = MESSAGE_LIMIT - len(head.encode()) - len(tail.encode())
+    message = head + truncate_utf8(shown_input(approval), room, marker) + tail
+    json_headers = {"Content-Type": "application/json"}
+    actions = [
+        {
+            "action": "http",
+            "label": "Approve",
+            "url": decide_url,
+            "method": "POST",
+            "headers": json_headers,
+            "body": '{"decision":"allow"}',
+            "clear": True,
+        },
+        {
+            "action": "http",
+            "label": "Deny",
+            "url": decide_url,
+            "method": "POST",
+            "headers": json_headers,
+            "body": '{"decision":"deny"}',
+            "clear": True,
+        },
+        {"action": "view", "label": "Details", "url": card_url},
+    ]
+    return {
+        "topic": topic,
+        "title": f"🔐 approval needed · {who}"[:200],
+        "message": message,
+        "priority": PRIORITY,
+        "tags": ["lock", "askgate"],
+        "click": card_url,
+        "actions": actions,
+    }
+
+
+def webhook_signature(secret: bytes, timestamp: int, body: bytes) -> str:
+    """``t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>." + body)>``."""
+    mac = hmac.new(secret, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={mac}"
+
+
+def verify_webhook_signature(secret: bytes, header: str, body: bytes) -> bool:
+    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
+    if not parts.get("t", "").isdigit() or "v1" not in parts:
+        return False
+    expected = webhook_signature(secret, int(parts["t"]), body)
+    return hmac.compare_digest(expected, header)
+
+
+@dataclass
+class Notifier:
+    """Publishes in the background; `pending` lets tests and shutdown wait for delivery."""
+
+    ntfy_url: str | None = None
+    ntfy_token: str | None = None
+    webhook_url: str | None = None
+    webhook_secret: bytes = b""
+    backoff: tuple[float, ...] = BACKOFF
+    attempt_timeout: float = ATTEMPT_TIMEOUT
+    transport: httpx.AsyncBaseTransport | None = None
+    on_result: Callable[[str, bool], None] | None = None
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.ntfy_url or self.webhook_url)
+
+    def publish_ntfy(self, body: dict[str, Any]) -> None:
+        if not self.ntfy_url:
+            return
+        headers = {"Authorization": f"Bearer {self.ntfy_token}"} if self.ntfy_token else {}
+        data = json.dumps(body, ensure_ascii=False).encode()
+        self._spawn("ntfy", self.ntfy_url.rstrip("/") + "/", data, headers)
+
+    def publish_webhook(self, payload: dict[str, Any]) -> None:
+        if not self.webhook_url:
+            return
+        data = json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "X-Askgate-Signature": webhook_signature(self.webhook_secret, int(time.time()), data),
+        }
+        self._spawn("webhook", self.webhook_url, data, headers)
+
+    def _spawn(self, kind: str, url: str, data: bytes, headers: dict[str, str]) -> None:
+        task = asyncio.create_task(self._deliver(kind, url, data, headers))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, kind: str, url: str, data: bytes, headers: dict[str, str]) -> None:
+        delays = (0.0, *self.backoff)
+        async with httpx.AsyncClient(
+            timeout=self.attempt_timeout, transport=self.transport
+        ) as client:
+            for attempt, delay in enumerate(delays, 1):
+                if delay:
+                    await asyncio.sleep(delay)
+                try:
+                    response = await client.post(url, content=data, headers=headers)
+                    if response.is_success:
+                        self._report(kind, True)
+                        return
+                    why = f"HTTP {response.status_code}"
+                    if 400 <= response.status_code < 500 and response.status_code != 429:
+                        break  # the message itself is refused: retrying cannot help
+                except httpx.HTTPError as exc:
+                    why = type(exc).__name__
+                log.warning("askgate: %s delivery attempt %d failed: %s", kind, attempt, why)
+        log.error("askgate: %s delivery gave up; the approval stays decidable on its page", kind)
+        self._report(kind, False)
+
+    def _report(self, kind: str, ok: bool) -> None:
+        if self.on_result is not None:
+            with contextlib.suppress(Exception):
+                self.on_result(kind, ok)
+
+    async def drain(self, timeout: float) -> None:
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=1.0)

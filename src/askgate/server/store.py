@@ -1,0 +1,492 @@
+"""The approval server's database: SQLAlchemy Core 2 (async) on SQLite or PostgreSQL.
+
+Tables `approvals`, `users`, `tokens` (SHA-256 of the bearer token, never the token) and
+`enrollments`, created and upgraded by the Alembic migrations in `askgate.server.migrations`,
+run automatically when a store opens (under an advisory lock on PostgreSQL, so replicas that
+start together migrate once).
+
+A decision is written once: ``UPDATE approvals SET … WHERE id = ? AND decided_at IS NULL``,
+accepted only when exactly one row changed; the verdict a caller sees is always read back from
+the row. Every query that a caller can steer is scoped by tenant.
+
+SQLite runs in WAL mode with a busy timeout; `ASKGATE_DATABASE_URL` (``postgresql://…``) selects
+PostgreSQL through asyncpg.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from askgate.server import keys
+
+metadata = sa.MetaData()
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("tenant", sa.String(200), nullable=False),
+    sa.Column("created_by", sa.String(200), nullable=False),
+    sa.Column("session", sa.String(512)),
+    sa.Column("agent", sa.String(200)),
+    sa.Column("tool", sa.String(512), nullable=False),
+    sa.Column("surface", sa.String(64)),
+    sa.Column("cwd", sa.Text),
+    sa.Column("rule", sa.Text),
+    sa.Column("input_json", sa.Text, nullable=False),
+    sa.Column("input_sha256", sa.String(64), nullable=False),
+    sa.Column("requested_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.BigInteger, nullable=False),
+    sa.Column("decided_at", sa.Float),
+    sa.Column("decision", sa.String(16)),
+    sa.Column("decided_by", sa.String(200)),
+    sa.Column("reason", sa.Text),
+    sa.Column("waiter_gave_up_at", sa.Float),
+    sa.Column("consumed_at", sa.Float),
+)
+
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", sa.String(200), primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False, unique=True),
+    sa.Column("tenant", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("token_sha256", sa.String(64), primary_key=True),
+    sa.Column("user_id", sa.String(200), sa.ForeignKey("users.id"), nullable=False),
+    # "user": everything the user may do; "agent": create, read, wait, abandon — never decide,
+    # so the token a hook carries in an agent's environment cannot approve its own asks.
+    sa.Column("scope", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float),
+)
+
+enrollments = sa.Table(
+    "enrollments",
+    metadata,
+    sa.Column("user_id", sa.String(200), sa.ForeignKey("users.id"), primary_key=True),
+    sa.Column("enrolled_at", sa.Float, nullable=False),
+    sa.Column("ntfy_server", sa.Text, nullable=False),
+)
+
+DATABASE_URL_ENV = "ASKGATE_DATABASE_URL"
+BUSY_TIMEOUT_ENV = "ASKGATE_SQLITE_BUSY_MS"
+DEFAULT_BUSY_MS = 5000
+
+
+class StoreError(Exception):
+    """A store operation that cannot be carried out as asked (e.g. unknown user)."""
+
+
+class Approval(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of `approvals`."""
+
+    id: str
+    tenant: str
+    created_by: str
+    session: str | None
+    agent: str | None
+    tool: str
+    surface: str | None
+    cwd: str | None
+    rule: str | None
+    input_json: str
+    input_sha256: str
+    requested_at: float
+    expires_at: int
+    decided_at: float | None
+    decision: str | None
+    decided_by: str | None
+    reason: str | None
+    waiter_gave_up_at: float | None
+    consumed_at: float | None
+
+    def status(self, now: float | None = None) -> str:
+        """pending | allow | deny | timeout | expired (a decided row keeps its verdict)."""
+        now = time.time() if now is None else now
+        if self.decided_at is not None and self.decision in ("allow", "deny", "expired"):
+            return self.decision
+        if now >= self.expires_at:
+            return "expired"
+        if self.waiter_gave_up_at is not None:
+            return "timeout"
+        return "pending"
+
+    @property
+    def decidable_until(self) -> int:
+        return self.expires_at
+
+
+class User(msgspec.Struct, frozen=True, kw_only=True):
+    id: str  # durable key (for a GitHub identity: "gh-<numeric id>", never the login)
+    name: str
+    tenant: str
+    created_at: float
+    scope: str = "user"  # of the token that authenticated this caller
+
+    @property
+    def may_decide(self) -> bool:
+        return self.scope == "user"
+
+
+SCOPES = ("user", "agent")
+
+
+def _approval(row: Any) -> Approval:
+    return Approval(**dict(row._mapping))
+
+
+def _user(row: Any) -> User:
+    return User(**dict(row._mapping))
+
+
+def default_data_dir(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    if env.get("ASKGATE_DATA_DIR"):
+        return env["ASKGATE_DATA_DIR"]
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or "~", ".local", "share")
+    return os.path.join(os.path.expanduser(base), "askgate")
+
+
+def database_url(data_dir: str, env: Mapping[str, str] | None = None) -> str:
+    """`ASKGATE_DATABASE_URL` (postgresql:// becomes postgresql+asyncpg://), else SQLite."""
+    env = os.environ if env is None else env
+    url = env.get(DATABASE_URL_ENV, "").strip()
+    if not url:
+        return f"sqlite+aiosqlite:///{os.path.join(data_dir, 'askgate.sqlite3')}"
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            return "postgresql+asyncpg://" + url[len(plain) :]
+    return url
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith("postgresql")
+
+
+def _sqlite_pragmas(engine: AsyncEngine, busy_ms: int) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+
+def _run_migrations(connection: sa.Connection) -> None:
+    import logging
+
+    from alembic import command
+    from alembic.config import Config
+
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # no chatter on every start
+    if connection.dialect.name == "postgresql":
+        # Replicas starting together: one migrates, the others wait and find nothing to do.
+        connection.execute(sa.text("SELECT pg_advisory_xact_lock(7264813)"))
+    config = Config()
+    config.set_main_option("script_location", "askgate.server:migrations")
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+class Store:
+    """Async access to the approval tables. Open with `Store.open(url)`."""
+
+    def __init__(self, engine: AsyncEngine, url: str) -> None:
+        self.engine = engine
+        self.url = url
+
+    @classmethod
+    async def open(cls, url: str, *, busy_ms: int | None = None) -> Store:
+        if url.startswith("sqlite"):
+            path = url.split("///", 1)[1] if "///" in url else ""
+            if path and path != ":memory:":
+                os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+            engine = create_async_engine(url, pool_size=8, max_overflow=24)
+            busy = busy_ms if busy_ms is not None else _env_int(BUSY_TIMEOUT_ENV, DEFAULT_BUSY_MS)
+            _sqlite_pragmas(engine, busy)
+        else:
+            engine = create_async_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
+        store = cls(engine, url)
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(_run_migrations)
+        except BaseException:
+            await engine.dispose()
+            raise
+        return store
+
+    @property
+    def postgres(self) -> bool:
+        return is_postgres(self.url)
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as conn:
+            await conn.execute(sa.text("SELECT 1"))
+
+    # --- approvals ---------------------------------------------------------------------
+
+    async def create(
+        self,
+        *,
+        tenant: str,
+        created_by: str,
+        tool: str,
+        input_value: Any,
+        expires_in: int,
+        session: str | None = None,
+        agent: str | None = None,
+        surface: str | None = None,
+        cwd: str | None = None,
+        rule: str | None = None,
+        now: float | None = None,
+    ) -> Approval:
+        """Insert a pending approval (raises keys.CanonicalError for a non-canonical input)."""
+        now = time.time() if now is None else now
+        canonical = keys.canonical_json(input_value)
+        values = {
+            "id": keys.new_approval_id(),
+            "tenant": tenant,
+            "created_by": created_by,
+            "session": session,
+            "agent": agent,
+            "tool": tool,
+            "surface": surface,
+            "cwd": cwd,
+            "rule": rule,
+            "input_json": canonical.decode("utf-8"),
+            "input_sha256": keys.input_digest(input_value),
+            "requested_at": now,
+            "expires_at": int(now) + int(expires_in),
+            "decided_at": None,
+            "decision": None,
+            "decided_by": None,
+            "reason": None,
+            "waiter_gave_up_at": None,
+            "consumed_at": None,
+        }
+        async with self.engine.begin() as conn:
+            await conn.execute(approvals.insert().values(**values))
+        return Approval(**values)
+
+    async def get(self, approval_id: str, *, tenant: str | None = None) -> Approval | None:
+        """The row, or None when unknown (or, with `tenant`, owned by another tenant)."""
+        query = approvals.select().where(approvals.c.id == approval_id)
+        if tenant is not None:
+            query = query.where(approvals.c.tenant == tenant)
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return None if row is None else _approval(row)
+
+    async def decide(
+        self,
+        approval_id: str,
+        decision: str,
+        *,
+        decided_by: str,
+        reason: str | None = None,
+        now: float | None = None,
+        conn: AsyncConnection | None = None,
+    ) -> bool:
+        """The once-only write: True when this call recorded the decision."""
+        if decision not in ("allow", "deny", "expired"):
+            raise ValueError(f"not a decision: {decision!r}")
+        now = time.time() if now is None else now
+        query = approvals.update().where(
+            approvals.c.id == approval_id, approvals.c.decided_at.is_(None)
+        )
+        if decision != "expired":
+            query = query.where(approvals.c.expires_at > now)
+        query = query.values(
+            decided_at=now, decision=decision, decided_by=decided_by, reason=reason
+        )
+        if conn is not None:
+            return (await conn.execute(query)).rowcount == 1
+        async with self.engine.begin() as own:
+            changed = (await own.execute(query)).rowcount == 1
+        return changed
+
+    async def abandon(self, approval_id: str, *, tenant: str, now: float | None = None) -> bool:
+        """The waiter gave up: record `timeout`; the row stays decidable until it expires."""
+        now = time.time() if now is None else now
+        query = (
+            approvals.update()
+            .where(
+                approvals.c.id == approval_id,
+                approvals.c.tenant == tenant,
+                approvals.c.decided_at.is_(None),
+                approvals.c.waiter_gave_up_at.is_(None),
+            )
+            .values(waiter_gave_up_at=now, decision="timeout")
+        )
+        async with self.engine.begin() as conn:
+            return (await conn.execute(query)).rowcount == 1
+
+    async def consume_late_approval(
+        self, *, tenant: str, session: str | None, tool: str, digest: str, now: float | None = None
+    ) -> Approval | None:
+        """A human allowed this exact call after its waiter gave up: hand out that approval
+        once (guarded like a decision), or None."""
+        now = time.time() if now is None else now
+        session_match = (
+            approvals.c.session.is_(None) if session is None else approvals.c.session == session
+        )
+        candidates = (
+            sa.select(approvals.c.id)
+            .where(
+                approvals.c.tenant == tenant,
+                session_match,
+                approvals.c.tool == tool,
+                approvals.c.input_sha256 == digest,
+                approvals.c.decision == "allow",
+                approvals.c.waiter_gave_up_at.is_not(None),
+                approvals.c.consumed_at.is_(None),
+                approvals.c.expires_at > now,
+            )
+            .order_by(approvals.c.decided_at)
+            .limit(5)
+        )
+        async with self.engine.begin() as conn:
+            for (approval_id,) in (await conn.execute(candidates)).all():
+                claim = (
+                    approvals.update()
+                    .where(approvals.c.id == approval_id, approvals.c.consumed_at.is_(None))
+                    .values(consumed_at=now)
+                )
+                if (await conn.execute(claim)).rowcount == 1:
+                    row = (
+                        await conn.execute(approvals.select().where(approvals.c.id == approval_id))
+                    ).first()
+                    return None if row is None else _approval(row)
+        return None
+
+    async def list(
+        self, *, tenant: str, limit: int = 100, pending_only: bool = False
+    ) -> list[Approval]:
+        query = approvals.select().where(approvals.c.tenant == tenant)
+        if pending_only:
+            query = query.where(approvals.c.decided_at.is_(None))
+        query = query.order_by(approvals.c.requested_at.desc()).limit(limit)
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [_approval(r) for r in rows]
+
+    # --- users, tokens, enrollments ----------------------------------------------------
+
+    async def add_user(self, name: str, *, tenant: str, user_id: str | None = None) -> str:
+        """Create a user with a first bearer token; returns the token (shown once)."""
+        now = time.time()
+        user_id = user_id or f"u-{os.urandom(8).hex()}"
+        token = keys.new_token()
+        async with self.engine.begin() as conn:
+            existing = (await conn.execute(users.select().where(users.c.name == name))).first()
+            if existing is not None:
+                raise StoreError(f"user {name!r} exists (rotate its token: askgate user token)")
+            await conn.execute(
+                users.insert().values(id=user_id, name=name, tenant=tenant, created_at=now)
+            )
+            await conn.execute(
+                tokens.insert().values(
+                    token_sha256=keys.token_hash(token),
+                    user_id=user_id,
+                    scope="user",
+                    created_at=now,
+                )
+            )
+        return token
+
+    async def rotate_token(self, name: str, *, scope: str = "user") -> str:
+        """Revoke the user's tokens of `scope` and issue a new one (shown once)."""
+        if scope not in SCOPES:
+            raise StoreError(f"unknown token scope {scope!r}")
+        now = time.time()
+        token = keys.new_token()
+        async with self.engine.begin() as conn:
+            user = (await conn.execute(users.select().where(users.c.name == name))).first()
+            if user is None:
+                raise StoreError(f"no user named {name!r}")
+            await conn.execute(
+                tokens.update()
+                .where(
+                    tokens.c.user_id == user.id,
+                    tokens.c.scope == scope,
+                    tokens.c.revoked_at.is_(None),
+                )
+                .values(revoked_at=now)
+            )
+            await conn.execute(
+                tokens.insert().values(
+                    token_sha256=keys.token_hash(token),
+                    user_id=user.id,
+                    scope=scope,
+                    created_at=now,
+                )
+            )
+        return token
+
+    async def user_for_token(self, token: str) -> User | None:
+        query = (
+            sa.select(users, tokens.c.scope)
+            .join(tokens, tokens.c.user_id == users.c.id)
+            .where(tokens.c.token_sha256 == keys.token_hash(token), tokens.c.revoked_at.is_(None))
+        )
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return None if row is None else _user(row)
+
+    async def user(self, name: str) -> User | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(users.select().where(users.c.name == name))).first()
+        return None if row is None else _user(row)
+
+    async def users_of(self, tenant: str) -> list[User]:
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(users.select().where(users.c.tenant == tenant))).all()
+        return [_user(r) for r in rows]
+
+    async def list_users(self) -> list[User]:
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(users.select().order_by(users.c.name))).all()
+        return [_user(r) for r in rows]
+
+    async def enroll(self, user_id: str, ntfy_server: str) -> None:
+        now = time.time()
+        async with self.engine.begin() as conn:
+            await conn.execute(enrollments.delete().where(enrollments.c.user_id == user_id))
+            await conn.execute(
+                enrollments.insert().values(
+                    user_id=user_id, enrolled_at=now, ntfy_server=ntfy_server
+                )
+            )
+
+    async def enrollment(self, user_id: str) -> str | None:
+        """The ntfy server a user enrolled with, or None."""
+        query = sa.select(enrollments.c.ntfy_server).where(enrollments.c.user_id == user_id)
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return None if row is None else str(row[0])
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default

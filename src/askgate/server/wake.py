@@ -1,0 +1,142 @@
+"""Waking whoever waits for a decision: long-polls and Server-Sent Event streams.
+
+In one process a decision sets an `asyncio.Event` per waiting request; across replicas on
+PostgreSQL the deciding transaction issues ``pg_notify('askgate_decisions', …)`` (delivered only
+if it commits) and every replica LISTENs on one dedicated asyncpg connection. Nobody polls the
+table: a waiter sleeps until it is woken or its own deadline passes, then reads the row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+log = logging.getLogger("askgate.server.wake")
+
+CHANNEL = "askgate_decisions"
+SUBSCRIBER_QUEUE = 256
+
+
+class Waker:
+    """Per-approval events for long-polls, per-tenant queues for SSE subscribers."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._subscribers: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
+
+    @property
+    def waiting(self) -> int:
+        return sum(len(events) for events in self._waiters.values())
+
+    @contextlib.contextmanager
+    def waiter(self, approval_id: str) -> Iterator[asyncio.Event]:
+        """Register before re-reading the row, so a decision in between is not missed."""
+        event = asyncio.Event()
+        self._waiters.setdefault(approval_id, set()).add(event)
+        try:
+            yield event
+        finally:
+            events = self._waiters.get(approval_id)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._waiters[approval_id]
+
+    def wake(self, approval_id: str) -> None:
+        for event in self._waiters.get(approval_id, ()):
+            event.set()
+
+    def wake_all(self) -> None:
+        """After a lost LISTEN connection: every waiter re-reads its row."""
+        for events in self._waiters.values():
+            for event in events:
+                event.set()
+
+    @contextlib.asynccontextmanager
+    async def subscription(self, tenant: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(SUBSCRIBER_QUEUE)
+        self._subscribers.setdefault(tenant, set()).add(queue)
+        try:
+            yield queue
+        finally:
+            queues = self._subscribers.get(tenant)
+            if queues is not None:
+                queues.discard(queue)
+                if not queues:
+                    del self._subscribers[tenant]
+
+    def broadcast(self, tenant: str, payload: dict[str, Any]) -> None:
+        for queue in list(self._subscribers.get(tenant, ())):
+            with contextlib.suppress(asyncio.QueueFull):  # a stalled reader loses events
+                queue.put_nowait(payload)
+
+
+def notify_payload(tenant: str, approval_id: str) -> str:
+    return json.dumps([tenant, approval_id], separators=(",", ":"))
+
+
+class PostgresListener:
+    """One LISTEN connection per replica; reconnects with backoff when it drops."""
+
+    def __init__(
+        self,
+        dsn: str,
+        waker: Waker,
+        on_decision: Callable[[str, str], Awaitable[None]],
+    ) -> None:
+        self._dsn = dsn
+        self._waker = waker
+        self._on_decision = on_decision
+        self._task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.ready = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="askgate-pg-listener")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    def _received(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        try:
+            tenant, approval_id = json.loads(payload)
+        except (ValueError, TypeError):
+            return
+        self._waker.wake(str(approval_id))
+        task = asyncio.create_task(self._on_decision(str(tenant), str(approval_id)))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self) -> None:
+        import asyncpg
+
+        delay = 0.2
+        while True:
+            lost = asyncio.Event()
+            try:
+                conn = await asyncpg.connect(self._dsn)
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("askgate: cannot LISTEN on PostgreSQL (%s); retrying", exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            try:
+                conn.add_termination_listener(lambda _c, lost=lost: lost.set())
+                await conn.add_listener(CHANNEL, self._received)
+                delay = 0.2
+                self.ready.set()
+                # Anything decided while we were not listening: let waiters re-read.
+                self._waker.wake_all()
+                await lost.wait()
+                log.warning("askgate: the LISTEN connection dropped; reconnecting")
+            finally:
+                self.ready.clear()
+                with contextlib.suppress(Exception):
+                    await conn.close()

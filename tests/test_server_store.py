@@ -1,0 +1,201 @@
+"""The store on real SQLite and real PostgreSQL: migrations, once-only decisions, tenants,
+hashed tokens, late approvals."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from askgate.server import keys
+from askgate.server.store import Store, StoreError, approvals, tokens
+from server_support import db_url, pg_admin_url  # noqa: F401
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+async def _opened(url: str) -> Store:
+    return await Store.open(url)
+
+
+def test_migrations_run_at_open_and_again_do_nothing(db_url: str) -> None:  # noqa: F811
+    async def go() -> list[str]:
+        store = await Store.open(db_url)
+        await store.close()
+        store = await Store.open(db_url)  # second start: already at head
+        async with store.engine.connect() as conn:
+            version = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).all()
+            names = await conn.run_sync(lambda c: sa.inspect(c).get_table_names())
+        await store.close()
+        assert [v[0] for v in version] == ["0001"]
+        return sorted(names)
+
+    assert {"approvals", "users", "tokens", "enrollments"} <= set(run(go()))
+
+
+def test_one_thousand_concurrent_deciders_one_winner(db_url: str) -> None:  # noqa: F811
+    async def go() -> tuple[int, str | None, str | None]:
+        store = await Store.open(db_url)
+        try:
+            approval = await store.create(
+                tenant="t", created_by="u", tool="Bash", input_value={"c": 1}, expires_in=60
+            )
+            results = await asyncio.gather(
+                *[
+                    store.decide(
+                        approval.id,
+                        "allow" if i % 2 else "deny",
+                        decided_by=f"decider-{i}",
+                    )
+                    for i in range(1000)
+                ]
+            )
+            row = await store.get(approval.id)
+            assert row is not None
+            return sum(results), row.decision, row.decided_by
+        finally:
+            await store.close()
+
+    winners, decision, decided_by = run(go())
+    assert winners == 1
+    assert decided_by is not None
+    # The recorded verdict is the winner's own choice (odd deciders allowed, even denied).
+    number = int(decided_by.split("-")[1])
+    assert decision == ("allow" if number % 2 else "deny")
+
+
+def test_status_pending_timeout_expired_and_decided(db_url: str) -> None:  # noqa: F811
+    async def go() -> None:
+        store = await Store.open(db_url)
+        try:
+            now = time.time()
+            row = await store.create(
+                tenant="t", created_by="u", tool="T", input_value={}, expires_in=30, now=now
+            )
+            assert row.status(now) == "pending"
+            assert row.status(now + 31) == "expired"
+            assert await store.abandon(row.id, tenant="t")
+            assert not await store.abandon(row.id, tenant="t")  # recorded once
+            gave_up = await store.get(row.id)
+            assert gave_up is not None and gave_up.status() == "timeout"
+            # still decidable until expiry: a late human answer is recorded
+            assert await store.decide(row.id, "allow", decided_by="u")
+            late = await store.get(row.id)
+            assert late is not None and late.status() == "allow"
+            # past expiry the guarded update refuses a decision
+            old = await store.create(
+                tenant="t", created_by="u", tool="T", input_value={}, expires_in=1, now=now - 10
+            )
+            assert not await store.decide(old.id, "allow", decided_by="u")
+            assert await store.decide(old.id, "expired", decided_by="askgate")
+        finally:
+            await store.close()
+
+    run(go())
+
+
+def test_every_read_is_scoped_by_tenant(db_url: str) -> None:  # noqa: F811
+    async def go() -> None:
+        store = await Store.open(db_url)
+        try:
+            mine = await store.create(
+                tenant="a", created_by="u", tool="T", input_value={}, expires_in=30
+            )
+            assert await store.get(mine.id, tenant="b") is None
+            assert await store.get(mine.id, tenant="a") is not None
+            assert [r.id for r in await store.list(tenant="b")] == []
+            assert not await store.abandon(mine.id, tenant="b")
+        finally:
+            await store.close()
+
+    run(go())
+
+
+def test_tokens_are_stored_hashed_and_rotate(db_url: str) -> None:  # noqa: F811
+    async def go() -> None:
+        store = await Store.open(db_url)
+        try:
+            token = await store.add_user("alice", tenant="t", user_id="gh-42")
+            async with store.engine.connect() as conn:
+                stored = [r[0] for r in (await conn.execute(sa.select(tokens.c.token_sha256)))]
+            assert token not in stored and keys.token_hash(token) in stored
+            user = await store.user_for_token(token)
+            assert user is not None and user.id == "gh-42" and user.may_decide
+            agent = await store.rotate_token("alice", scope="agent")
+            agent_user = await store.user_for_token(agent)
+            assert agent_user is not None and not agent_user.may_decide
+            assert await store.user_for_token(token) is not None  # other scope untouched
+            new = await store.rotate_token("alice")
+            assert await store.user_for_token(token) is None
+            assert await store.user_for_token(new) is not None
+            with pytest.raises(StoreError):
+                await store.add_user("alice", tenant="t")
+            with pytest.raises(StoreError):
+                await store.rotate_token("nobody")
+        finally:
+            await store.close()
+
+    run(go())
+
+
+def test_a_late_approval_is_handed_out_once(db_url: str) -> None:  # noqa: F811
+    async def go() -> None:
+        store = await Store.open(db_url)
+        try:
+            row = await store.create(
+                tenant="t",
+                created_by="u",
+                tool="Bash",
+                input_value={"command": "make"},
+                expires_in=60,
+                session="s1",
+            )
+            digest = row.input_sha256
+            assert await store.abandon(row.id, tenant="t")
+            assert await store.decide(row.id, "allow", decided_by="u")
+            args = {"tenant": "t", "session": "s1", "tool": "Bash", "digest": digest}
+            assert await store.consume_late_approval(**{**args, "session": "s2"}) is None
+            assert await store.consume_late_approval(**{**args, "digest": "0" * 64}) is None
+            assert await store.consume_late_approval(**{**args, "tenant": "x"}) is None
+            claimed = await asyncio.gather(
+                *[store.consume_late_approval(**args) for _ in range(20)]
+            )
+            assert sum(c is not None for c in claimed) == 1
+            assert await store.consume_late_approval(**args) is None
+        finally:
+            await store.close()
+
+    run(go())
+
+
+def test_a_late_denial_or_an_answered_wait_is_no_pass(db_url: str) -> None:  # noqa: F811
+    async def go() -> None:
+        store = await Store.open(db_url)
+        try:
+            denied = await store.create(
+                tenant="t", created_by="u", tool="Bash", input_value={"c": 1}, expires_in=60
+            )
+            await store.abandon(denied.id, tenant="t")
+            await store.decide(denied.id, "deny", decided_by="u")
+            answered = await store.create(
+                tenant="t", created_by="u", tool="Bash", input_value={"c": 2}, expires_in=60
+            )
+            await store.decide(answered.id, "allow", decided_by="u")  # the waiter got it
+            for row in (denied, answered):
+                late = await store.consume_late_approval(
+                    tenant="t", session=None, tool="Bash", digest=row.input_sha256
+                )
+                assert late is None
+            async with store.engine.connect() as conn:
+                count = (
+                    await conn.execute(sa.select(sa.func.count()).select_from(approvals))
+                ).one()
+            assert count[0] == 2
+        finally:
+            await store.close()
+
+    run(go())
