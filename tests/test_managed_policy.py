@@ -122,7 +122,7 @@ def test_audit_off_cannot_silence_the_log_while_a_managed_file_exists(world, mon
     system.write_text('[bash]\n"ls" = "allow"\n')
     monkeypatch.setattr(locations, "SYSTEM_MANAGED_POLICY", str(system))
     log = home / ".local" / "state" / "askgate" / "review.jsonl"
-    claude_code.run(_hook_input(project), env=env | {"ASKGATE_AUDIT_LOG": "off"})
+    claude_code.respond(_hook_input(project), env=env | {"ASKGATE_AUDIT_LOG": "off"})
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["value"] for r in records] == ["ls"]
 
@@ -130,5 +130,5 @@ def test_audit_off_cannot_silence_the_log_while_a_managed_file_exists(world, mon
 def test_audit_off_silences_the_log_without_a_managed_file(world, monkeypatch) -> None:
     tmp, project, home, env = world
     monkeypatch.setattr(locations, "SYSTEM_MANAGED_POLICY", str(tmp / "absent.toml"))
-    claude_code.run(_hook_input(project), env=env | {"ASKGATE_AUDIT_LOG": "off"})
+    claude_code.respond(_hook_input(project), env=env | {"ASKGATE_AUDIT_LOG": "off"})
     assert not (home / ".local" / "state" / "askgate" / "review.jsonl").exists()

@@ -90,6 +90,9 @@ def _run(args: argparse.Namespace) -> int:
         daemon.close()
         print(f"askgate daemon: error: {exc}", file=sys.stderr)
         return 2
+    # A daemon outlives the directory it was started from (a hook's cwd, a test's temporary
+    # project): it works from "/" and resolves every request against the request's own cwd.
+    os.chdir("/")
     daemon.warm()
     if args.ready_fd is not None:
         with contextlib.suppress(OSError):

@@ -192,7 +192,8 @@ def _sources(
             )
         for index, name in enumerate(config_files[:MAX_CONFIG_FILES]):
             try:
-                path = normalize(name, fold_lexically(os.path.join(os.getcwd(), cwd)), env)
+                base = cwd if cwd.startswith("/") else os.path.join(os.getcwd(), cwd)
+                path = normalize(name, fold_lexically(base), env)
             except ValueError as error:
                 errors.append(ConfigError(one_line(str(name)), None, None, str(error)))
                 continue
