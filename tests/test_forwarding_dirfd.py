@@ -248,3 +248,24 @@ def test_orphan_collection_never_deletes_through_a_symlinked_responses(tmp_path,
             what="the collector to refuse the directory (or delete through it)",
         )
     assert old_file.read_text() == "{}"
+
+
+def test_status_never_reads_through_a_symlinked_directory(tmp_path) -> None:
+    import io as text_io
+
+    from askgate.forwarding.cli import status
+
+    root = tmp_path / "fwd"
+    layout = Layout(root)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "a.json").write_text("{}")
+    layout.session_dir("mallory").mkdir(parents=True)
+    layout.requests_dir("mallory").symlink_to(victim)
+    atomic_write(layout.request_path("honest", "1-a-1"), b"{}")
+    out = text_io.StringIO()
+    assert status(root, out) == 0
+    text = out.getvalue()
+    assert "session dir honest: 1 pending request(s)" in text
+    assert "session dir mallory: " in text and "symlink" in text
+    assert "mallory: 1 pending" not in text
