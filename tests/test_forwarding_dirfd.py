@@ -147,26 +147,25 @@ def test_session_directory_replaced_by_a_symlink_is_not_served(tmp_path, watcher
     assert (victim / "requests" / f"{PI_REQUEST_ID}.json").read_bytes() == pi_request(SESSION)
 
 
-def test_directories_are_created_0700_whatever_the_umask(tmp_path) -> None:
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o277])
+def test_directories_are_created_0700_whatever_the_umask(tmp_path, umask: int) -> None:
     root = tmp_path / "fwd"
-    old = os.umask(0o022)
+    old = os.umask(umask)
     try:
         with ForwardingServer(SESSION, Recorder(), root=root):
             pass
-        prompter = ForwardingPrompter(SESSION, root=root, require_heartbeat=False)
-        layout = Layout(root)
-        for directory in (
-            root,
-            layout.sessions_dir,
-            layout.session_dir(SESSION),
-            layout.requests_dir(SESSION),
-            layout.serving_dir,
-        ):
-            assert directory.is_dir(), directory
-            assert (directory.stat().st_mode & 0o777) == 0o700, directory
-        assert prompter.layout.root == root
     finally:
         os.umask(old)
+    layout = Layout(root)
+    for directory in (
+        root,
+        layout.sessions_dir,
+        layout.session_dir(SESSION),
+        layout.requests_dir(SESSION),
+        layout.serving_dir,
+    ):
+        assert directory.is_dir(), directory
+        assert (directory.stat().st_mode & 0o777) == 0o700, directory
 
 
 def test_a_directory_writable_by_others_is_refused(tmp_path, watcher) -> None:
