@@ -268,3 +268,18 @@ def test_status_never_reads_through_a_symlinked_directory(tmp_path) -> None:
     assert "session dir honest: 1 pending request(s)" in text
     assert "session dir mallory: " in text and "symlink" in text
     assert "mallory: 1 pending" not in text
+
+
+def test_a_child_never_writes_or_removes_through_a_symlinked_directory(tmp_path) -> None:
+    root = tmp_path / "fwd"
+    layout = Layout(root)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    layout.session_dir(SESSION).mkdir(parents=True)
+    layout.requests_dir(SESSION).symlink_to(victim)
+    prompter = ForwardingPrompter(SESSION, root=root, require_heartbeat=False)
+    reply = ask(prompter, timeout=2.0)
+    assert reply.state is PromptState.UNAVAILABLE
+    assert "symlink" in (reply.detail or "")
+    assert list(victim.iterdir()) == []
+    assert layout.requests_dir(SESSION).is_symlink()  # not removed through, not replaced
