@@ -118,7 +118,7 @@ def _build_tree(base: Path, targets: list[tuple[str, bool]]) -> None:
 _TARGET = st.tuples(st.sampled_from(_TARGETS), st.booleans())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     targets=st.lists(_TARGET, min_size=len(_LINK_PLACES), max_size=len(_LINK_PLACES)),
     segments=st.lists(_SEGMENT, min_size=1, max_size=7),
