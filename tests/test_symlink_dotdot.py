@@ -153,3 +153,23 @@ def test_other_shell_spellings_through_the_link_are_denied(
     policy = _example_policy(world)
     decision = policy.decide(Surface.BASH, command, cwd=str(world["project"]))
     assert decision.action is Action.DENY, decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd -P cache/.. && cat .ssh/id_rsa",
+        "cd cache && cd -P .. && cat .ssh/id_rsa",
+        "set -P; cd cache/..; cat .ssh/id_rsa",
+        "set -o physical; cd cache/..; cat .ssh/id_rsa",
+        "cd cache && cd .. && cd -P cache/.. && cat .ssh/id_rsa",
+    ],
+)
+def test_a_physical_cd_through_the_link_is_checked_where_it_lands(
+    world: dict[str, Path], command: str
+) -> None:
+    """`cd -P cache/..` (or any cd after `set -P`) lands in the link target's parent, the
+    home directory: the commands after it are checked there too, not only in the project."""
+    policy = _example_policy(world)
+    decision = policy.decide(Surface.BASH, command, cwd=str(world["project"]))
+    assert decision.action is Action.DENY, decision.reason
