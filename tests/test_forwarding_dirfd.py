@@ -283,3 +283,22 @@ def test_a_child_never_writes_or_removes_through_a_symlinked_directory(tmp_path)
     assert "symlink" in (reply.detail or "")
     assert list(victim.iterdir()) == []
     assert layout.requests_dir(SESSION).is_symlink()  # not removed through, not replaced
+
+
+def test_a_planted_symlink_makes_the_watcher_poll_rather_than_follow_it(tmp_path) -> None:
+    """The recursive watcher would follow a symlink it finds at start (`x -> /` would mean
+    watching the whole filesystem): with one present, the server polls instead."""
+    root = tmp_path / "fwd"
+    layout = Layout(root)
+    layout.sessions_dir.mkdir(parents=True)
+    (layout.sessions_dir / "elsewhere").symlink_to(tmp_path)
+    with ForwardingServer(SESSION, Recorder(), root=root, poll_interval=0.05) as server:
+        assert server.watching == "poll"
+        assert ask(ForwardingPrompter(SESSION, root=root, mode="poll")).state is (
+            PromptState.APPROVED
+        )
+
+
+def test_without_symlinks_the_server_watches(tmp_path) -> None:
+    with ForwardingServer(SESSION, Recorder(), root=tmp_path / "fwd") as server:
+        assert server.watching == "watch"

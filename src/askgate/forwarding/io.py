@@ -385,6 +385,32 @@ def is_served(layout: Layout, session_id: str) -> bool:
     return heartbeat_alive(read_heartbeat(layout, session_id), session_id, now_ms())
 
 
+_SCAN_DEPTH = 3  # sessions/<id>/requests/<file>: all the protocol ever nests
+_SCAN_ENTRIES = 10_000
+
+
+def _link_below(path: Path) -> str | None:
+    """The first symlink within `_SCAN_DEPTH` levels below `path` (a directory too big to
+    look through counts as one), else None. Nothing is followed."""
+    pending: list[tuple[str, int]] = [(str(path), 0)]
+    seen = 0
+    while pending:
+        directory, depth = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > _SCAN_ENTRIES:
+                        return f"more than {_SCAN_ENTRIES} entries"
+                    if entry.is_symlink():
+                        return entry.path
+                    if depth + 1 < _SCAN_DEPTH and entry.is_dir(follow_symlinks=False):
+                        pending.append((entry.path, depth + 1))
+        except OSError:
+            continue
+    return None
+
+
 class ChangeWaiter:
     """Blocks until something under `path` changes, or a timeout passes.
 
@@ -408,7 +434,17 @@ class ChangeWaiter:
         self.stop = stop or threading.Event()
         self._notify = None
         self.mode: Mode = mode
-        if mode == "watch":
+        if mode == "watch" and (planted := _link_below(path)) is not None:
+            # The recursive watcher follows symlinks it finds at start: one planted here
+            # (`sessions/x -> /`) would have us watch a whole tree. Poll instead.
+            logger.warning(
+                "%s holds a symlink (%s); polling every %ss instead of watching",
+                path,
+                planted,
+                poll_interval,
+            )
+            self.mode = "poll"
+        if self.mode == "watch":
             try:
                 from watchfiles._rust_notify import RustNotify
 
