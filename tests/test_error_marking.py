@@ -53,6 +53,7 @@ def test_an_internal_error_is_denied_and_marked(project, home, tmp_path) -> None
     assert record["error"] == "internal_error"
     assert "boom in the engine" in record["reason"]
     assert events and events[0]["resolution"] == "policy_deny"
+    assert "error" not in events[0]  # the event contract is unchanged
 
 
 def test_malformed_tool_input_is_denied_and_marked(project, home, tmp_path) -> None:

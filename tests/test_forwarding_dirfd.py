@@ -147,26 +147,25 @@ def test_session_directory_replaced_by_a_symlink_is_not_served(tmp_path, watcher
     assert (victim / "requests" / f"{PI_REQUEST_ID}.json").read_bytes() == pi_request(SESSION)
 
 
-def test_directories_are_created_0700_whatever_the_umask(tmp_path) -> None:
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o277])
+def test_directories_are_created_0700_whatever_the_umask(tmp_path, umask: int) -> None:
     root = tmp_path / "fwd"
-    old = os.umask(0o022)
+    old = os.umask(umask)
     try:
         with ForwardingServer(SESSION, Recorder(), root=root):
             pass
-        prompter = ForwardingPrompter(SESSION, root=root, require_heartbeat=False)
-        layout = Layout(root)
-        for directory in (
-            root,
-            layout.sessions_dir,
-            layout.session_dir(SESSION),
-            layout.requests_dir(SESSION),
-            layout.serving_dir,
-        ):
-            assert directory.is_dir(), directory
-            assert (directory.stat().st_mode & 0o777) == 0o700, directory
-        assert prompter.layout.root == root
     finally:
         os.umask(old)
+    layout = Layout(root)
+    for directory in (
+        root,
+        layout.sessions_dir,
+        layout.session_dir(SESSION),
+        layout.requests_dir(SESSION),
+        layout.serving_dir,
+    ):
+        assert directory.is_dir(), directory
+        assert (directory.stat().st_mode & 0o777) == 0o700, directory
 
 
 def test_a_directory_writable_by_others_is_refused(tmp_path, watcher) -> None:
@@ -248,3 +247,58 @@ def test_orphan_collection_never_deletes_through_a_symlinked_responses(tmp_path,
             what="the collector to refuse the directory (or delete through it)",
         )
     assert old_file.read_text() == "{}"
+
+
+def test_status_never_reads_through_a_symlinked_directory(tmp_path) -> None:
+    import io as text_io
+
+    from askgate.forwarding.cli import status
+
+    root = tmp_path / "fwd"
+    layout = Layout(root)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "a.json").write_text("{}")
+    layout.session_dir("mallory").mkdir(parents=True)
+    layout.requests_dir("mallory").symlink_to(victim)
+    atomic_write(layout.request_path("honest", "1-a-1"), b"{}")
+    out = text_io.StringIO()
+    assert status(root, out) == 0
+    text = out.getvalue()
+    assert "session dir honest: 1 pending request(s)" in text
+    assert "session dir mallory: " in text and "symlink" in text
+    assert "mallory: 1 pending" not in text
+
+
+def test_a_child_never_writes_or_removes_through_a_symlinked_directory(tmp_path) -> None:
+    root = tmp_path / "fwd"
+    layout = Layout(root)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    layout.session_dir(SESSION).mkdir(parents=True)
+    layout.requests_dir(SESSION).symlink_to(victim)
+    prompter = ForwardingPrompter(SESSION, root=root, require_heartbeat=False)
+    reply = ask(prompter, timeout=2.0)
+    assert reply.state is PromptState.UNAVAILABLE
+    assert "symlink" in (reply.detail or "")
+    assert list(victim.iterdir()) == []
+    assert layout.requests_dir(SESSION).is_symlink()  # not removed through, not replaced
+
+
+def test_a_planted_symlink_makes_the_watcher_poll_rather_than_follow_it(tmp_path) -> None:
+    """The recursive watcher would follow a symlink it finds at start (`x -> /` would mean
+    watching the whole filesystem): with one present, the server polls instead."""
+    root = tmp_path / "fwd"
+    layout = Layout(root)
+    layout.sessions_dir.mkdir(parents=True)
+    (layout.sessions_dir / "elsewhere").symlink_to(tmp_path)
+    with ForwardingServer(SESSION, Recorder(), root=root, poll_interval=0.05) as server:
+        assert server.watching == "poll"
+        assert ask(ForwardingPrompter(SESSION, root=root, mode="poll")).state is (
+            PromptState.APPROVED
+        )
+
+
+def test_without_symlinks_the_server_watches(tmp_path) -> None:
+    with ForwardingServer(SESSION, Recorder(), root=tmp_path / "fwd") as server:
+        assert server.watching == "watch"

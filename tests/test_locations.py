@@ -149,3 +149,18 @@ def test_policy_needs_nothing_above_it_to_protect_askgate_state(tmp_path: Path) 
         if m not in ("askgate", "askgate.locations") and not m.startswith("askgate.policy")
     ]
     assert outside == []
+
+
+def test_the_whole_state_directory_and_an_explicit_runtime_dir_are_protected(
+    tmp_path: Path,
+) -> None:
+    """The daemon keeps its secret and state beside the review log ($XDG_STATE_HOME/askgate)
+    and may be told where its socket lives ($ASKGATE_RUNTIME_DIR): agents write neither."""
+    env = {"HOME": HOME, "ASKGATE_RUNTIME_DIR": "/run/askgate-test"}
+    assert locations.daemon_socket_dir(env) == "/run/askgate-test"
+    assert locations.state_dir(env) == f"{HOME}/.local/state/askgate"
+    found = protected_paths(env, str(tmp_path))
+    assert f"{HOME}/.local/state/askgate/**" in found
+    assert "/run/askgate-test/**" in found
+    relative = {"HOME": HOME, "ASKGATE_RUNTIME_DIR": "run", "XDG_RUNTIME_DIR": "/run/user/9"}
+    assert locations.daemon_socket_dir(relative) == "/run/user/9/askgate"

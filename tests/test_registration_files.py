@@ -34,6 +34,7 @@ def world(tmp_path: Path):
         "ASKGATE_MANAGED_POLICY": str(managed),
         "PI_CODING_AGENT_DIR": str(home / "pi-agent"),
         "CODEX_HOME": str(home / "codex-home"),
+        "CLAUDE_CONFIG_DIR": str(home / "claude-config"),
         "PI_PERMISSION_SYSTEM_CONFIG_PATH": str(home / "elsewhere" / "pps.json"),
     }
     return Policy.load(str(project), env=env), project, home
@@ -45,6 +46,8 @@ TARGETS = [
     "sub/dir/.claude/settings.json",
     "{home}/.claude/settings.json",
     "{home}/.claude/settings.local.json",
+    "{home}/claude-config/settings.json",
+    "{home}/claude-config/settings.local.json",
     "{home}/.codex/config.toml",
     "{home}/.codex/hooks.json",
     "{home}/codex-home/config.toml",

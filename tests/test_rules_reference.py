@@ -84,7 +84,7 @@ _rules = st.builds(
 _values = st.lists(st.sampled_from(["a", " ", "x", "aa"]), max_size=4).map("".join)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.lists(_rules, min_size=1, max_size=7),
     _values,

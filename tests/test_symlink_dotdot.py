@@ -118,7 +118,7 @@ def _build_tree(base: Path, targets: list[tuple[str, bool]]) -> None:
 _TARGET = st.tuples(st.sampled_from(_TARGETS), st.booleans())
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     targets=st.lists(_TARGET, min_size=len(_LINK_PLACES), max_size=len(_LINK_PLACES)),
     segments=st.lists(_SEGMENT, min_size=1, max_size=7),
@@ -150,6 +150,26 @@ def test_resolved_form_is_realpath_of_the_unfolded_path(
 def test_other_shell_spellings_through_the_link_are_denied(
     world: dict[str, Path], command: str
 ) -> None:
+    policy = _example_policy(world)
+    decision = policy.decide(Surface.BASH, command, cwd=str(world["project"]))
+    assert decision.action is Action.DENY, decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd -P cache/.. && cat .ssh/id_rsa",
+        "cd cache && cd -P .. && cat .ssh/id_rsa",
+        "set -P; cd cache/..; cat .ssh/id_rsa",
+        "set -o physical; cd cache/..; cat .ssh/id_rsa",
+        "cd cache && cd .. && cd -P cache/.. && cat .ssh/id_rsa",
+    ],
+)
+def test_a_physical_cd_through_the_link_is_checked_where_it_lands(
+    world: dict[str, Path], command: str
+) -> None:
+    """`cd -P cache/..` (or any cd after `set -P`) lands in the link target's parent, the
+    home directory: the commands after it are checked there too, not only in the project."""
     policy = _example_policy(world)
     decision = policy.decide(Surface.BASH, command, cwd=str(world["project"]))
     assert decision.action is Action.DENY, decision.reason

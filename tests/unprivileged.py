@@ -52,6 +52,26 @@ def _drop_privileges(user: pwd.struct_passwd) -> list[str]:
     return []
 
 
+def _probe(command: list[str], request: pytest.FixtureRequest, scratch: str) -> None:
+    """The unprivileged user must be able to run this interpreter and import askgate and
+    the tests (a checkout under a 0700 home cannot be): say so plainly if not."""
+    probe = subprocess.run(
+        [*command, sys.executable, "-c", "import askgate.audit, pytest"],
+        cwd=str(request.config.rootpath),
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+        _unavailable(
+            f"{NOBODY} cannot run {sys.executable} or read {request.config.rootpath} "
+            f"(make the checkout world-readable): {last}"
+        )
+
+
 def rerun_as_nobody(request: pytest.FixtureRequest, timeout: float = 300) -> bool:
     """As root: run the calling test as `nobody` and assert it passed (returns True).
     Otherwise: return False, and the caller runs its check here."""
@@ -62,6 +82,7 @@ def rerun_as_nobody(request: pytest.FixtureRequest, timeout: float = 300) -> boo
     scratch = tempfile.mkdtemp(prefix="askgate-unprivileged-")
     try:
         os.chown(scratch, user.pw_uid, user.pw_gid)
+        _probe(command, request, scratch)
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": scratch,

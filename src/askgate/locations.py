@@ -4,9 +4,10 @@
     managed policy     /etc/askgate/policy.toml
     trust store        $XDG_DATA_HOME/askgate/trusted.json      (~/.local/share)
     approval server    $XDG_DATA_HOME/askgate/server/           (database, keys)
-    review log         $XDG_STATE_HOME/askgate/review.jsonl     (~/.local/state)
+    state directory    $XDG_STATE_HOME/askgate/                 (~/.local/state)
+    review log         <state directory>/review.jsonl
+    daemon socket dir  $ASKGATE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/askgate  (/tmp/askgate-<uid>)
     forwarding root    $ASKGATE_FORWARDING_DIR, else <pi agent dir>/sessions/permission-forwarding
-    daemon socket dir  $XDG_RUNTIME_DIR/askgate                 (/tmp/askgate-<uid>)
 
 An XDG variable that is unset, empty or *relative* is ignored, as the XDG Base Directory
 specification says: a relative `XDG_STATE_HOME` would otherwise put the review log inside
@@ -33,6 +34,7 @@ from collections.abc import Mapping
 SYSTEM_MANAGED_POLICY = "/etc/askgate/policy.toml"
 MANAGED_POLICY_ENV = "ASKGATE_MANAGED_POLICY"
 AUDIT_LOG_ENV = "ASKGATE_AUDIT_LOG"
+RUNTIME_DIR_ENV = "ASKGATE_RUNTIME_DIR"
 FORWARDING_DIR_ENV = "ASKGATE_FORWARDING_DIR"
 PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 APP = "askgate"
@@ -138,12 +140,17 @@ def server_data_dir(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(data_home(env), APP, "server")
 
 
+def state_dir(env: Mapping[str, str] | None = None) -> str:
+    """askgate's state: the review log, the daemon's state and secret."""
+    return os.path.join(state_home(env), APP)
+
+
 def review_log_path(env: Mapping[str, str] | None = None) -> str:
     """`$ASKGATE_AUDIT_LOG` when it names an absolute file, else the XDG state location."""
     configured = _absolute(_environ(env).get(AUDIT_LOG_ENV))
     if configured is not None:
         return configured
-    return os.path.join(state_home(env), APP, "review.jsonl")
+    return os.path.join(state_dir(env), "review.jsonl")
 
 
 def review_log_disabled(env: Mapping[str, str] | None = None) -> bool:
@@ -175,8 +182,12 @@ def forwarding_root(env: Mapping[str, str] | None = None) -> str:
 
 
 def daemon_socket_dir(env: Mapping[str, str] | None = None) -> str:
-    """`$XDG_RUNTIME_DIR/askgate`, else `/tmp/askgate-<uid>` (the spec's advice: a
-    replacement directory the user alone owns; the daemon creates it 0700)."""
+    """`$ASKGATE_RUNTIME_DIR` (absolute), else `$XDG_RUNTIME_DIR/askgate`, else
+    `/tmp/askgate-<uid>` (the spec's advice: a replacement directory the user alone owns;
+    the daemon creates it 0700)."""
+    explicit = _absolute(_environ(env).get(RUNTIME_DIR_ENV))
+    if explicit is not None:
+        return explicit
     runtime = runtime_dir(env)
     if runtime is not None:
         return os.path.join(runtime, APP)
@@ -192,6 +203,7 @@ def state_paths(env: Mapping[str, str] | None = None) -> list[str]:
     for directory in (
         user_policy_dir,
         trust_store_dir,
+        state_dir,
         forwarding_root,
         daemon_socket_dir,
     ):

@@ -4,6 +4,7 @@ show who is serving what."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -12,12 +13,20 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from askgate.forwarding.env import default_forwarding_root
-from askgate.forwarding.io import HOST, list_json, now_ms, pid_alive, read_limited
+from askgate.forwarding.io import (
+    HOST,
+    list_json_at,
+    now_ms,
+    open_subdirectory,
+    opened_directory,
+    pid_alive,
+    read_limited_at,
+)
 from askgate.forwarding.protocol import (
     DEFAULT_TIMEOUT,
     MAX_HEARTBEAT_BYTES,
+    Heartbeat,
     InvalidSessionId,
-    Layout,
     decode_heartbeat,
     heartbeat_is_fresh,
 )
@@ -132,25 +141,28 @@ def _serve(args: argparse.Namespace, root: Path) -> int:
 
 
 def status(root: Path, out: TextIO) -> int:
-    """One line per heartbeat and per session directory holding requests."""
-    layout = Layout(root)
+    """One line per heartbeat and per session directory holding requests. Read-only, and
+    like everything under the root, read through directory descriptors (forwarding/io)."""
     if not root.is_dir():
         print(f"no forwarding directory at {root}", file=out)
         return 0
     now = now_ms()
     print(f"forwarding directory: {root}", file=out)
-    heartbeats = list_json(layout.serving_dir)
+    try:
+        with opened_directory(root, ("serving",), tighten=False) as serving:
+            heartbeats = [
+                (info.name, _heartbeat_at(serving, info.name)) for info in list_json_at(serving)
+            ]
+    except FileNotFoundError:
+        heartbeats = []
+    except OSError as exc:
+        print(f"serving: {exc}", file=out)
+        heartbeats = []
     if not heartbeats:
         print("serving: nobody", file=out)
-    for info in sorted(heartbeats, key=lambda item: item.name):
-        try:
-            heartbeat = decode_heartbeat(
-                read_limited(layout.serving_dir / info.name, MAX_HEARTBEAT_BYTES)
-            )
-        except OSError:
-            heartbeat = None
+    for name, heartbeat in sorted(heartbeats, key=lambda item: item[0]):
         if heartbeat is None:
-            print(f"serving: {info.name}: unreadable heartbeat", file=out)
+            print(f"serving: {name}: unreadable heartbeat", file=out)
             continue
         age = max(0, now - heartbeat.refreshed_at) / 1000
         if heartbeat.host == HOST and not pid_alive(heartbeat.pid):
@@ -164,15 +176,59 @@ def status(root: Path, out: TextIO) -> int:
             f"refreshed {age:.1f}s ago: {state}",
             file=out,
         )
-    sessions = layout.sessions_dir
-    if sessions.is_dir():
-        for session_dir in sorted(p for p in sessions.iterdir() if p.is_dir()):
-            pending = len(list_json(session_dir / "requests"))
-            answered = len(list_json(session_dir / "responses"))
-            if pending or answered:
-                print(
-                    f"session dir {session_dir.name}: {pending} pending request(s), "
-                    f"{answered} unread response(s)",
-                    file=out,
-                )
+    for name, pending, answered in _session_counts(root, out):
+        if pending or answered:
+            print(
+                f"session dir {name}: {pending} pending request(s), {answered} unread response(s)",
+                file=out,
+            )
     return 0
+
+
+def _heartbeat_at(serving: int, name: str) -> Heartbeat | None:
+    try:
+        return decode_heartbeat(read_limited_at(serving, name, MAX_HEARTBEAT_BYTES))
+    except OSError:
+        return None
+
+
+def _count_json(session: int, name: str, where: Path) -> int:
+    try:
+        fd = open_subdirectory(session, name, where / name, tighten=False)
+    except FileNotFoundError:
+        return 0
+    try:
+        return len(list_json_at(fd))
+    finally:
+        os.close(fd)
+
+
+def _session_counts(root: Path, out: TextIO) -> list[tuple[str, int, int]]:
+    """(session dir name, pending requests, unread responses) for each session directory;
+    a directory that is refused is reported, not entered."""
+    counts: list[tuple[str, int, int]] = []
+    try:
+        with opened_directory(root, ("sessions",), tighten=False) as sessions:
+            with os.scandir(os.dup(sessions)) as entries:
+                names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+            for name in names:
+                where = root / "sessions" / name
+                try:
+                    session = open_subdirectory(sessions, name, where, tighten=False)
+                except OSError as exc:
+                    print(f"session dir {name}: {exc}", file=out)
+                    continue
+                try:
+                    pending = _count_json(session, "requests", where)
+                    answered = _count_json(session, "responses", where)
+                except OSError as exc:
+                    print(f"session dir {name}: {exc}", file=out)
+                    continue
+                finally:
+                    os.close(session)
+                counts.append((name, pending, answered))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        print(f"sessions: {exc}", file=out)
+    return counts

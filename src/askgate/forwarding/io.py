@@ -72,7 +72,7 @@ def session_parts(session_id: str, *below: str) -> tuple[str, ...]:
     return ("sessions", quote_session_id(session_id), *below)
 
 
-def _check_directory(fd: int, where: Path) -> None:
+def _check_directory(fd: int, where: Path, *, tighten: bool = True) -> None:
     """Refuse a directory that is not ours or that others can write; make ours 0700.
 
     pi's extension creates these directories with `mkdir -p` under the umask (0755):
@@ -95,11 +95,13 @@ def _check_directory(fd: int, where: Path) -> None:
             f"refusing a forwarding directory writable by others (mode {info.st_mode & 0o777:o})",
             str(where),
         )
-    if stat.S_IMODE(info.st_mode) != _DIR_MODE:
+    if tighten and stat.S_IMODE(info.st_mode) != _DIR_MODE:
         os.fchmod(fd, _DIR_MODE)
 
 
-def _open_component(parent_fd: int | None, name: str, where: Path, *, create: bool) -> int:
+def _open_component(
+    parent_fd: int | None, name: str, where: Path, *, create: bool, tighten: bool = True
+) -> int:
     """Open one directory below `parent_fd` (or the path `where`) without following a
     symlink; with `create`, make it 0700 first when it is missing."""
     target: str = name if parent_fd is not None else str(where)
@@ -119,7 +121,7 @@ def _open_component(parent_fd: int | None, name: str, where: Path, *, create: bo
                 ) from None
             raise
         try:
-            _check_directory(fd, where)  # also sets 0700 on a directory we just made
+            _check_directory(fd, where, tighten=tighten)  # 0700 on one we just made
         except BaseException:
             os.close(fd)
             raise
@@ -127,7 +129,9 @@ def _open_component(parent_fd: int | None, name: str, where: Path, *, create: bo
     raise FileNotFoundError(errno.ENOENT, "directory keeps vanishing", str(where))
 
 
-def open_directory(root: Path, parts: Sequence[str] = (), *, create: bool = False) -> int:
+def open_directory(
+    root: Path, parts: Sequence[str] = (), *, create: bool = False, tighten: bool = True
+) -> int:
     """A descriptor for `root/parts…`, every component opened O_DIRECTORY|O_NOFOLLOW
     relative to the one above (the root itself by path, its last component not
     followed either). With `create`, missing components are made 0700 (and the root's
@@ -137,14 +141,14 @@ def open_directory(root: Path, parts: Sequence[str] = (), *, create: bool = Fals
     root = Path(root)
     if create:
         ensure_dir(root.parent)
-    fd = _open_component(None, "", root, create=create)
+    fd = _open_component(None, "", root, create=create, tighten=tighten)
     where = root
     try:
         for name in parts:
             if not name or name in (".", "..") or "/" in name:
                 raise UnsafeDirectory(errno.EINVAL, "refusing an unusable directory name", name)
             where = where / name
-            child = _open_component(fd, name, where, create=create)
+            child = _open_component(fd, name, where, create=create, tighten=tighten)
             os.close(fd)
             fd = child
     except BaseException:
@@ -155,19 +159,22 @@ def open_directory(root: Path, parts: Sequence[str] = (), *, create: bool = Fals
 
 @contextlib.contextmanager
 def opened_directory(
-    root: Path, parts: Sequence[str] = (), *, create: bool = False
+    root: Path, parts: Sequence[str] = (), *, create: bool = False, tighten: bool = True
 ) -> Iterator[int]:
-    """`open_directory` as a context manager that closes the descriptor."""
-    fd = open_directory(root, parts, create=create)
+    """`open_directory` as a context manager that closes the descriptor. `tighten=False`
+    (for read-only diagnostics) accepts a directory of ours that others may read."""
+    fd = open_directory(root, parts, create=create, tighten=tighten)
     try:
         yield fd
     finally:
         os.close(fd)
 
 
-def open_subdirectory(parent_fd: int, name: str, where: Path, *, create: bool = False) -> int:
+def open_subdirectory(
+    parent_fd: int, name: str, where: Path, *, create: bool = False, tighten: bool = True
+) -> int:
     """One more component below an open directory, with the same checks."""
-    return _open_component(parent_fd, name, where, create=create)
+    return _open_component(parent_fd, name, where, create=create, tighten=tighten)
 
 
 def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
@@ -378,6 +385,32 @@ def is_served(layout: Layout, session_id: str) -> bool:
     return heartbeat_alive(read_heartbeat(layout, session_id), session_id, now_ms())
 
 
+_SCAN_DEPTH = 3  # sessions/<id>/requests/<file>: all the protocol ever nests
+_SCAN_ENTRIES = 10_000
+
+
+def _link_below(path: Path) -> str | None:
+    """The first symlink within `_SCAN_DEPTH` levels below `path` (a directory too big to
+    look through counts as one), else None. Nothing is followed."""
+    pending: list[tuple[str, int]] = [(str(path), 0)]
+    seen = 0
+    while pending:
+        directory, depth = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > _SCAN_ENTRIES:
+                        return f"more than {_SCAN_ENTRIES} entries"
+                    if entry.is_symlink():
+                        return entry.path
+                    if depth + 1 < _SCAN_DEPTH and entry.is_dir(follow_symlinks=False):
+                        pending.append((entry.path, depth + 1))
+        except OSError:
+            continue
+    return None
+
+
 class ChangeWaiter:
     """Blocks until something under `path` changes, or a timeout passes.
 
@@ -401,7 +434,17 @@ class ChangeWaiter:
         self.stop = stop or threading.Event()
         self._notify = None
         self.mode: Mode = mode
-        if mode == "watch":
+        if mode == "watch" and (planted := _link_below(path)) is not None:
+            # The recursive watcher follows symlinks it finds at start: one planted here
+            # (`sessions/x -> /`) would have us watch a whole tree. Poll instead.
+            logger.warning(
+                "%s holds a symlink (%s); polling every %ss instead of watching",
+                path,
+                planted,
+                poll_interval,
+            )
+            self.mode = "poll"
+        if self.mode == "watch":
             try:
                 from watchfiles._rust_notify import RustNotify
 

@@ -131,6 +131,15 @@ def fold_lexically(path: str) -> str:
     return "/" + "/".join(parts)
 
 
+def absolute(path: str, cwd: str, env: Mapping[str, str] | None = None) -> str:
+    """`path` with `~`/`$HOME`/`$PWD` expanded and made absolute against `cwd`, `..` kept.
+
+    The form to pass on as a working directory (after a `cd`): folding `link/..` here
+    would lose where a physical cd lands; `resolve` computes both forms from it.
+    """
+    return _absolute(path, cwd, env)
+
+
 def _absolute(path: str, cwd: str, env: Mapping[str, str] | None) -> str:
     """`path` expanded and made absolute against `cwd`, with nothing folded yet."""
     check_path_text(path)

@@ -39,7 +39,8 @@ def protected_paths(env: Mapping[str, str], project_root: str) -> list[str]:
 
 # --- files that register askgate with an agent: ask for writes -----------------------------
 # One data list. `~` is the home directory; `{pi}` is pi's agent directory
-# ($PI_CODING_AGENT_DIR or ~/.pi/agent); `{codex}` is $CODEX_HOME when set (absolute);
+# ($PI_CODING_AGENT_DIR or ~/.pi/agent); `{codex}` is $CODEX_HOME and `{claude}` is
+# $CLAUDE_CONFIG_DIR, each when set to an absolute path (else the entry is left out);
 # a pattern starting with `**/` matches in any directory (the project's own copies, and
 # those of any directory an agent may be started in).
 REGISTRATION_FILES: tuple[str, ...] = (
@@ -48,6 +49,8 @@ REGISTRATION_FILES: tuple[str, ...] = (
     "~/.claude/settings.local.json",
     "**/.claude/settings.json",
     "**/.claude/settings.local.json",
+    "{claude}/settings.json",
+    "{claude}/settings.local.json",
     # Codex CLI: the user config and hooks file, and a project's whole .codex/.
     "~/.codex/config.toml",
     "~/.codex/hooks.json",
@@ -67,25 +70,31 @@ REGISTRATION_FILES: tuple[str, ...] = (
 PI_PERMISSION_CONFIG_ENV = "PI_PERMISSION_SYSTEM_CONFIG_PATH"
 
 
+def _absolute_env(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "")
+    return value if value.startswith("/") else None
+
+
 def registration_paths(env: Mapping[str, str]) -> list[str]:
-    """`REGISTRATION_FILES` with `{pi}` and `{codex}` filled in (entries whose directory
-    is unknown are left out), plus pi-permission-system's config override when set."""
+    """`REGISTRATION_FILES` with `{pi}`, `{codex}` and `{claude}` filled in (entries whose
+    directory is unknown are left out), plus pi-permission-system's config override."""
     try:
         pi = locations.pi_agent_dir(env)
     except ValueError:
         pi = None
-    codex_home = env.get("CODEX_HOME", "")
-    codex = codex_home if codex_home.startswith("/") else None
+    places = {
+        "{pi}": pi,
+        "{codex}": _absolute_env(env, "CODEX_HOME"),
+        "{claude}": _absolute_env(env, "CLAUDE_CONFIG_DIR"),
+    }
     found: list[str] = []
     for pattern in REGISTRATION_FILES:
-        if "{pi}" in pattern:
-            if pi is None:
+        placeholder = next((p for p in places if p in pattern), None)
+        if placeholder is not None:
+            place = places[placeholder]
+            if place is None:
                 continue
-            pattern = pattern.replace("{pi}", pi.rstrip("/"))
-        if "{codex}" in pattern:
-            if codex is None:
-                continue
-            pattern = pattern.replace("{codex}", codex.rstrip("/"))
+            pattern = pattern.replace(placeholder, place.rstrip("/"))
         found.append(pattern)
     override = env.get(PI_PERMISSION_CONFIG_ENV, "")
     if override.startswith("/"):

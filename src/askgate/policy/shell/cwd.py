@@ -71,16 +71,19 @@ def join(base: Dir, target: str) -> Dir:
 
 
 def normalise(path: str) -> str | None:
+    """`.` and `//` dropped; `..` kept as written. bash's default cd folds `..` lexically
+    (logical), but `cd -P` and every cd after `set -P` climb out of a symlink's *target*:
+    keeping `..` lets paths.resolve check both the lexical and the resolved form."""
     absolute = path.startswith("/")
     parts: list[str] = []
     for part in path.split("/"):
         if part in ("", "."):
             continue
         if part == "..":
-            if parts and parts[-1] != ".." and not (len(parts) == 1 and _root(parts[0])):
-                parts.pop()
-            elif not absolute:
-                parts.append("..")  # above `~` or the start: left for paths.py to resolve
+            # Never folded here: `link/..` is the link target's parent to a physical cd
+            # (paths.resolve computes both forms). `..` at `/` stays at `/`.
+            if parts or not absolute:
+                parts.append("..")
             continue
         parts.append(part)
     if absolute:
