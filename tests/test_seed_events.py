@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import logging
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from askgate.audit import AuditLog
 from askgate.events import (
     CHANNEL_DECISION,
@@ -360,3 +363,18 @@ def test_an_over_long_request_id_is_dropped_with_a_log_line_that_says_so(
         assert "without" not in line  # the id was there: it was too long
     assert "empty requestId" in lines[3]
     gate.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=0, max_size=700), st.integers(min_value=1, max_value=400))
+def test_the_cut_is_the_longest_prefix_that_fits(value: str, limit: int) -> None:
+    kept, cut = bound_event_value(value, limit)
+    assert value.startswith(kept)
+    assert cut is (kept != value)
+    if any("\ud800" <= char <= "\udfff" for char in value):
+        # Lone surrogates are measured as \\uXXXX escapes (never under-counted).
+        assert len(json.dumps(kept)) - 2 <= limit
+        return
+    assert len(to_json(kept)) - 2 <= limit
+    if cut:  # one more character would not fit
+        assert len(to_json(value[: len(kept) + 1])) - 2 > limit
