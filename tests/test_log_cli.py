@@ -150,6 +150,15 @@ def test_corrupt_lines_are_skipped_counted_and_reported(tmp_path, review_log) ->
     assert "Traceback" not in result.stderr
 
 
+def test_an_oversized_line_is_counted_not_loaded(tmp_path, review_log) -> None:
+    good = review_log.read_bytes()
+    review_log.write_bytes(good + b'{"timestamp": "' + b"x" * (5 * 1024 * 1024) + b'"}\n' + good)
+    result = askgate_log(tmp_path, "--file", str(review_log), "--json", "--limit", "0")
+    assert result.returncode == 0, result
+    assert len(result.stdout.splitlines()) == 6
+    assert "skipped 1 corrupt line(s)" in result.stderr and "line 4" in result.stderr
+
+
 def test_an_entirely_corrupt_log_is_a_clear_error(tmp_path) -> None:
     path = tmp_path / "garbage.jsonl"
     path.write_bytes(b"hello\n\x00\x01\n")
