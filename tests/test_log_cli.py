@@ -119,6 +119,7 @@ def test_bad_usage_is_one_line(tmp_path, review_log) -> None:
     _one_error_line(askgate_log(tmp_path, "--file", str(review_log), "--since", "soon"), "--since")
     _one_error_line(askgate_log(tmp_path, "--file", str(review_log), "--limit", "-1"), "--limit")
     _one_error_line(askgate_log(tmp_path, "--bogus"), "unrecognized")
+    _one_error_line(askgate_log(tmp_path, "--file", ""), "--file is empty")
 
 
 def test_a_missing_log_is_a_clear_error(tmp_path) -> None:

@@ -267,7 +267,7 @@ def _default_path(env: Mapping[str, str]) -> str:
 
 def run(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    path = args.file if args.file else _default_path(os.environ)
+    path = args.file if args.file is not None else _default_path(os.environ)
     if not path:
         raise LogError("--file is empty")
     since = parse_since(args.since) if args.since is not None else None
