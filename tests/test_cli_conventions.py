@@ -52,6 +52,7 @@ def test_version(tmp_path, capsys) -> None:
         ["forward"],
         ["forward", "serve"],
         ["forward", "status"],
+        ["hook"],
     ],
 )
 def test_every_command_documents_its_exit_codes_in_help(tmp_path, command) -> None:

@@ -119,6 +119,7 @@ def test_bad_usage_is_one_line(tmp_path, review_log) -> None:
     _one_error_line(askgate_log(tmp_path, "--file", str(review_log), "--since", "soon"), "--since")
     _one_error_line(askgate_log(tmp_path, "--file", str(review_log), "--limit", "-1"), "--limit")
     _one_error_line(askgate_log(tmp_path, "--bogus"), "unrecognized")
+    _one_error_line(askgate_log(tmp_path, "--file", ""), "--file is empty")
 
 
 def test_a_missing_log_is_a_clear_error(tmp_path) -> None:
@@ -148,6 +149,15 @@ def test_corrupt_lines_are_skipped_counted_and_reported(tmp_path, review_log) ->
     assert "rm -rf build" in result.stdout
     assert "skipped 4 corrupt line(s)" in result.stderr and "line 1" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_oversized_line_is_counted_not_loaded(tmp_path, review_log) -> None:
+    good = review_log.read_bytes()
+    review_log.write_bytes(good + b'{"timestamp": "' + b"x" * (5 * 1024 * 1024) + b'"}\n' + good)
+    result = askgate_log(tmp_path, "--file", str(review_log), "--json", "--limit", "0")
+    assert result.returncode == 0, result
+    assert len(result.stdout.splitlines()) == 6
+    assert "skipped 1 corrupt line(s)" in result.stderr and "line 4" in result.stderr
 
 
 def test_an_entirely_corrupt_log_is_a_clear_error(tmp_path) -> None:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import logging
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from askgate.audit import AuditLog
 from askgate.events import (
     CHANNEL_DECISION,
@@ -360,3 +363,24 @@ def test_an_over_long_request_id_is_dropped_with_a_log_line_that_says_so(
         assert "without" not in line  # the id was there: it was too long
     assert "empty requestId" in lines[3]
     gate.close()
+
+
+def _json_body_size(text: str) -> int:
+    try:
+        return len(to_json(text)) - 2
+    except UnicodeEncodeError:  # lone surrogates: measured with everything escaped
+        return len(json.dumps(text)) - 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.characters(codec=None, exclude_categories=()), max_size=700),
+    st.integers(min_value=1, max_value=400),
+)
+def test_the_cut_is_the_longest_prefix_that_fits(value: str, limit: int) -> None:
+    kept, cut = bound_event_value(value, limit)
+    assert value.startswith(kept)
+    assert cut is (kept != value)
+    assert _json_body_size(kept) <= limit
+    if cut:  # one more character would not fit
+        assert _json_body_size(value[: len(kept) + 1]) > limit

@@ -55,8 +55,23 @@ def _blocked(text: str, agent: str | None = None) -> int:
     return BLOCK
 
 
+HOOK_HELP = """\
+usage: askgate hook AGENT [--config FILE]... < the agent's hook JSON on stdin
+
+Decide one tool call for AGENT's hook (claude-code | codex | gemini): prints the agent's
+decision JSON. See docs/hooks.md.
+
+exit codes:
+  0  the decision JSON was printed (allow, deny or ask: read it)
+  2  the call is blocked: bad input, an unknown agent, or anything askgate could not decide
+     (one line on stderr)"""
+
+
 def run_hook(args: list[str]) -> int:
     """`askgate hook AGENT …`. Exit 2 blocks the tool call in every agent that honours it."""
+    if args in (["--help"], ["-h"]):
+        print(HOOK_HELP)
+        return 0
     if not args or args[0] not in HOOKS:
         known = " | ".join(HOOKS)
         return _blocked(f"askgate: error: usage: askgate hook {known} [--config FILE]...")

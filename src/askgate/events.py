@@ -293,27 +293,35 @@ def emit_ready(bus: EventBus) -> None:
 MAX_EVENT_VALUE_BYTES = 300
 
 
-def _json_cost(char: str) -> int:
+def _json_size(text: str) -> int:
+    """Bytes of `text` as a JSON string body (without the quotes)."""
     try:
-        return len(_JSON_ENCODER.encode(char)) - 2
-    except UnicodeEncodeError:  # a lone surrogate: a subscriber would see \udcxx
-        return 6
+        return len(_JSON_ENCODER.encode(text)) - 2
+    except UnicodeEncodeError:
+        # Lone surrogates: a subscriber would see `\udcxx`. ASCII-escaping everything
+        # over-counts other non-ASCII characters, which only cuts a little shorter.
+        import json
+
+        return len(json.dumps(text)) - 2
 
 
 def bound_event_value(value: str, limit: int = MAX_EVENT_VALUE_BYTES) -> tuple[str, bool]:
     """`value` cut between characters so its JSON text is at most `limit` bytes, and
     whether it was cut."""
-    try:
-        if len(_JSON_ENCODER.encode(value)) - 2 <= limit:
-            return value, False
-    except UnicodeEncodeError:
-        pass
-    used = 0
-    for index, char in enumerate(value):
-        used += _json_cost(char)
-        if used > limit:
-            return value[:index], True
-    return value, False
+    # More characters than bytes allowed is over the limit without measuring (a 1 MB
+    # command is not encoded whole just to learn that).
+    if len(value) <= limit and _json_size(value) <= limit:
+        return value, False
+    # Every character costs at least one byte, so the cut lies within the first `limit`
+    # characters; the size of a prefix grows with its length: binary search.
+    low, high = 0, min(len(value), limit)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _json_size(value[:middle]) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return value[:low], True
 
 
 def decision_event(outcome: Outcome, *, agent: str | None) -> PermissionDecisionEvent:

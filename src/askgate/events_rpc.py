@@ -4,6 +4,10 @@ Each request is a dict; it is validated with msgspec, and every problem becomes 
 reply on `<channel>:reply:<requestId>` (never an exception in the emitter, never an
 approval). A request without a usable `requestId` cannot be answered: it is logged and
 dropped, and the caller's timeout turns it into a denial.
+
+`rpc:prompt` is served per bus, not per gate: the gates attached to one bus share a
+`_PromptDesk`, which hands each prompt to the first of them that can reach a human and
+answers `no_ui` only when none can (docs/events.md).
 """
 
 from __future__ import annotations
@@ -380,7 +384,9 @@ class _PromptDesk:
             if member.can_prompt():
                 member.accept(request_id, request)
                 return
-        first.record_prompt(request_id, request, answer=ERROR_NO_UI)
+        # Logged once, by the first gate that keeps a review log.
+        recorder = next((m for m in members if getattr(m.gate, "audit", None) is not None), first)
+        recorder.record_prompt(request_id, request, answer=ERROR_NO_UI)
         first._reply(CHANNEL_RPC_PROMPT, request_id, error_reply(ERROR_NO_UI))
 
 

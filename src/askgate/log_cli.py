@@ -30,6 +30,8 @@ exit codes:
   2  bad usage, or the review log is missing, unreadable or not a review log"""
 
 DEFAULT_LIMIT = 50
+# A record is a few KB (every field is bounded by askgate.audit); a longer line is corrupt.
+MAX_LINE = 4 * 1024 * 1024
 VALUE_WIDTH = 80
 _DURATION = re.compile(r"(\d+)\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -154,7 +156,15 @@ def _lines(path: str) -> Iterator[bytes]:
         raise LogError(f"{path} is {kind}, not a review log")
     with os.fdopen(fd, "rb") as handle:
         try:
-            yield from handle
+            while line := handle.readline(MAX_LINE + 1):
+                if len(line) > MAX_LINE and not line.endswith(b"\n"):
+                    # Far longer than any record askgate writes: skip to the next line
+                    # without holding it in memory, and let the caller count it.
+                    while (rest := handle.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+                        pass
+                    yield b"\x00oversized"
+                    continue
+                yield line
         except OSError as exc:
             raise LogError(f"cannot read the review log {path}: {exc.strerror or exc}") from None
 
@@ -257,7 +267,7 @@ def _default_path(env: Mapping[str, str]) -> str:
 
 def run(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    path = args.file if args.file else _default_path(os.environ)
+    path = args.file if args.file is not None else _default_path(os.environ)
     if not path:
         raise LogError("--file is empty")
     since = parse_since(args.since) if args.since is not None else None
