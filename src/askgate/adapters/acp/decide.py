@@ -35,7 +35,7 @@ PROMPT_BUDGET_SECONDS = 540.0
 
 
 # Agents whose execute permission requests carry the exact command as the title.
-TITLE_IS_COMMAND = frozenset({"acp:gemini"})
+TITLE_IS_COMMAND = frozenset({"acp:gemini", "acp:gemini-cli"})
 
 
 def requests_for(
