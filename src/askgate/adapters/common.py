@@ -84,7 +84,8 @@ def approval_prompter(env: Mapping[str, str]) -> Prompter | None:
     """The approval server's prompter when one is configured and reachable, else None.
 
     The one place any adapter reaches the approval server (`askgate.prompters.server`,
-    built separately): its factory `from_env(env)` returns a Prompter or None. A module
+    built separately): its factory `from_env(env)` (or `ServerPrompter.from_env(env)`)
+    returns a Prompter or None. A module
     that is absent means "not configured"; one that is present but broken raises, so the
     caller fails closed instead of silently skipping the phone.
     """
@@ -94,8 +95,10 @@ def approval_prompter(env: Mapping[str, str]) -> Prompter | None:
         if exc.name == APPROVAL_SERVER_MODULE:
             return None
         raise
-    factory = getattr(module, "from_env", None)
-    if factory is None:
+    factory = getattr(module, "from_env", None) or getattr(
+        getattr(module, "ServerPrompter", None), "from_env", None
+    )
+    if factory is None:  # a build whose server prompter has another shape: the agent asks
         return None
     prompter: Prompter | None = factory(env)
     if prompter is None or not prompter.available():
