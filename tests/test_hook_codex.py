@@ -280,3 +280,17 @@ def test_import_error_blocks(tmp_path: Path) -> None:
 def test_unknown_argument_blocks(tmp_path: Path) -> None:
     run = run_hook("codex", payload(tmp_path, command="ls"), tmp_path, "--frob")
     assert_blocked(run, "unknown argument")
+
+
+def test_broken_approval_server_configuration_denies(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    class Broken:
+        def available(self) -> bool:
+            raise RuntimeError("server misconfigured")
+
+    install_approval_server(monkeypatch, Broken())
+    body = payload(tmp_path, "PermissionRequest", command="make")
+    code, out, err = _in_process(monkeypatch, tmp_path, body)
+    assert (code, out) == (2, b"")
+    assert "server misconfigured" in err
