@@ -201,3 +201,6 @@ def main(argv: Sequence[str]) -> int:
         return 130
     except (BrokenPipeError, ConnectionResetError):
         return 0  # the editor closed the connection; the agent has been stopped
+    except Exception as exc:  # a broken setup (approval server config, …): one line, no trace
+        print(f"askgate acp: error: {exc!r}"[:2000], file=sys.stderr)
+        return 2
