@@ -251,6 +251,8 @@ def test_broken_policy_blocks_pre_tool_use(tmp_path: Path, which: str) -> None:
     out = run.json["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
     assert "failed to load" in out["permissionDecisionReason"]
+    assert run.audit[-1]["resolution"] == "confirmation_unavailable"
+    assert run.audit[-1]["action"] == "deny"
     # PermissionRequest: never allow; the human at Codex's prompt decides.
     body = payload(tmp_path, "PermissionRequest", command="git status")
     asked = run_hook("codex", body, tmp_path, policy=policy, env=env)
