@@ -247,6 +247,10 @@ def params(**tool_call: Any) -> dict[str, Any]:
         ({"kind": "edit", "locations": [{"path": "ok.txt"}, {"path": "secret.env"}]}, Verdict.DENY),
         ({"kind": "delete", "rawInput": {"file_path": "secret.key"}}, Verdict.DENY),
         ({"kind": "edit"}, Verdict.FORWARD),
+        (
+            {"kind": "edit", "content": [{"type": "diff", "path": "x/secret.txt", "newText": ""}]},
+            Verdict.DENY,
+        ),
         ({"kind": "fetch", "rawInput": {"url": "https://x"}}, Verdict.DENY),
         ({"kind": "think"}, Verdict.FORWARD),
     ],
