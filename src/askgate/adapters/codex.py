@@ -162,7 +162,7 @@ def run(
     env = os.environ if env is None else env
     hook = parse_input(data)
     asking = hook.hook_event_name == PERMISSION_REQUEST
-    prompter = approval_prompter(env) if asking else None
+    prompter = approval_prompter(env, hook.session_id) if asking else None
     gate = open_gate(
         hook.cwd,
         client=CLIENT,
