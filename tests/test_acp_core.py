@@ -322,3 +322,10 @@ def test_bad_arguments(argv: list[str], capsys) -> None:
         parse_args(argv)
     assert exc.value.code == 2
     assert "askgate acp" in capsys.readouterr().err
+
+
+def test_help(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--help"])
+    assert exc.value.code == 0
+    assert "AGENT-COMMAND" in capsys.readouterr().out

@@ -178,6 +178,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--config", action="append", default=[], metavar="FILE")
     args = list(argv)
     if "--" not in args:
+        if "-h" in args or "--help" in args:
+            parser.parse_args(["--help"])
         parser.error("give the agent command after --, e.g. askgate acp -- gemini --acp")
     split = args.index("--")
     namespace = parser.parse_args(args[:split])
