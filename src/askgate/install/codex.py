@@ -41,7 +41,7 @@ def notes(project: bool) -> list[str]:
         "Codex runs a new or changed hook only after you trust it: start codex, open /hooks",
         "and trust the askgate entries (needed again whenever the hook command changes).",
         "Asks reach a human through PermissionRequest, so keep an approval_policy that",
-        'prompts (e.g. approval_policy = "untrusted"); with "never" Codex asks nobody.',
+        'prompts (approval_policy = "on-request"); with "never" Codex asks nobody.',
     ]
     if project:
         lines.append("Project hooks load only when Codex trusts the project itself.")

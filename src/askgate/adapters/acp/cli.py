@@ -178,6 +178,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--config", action="append", default=[], metavar="FILE")
     args = list(argv)
     if "--" not in args:
+        if "-h" in args or "--help" in args:
+            parser.parse_args(["--help"])
         parser.error("give the agent command after --, e.g. askgate acp -- gemini --acp")
     split = args.index("--")
     namespace = parser.parse_args(args[:split])
@@ -201,3 +203,6 @@ def main(argv: Sequence[str]) -> int:
         return 130
     except (BrokenPipeError, ConnectionResetError):
         return 0  # the editor closed the connection; the agent has been stopped
+    except Exception as exc:  # a broken setup (approval server config, …): one line, no trace
+        print(f"askgate acp: error: {exc!r}"[:2000], file=sys.stderr)
+        return 2

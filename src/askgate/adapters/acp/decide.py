@@ -6,7 +6,7 @@ An ACP ``toolCall`` says what kind of thing is about to happen (``kind``), where
 * ``execute`` with ``rawInput.command`` -> ``Bash`` (a list command is shell-joined); for
   agents known to put the whole command in the title (Gemini CLI: its shell tool's
   ``getDisplayTitle()`` returns ``params.command`` unchanged, 0.61.0) the title is the command;
-* ``edit``/``delete``/``move`` -> one ``Write`` per location;
+* ``edit``/``delete``/``move`` -> one ``Write`` per location or diff path;
 * ``read``/``search`` -> one ``Read`` per location;
 * anything else (``fetch``, ``think``, ``other``, …) -> the tool ``acp_<kind>``.
 
@@ -35,7 +35,7 @@ PROMPT_BUDGET_SECONDS = 540.0
 
 
 # Agents whose execute permission requests carry the exact command as the title.
-TITLE_IS_COMMAND = frozenset({"acp:gemini"})
+TITLE_IS_COMMAND = frozenset({"acp:gemini", "acp:gemini-cli"})
 
 
 def requests_for(
@@ -81,6 +81,11 @@ def _paths(tool_call: Mapping[str, Any], raw_input: Mapping[str, Any]) -> list[s
     for location in locations if isinstance(locations, list) else []:
         if isinstance(location, Mapping) and isinstance(location.get("path"), str):
             paths.append(location["path"])
+    content = tool_call.get("content")
+    for item in content if isinstance(content, list) else []:
+        is_diff = isinstance(item, Mapping) and item.get("type") == "diff"
+        if is_diff and isinstance(item.get("path"), str):
+            paths.append(item["path"])
     for key in ("file_path", "path", "abs_path"):
         if isinstance(raw_input.get(key), str):
             paths.append(raw_input[key])
