@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from askgate.policy.config import load_policy, merge_files, parse_policy_text
 from askgate.policy.engine import Policy
@@ -440,3 +442,20 @@ def test_a_write_allow_under_a_stricter_rule_is_not_a_writable_root(tree) -> Non
     plan = build_plan(policy, SandboxSettings(), cwd=project)
     assert str(tree["home"] / ".cache") not in _paths(plan.writable)
     assert any("stricter rule" in note for note in plan.notes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_the_blocked_line_never_fails_on_hostile_output(text: str) -> None:
+    plan = SandboxPlan(
+        cwd="/p",
+        project_root="/p",
+        mode="on",
+        network=True,
+        hard_links="warn",
+        writable=(),
+        write_holes=(),
+        read_denies=(),
+    )
+    line = explain_failure(plan, text + "\nPermission denied: " + text)
+    assert line is None or line.startswith("blocked ")
