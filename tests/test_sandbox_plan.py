@@ -459,3 +459,17 @@ def test_the_blocked_line_never_fails_on_hostile_output(text: str) -> None:
     )
     line = explain_failure(plan, text + "\nPermission denied: " + text)
     assert line is None or line.startswith("blocked ")
+
+
+def test_an_untrusted_writable_list_is_reported_as_ignored() -> None:
+    project = parse_policy_text(
+        '[sandbox]\nwritable = ["/"]\n[agent.rev.sandbox]\nwritable = ["/etc"]\n',
+        path="/proj/.askgate/policy.toml",
+        origin=Origin.PROJECT,
+        rank_base=200,
+        trusted=False,
+        base_dir="/proj",
+        env={"HOME": "/h"},
+    )
+    assert "sandbox.writable" in project.ignored
+    assert "agent.rev.sandbox.writable" in project.ignored
