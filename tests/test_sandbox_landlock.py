@@ -7,6 +7,7 @@ directory is refused under Landlock — tested below).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -114,3 +115,17 @@ def test_network_off_blocks_tcp_under_landlock(world: World) -> None:
     assert run.returncode == 1, run
     assert "PermissionError" in run.stderr
     assert "Landlock blocks TCP only" in run.stderr  # the warning says what is not covered
+
+
+def test_a_background_job_holding_stderr_does_not_hold_askgate(world: World) -> None:
+    # Without bwrap's PID namespace a background job outlives the command; askgate must
+    # still return the command's own status promptly (the job is killed below).
+    marker = world.base / "bg.pid"
+    run = world.sandbox(
+        f"sleep 300 >/dev/null & echo $! > {marker}; exit 4", options=LANDLOCK, timeout=60
+    )
+    try:
+        assert run.returncode == 4, run
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(marker.read_text()), 9)
