@@ -473,3 +473,11 @@ def test_an_untrusted_writable_list_is_reported_as_ignored() -> None:
     )
     assert "sandbox.writable" in project.ignored
     assert "agent.rev.sandbox.writable" in project.ignored
+
+
+def test_a_frozen_file_with_other_hard_links_warns_or_refuses(tree, tmp_path) -> None:
+    os.link(tree["project"] / ".git" / "config", tmp_path / "config-link")
+    plan = _plan(tree, [])
+    assert any("cannot keep read-only" in w for w in plan.warnings)
+    plan = _plan(tree, [], settings=SandboxSettings(hard_links="refuse"))
+    assert any("cannot keep read-only" in r for r in plan.refusals)
