@@ -4,22 +4,36 @@ that askgate's hook rewrote into `askgate sandbox -- <command>` (PreToolUse `upd
 The command reads the SSH key through a Makefile recipe — opaque to the policy, which allows
 it — so only the kernel can stop it. What the model saw (the tool result Claude Code sent
 back) proves the sandbox ran: the recipe failed with "Permission denied", the secret never
-appeared, and the rest of the command ran (a marker file in the project).
+appeared, and the rest of the command ran (a marker file in the project). The premise test
+runs the same command with the sandbox off: the secret reaches the model.
+
+Self-contained on purpose (only the shared fake API and client helpers are imported), so a
+rewrite of the other Claude Code end-to-end module cannot break it.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from clients import client_bin, require_client
 from fake_anthropic import FakeAnthropic, tool_result_text
 from sandbox_world import require_bwrap
-from test_e2e_claude_code import MARKER, claude_bin, fake_api, run_claude, the_tool_result
 
-__all__ = ["claude_bin", "fake_api"]  # fixtures, re-used from the Claude Code e2e module
-
+CLAUDE_CODE_VERSION = "2.1.197"
+CLAUDE_BIN = client_bin("claude-code", CLAUDE_CODE_VERSION, "claude")
+RUN_TIMEOUT = 90.0
 SECRET = "E2E-SSH-KEY-5d2c"
+MARKER = "marker.txt"
 POLICY = """
 default = "allow"
 [read]
@@ -34,33 +48,108 @@ COMMAND = (
 )
 
 
+@pytest.fixture
+def fake_api() -> Iterator[FakeAnthropic]:
+    server = FakeAnthropic().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _run_claude(fake: FakeAnthropic, tmp_path: Path, policy: str) -> tuple[Path, list[dict]]:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text(SECRET + "\n")
+    project = tmp_path / "proj"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(policy)
+    audit_log = tmp_path / "review.jsonl"
+    hook = [sys.executable, "-m", "askgate", "hook", "claude-code", "--config", str(policy_file)]
+    settings = {
+        "permissions": {"allow": ["Bash"]},
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "*",
+                    "hooks": [{"type": "command", "command": shlex.join(hook), "timeout": 30}],
+                }
+            ]
+        },
+    }
+    settings_file = tmp_path / "settings.json"
+    settings_file.write_text(json.dumps(settings))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "SHELL": shutil.which("bash") or "/bin/bash",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-dummy",
+        "ASKGATE_AUDIT_LOG": str(audit_log),
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed-policy.toml"),
+    }
+    fake.script(COMMAND, final_text="Finished.")
+    argv = [str(CLAUDE_BIN), "-p", "run it", "--output-format", "stream-json", "--verbose"]
+    proc = subprocess.Popen(
+        [*argv, "--settings", str(settings_file)],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # on a timeout the CLI, its shell and the hook go down together
+    )
+    try:
+        _, stderr = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, stderr = proc.communicate()
+        pytest.fail(f"claude did not finish in {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
+    assert proc.returncode == 0, stderr[-2000:]
+    audit = [json.loads(line) for line in audit_log.read_text().splitlines()]
+    return project, audit
+
+
+def _seen_by_the_model(fake: FakeAnthropic) -> str:
+    results = fake.tool_results()
+    assert len(results) == 1, results
+    return tool_result_text(results[0])
+
+
 @pytest.fixture(autouse=True)
-def _bwrap() -> None:
+def _prerequisites() -> None:
     require_bwrap()
+    require_client("claude-code", CLAUDE_CODE_VERSION, "claude")
 
 
 def test_claude_code_runs_the_allowed_command_inside_the_sandbox(
-    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path
+    fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
-    key = tmp_path / "home" / ".ssh" / "id_rsa"
-    key.parent.mkdir(parents=True)
-    key.write_text(SECRET + "\n")
-    run = run_claude(claude_bin, fake_api, tmp_path, command=COMMAND, policy=POLICY)
-    assert (run.project / MARKER).read_text() == "SANDBOX_RAN\n"
-    seen = tool_result_text(the_tool_result(fake_api))
-    assert SECRET not in seen
+    project, audit = _run_claude(fake_api, tmp_path, POLICY)
+    assert (project / MARKER).read_text() == "SANDBOX_RAN\n"  # the command ran…
+    seen = _seen_by_the_model(fake_api)
+    assert SECRET not in seen  # …but the kernel kept the key from the recipe
     assert "Permission denied" in seen
-    [record] = run.audit
+    [record] = audit
     assert record["action"] == "allow" and record["value"] == COMMAND
 
 
 def test_without_the_sandbox_the_same_command_leaks(
-    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path
+    fake_api: FakeAnthropic, tmp_path: Path
 ) -> None:
     """The premise: the policy alone lets the recipe read the key."""
-    key = tmp_path / "home" / ".ssh" / "id_rsa"
-    key.parent.mkdir(parents=True)
-    key.write_text(SECRET + "\n")
-    policy = POLICY.replace('bash = "on"', 'bash = "off"')
-    run_claude(claude_bin, fake_api, tmp_path, command=COMMAND, policy=policy)
-    assert SECRET in tool_result_text(the_tool_result(fake_api))
+    _run_claude(fake_api, tmp_path, POLICY.replace('bash = "on"', 'bash = "off"'))
+    assert SECRET in _seen_by_the_model(fake_api)

@@ -476,3 +476,15 @@ def test_an_agent_denied_every_write_cannot_write_the_project(world: World) -> N
     assert run.returncode == 1 and "Read-only file system" in run.stderr
     assert not (world.project / "ran.txt").exists()
     assert world.sandbox("touch ran.txt").returncode == 0  # other agents still can
+
+
+def test_links_made_before_or_inside_the_sandbox_do_not_reach_the_secret(world: World) -> None:
+    (world.project / "key-link").symlink_to(world.ssh_key)
+    (world.project / "env-link").symlink_to(world.env_file)
+    run = world.sandbox(
+        f"cat key-link; cat env-link; ln -s {world.ssh_key} fresh; cat fresh; "
+        "ln .env hard; cat hard; cp .env copy; cat copy; mv .env moved"
+    )
+    _no_secret(run)
+    assert "Device or resource busy" in run.stderr  # the masked .env cannot be moved
+    assert world.env_file.read_text().startswith("DATABASE_PASSWORD")

@@ -7,6 +7,7 @@ directory is refused under Landlock — tested below).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -97,3 +98,34 @@ def test_split_tree_grants_siblings_and_loses_ancestors(world: World) -> None:
     assert str(world.home / "docs") in grants
     assert str(world.home / ".ssh") not in grants
     assert lost == [str(world.home)]
+
+
+def test_network_off_blocks_tcp_under_landlock(world: World) -> None:
+    import socket
+
+    if landlock.abi_version() < 4:
+        pytest.skip("Landlock network rules need ABI 4")
+    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nnetwork = "off"\n')
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
+        run = world.sandbox(f'{sys.executable} -c "{probe}"', options=LANDLOCK)
+    assert run.returncode == 1, run
+    assert "PermissionError" in run.stderr
+    assert "Landlock blocks TCP only" in run.stderr  # the warning says what is not covered
+
+
+def test_a_background_job_holding_stderr_does_not_hold_askgate(world: World) -> None:
+    # Without bwrap's PID namespace a background job outlives the command; askgate must
+    # still return the command's own status promptly (the job is killed below).
+    marker = world.base / "bg.pid"
+    run = world.sandbox(
+        f"sleep 300 >/dev/null & echo $! > {marker}; exit 4", options=LANDLOCK, timeout=60
+    )
+    try:
+        assert run.returncode == 4, run
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(marker.read_text()), 9)

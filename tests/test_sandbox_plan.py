@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from askgate.policy.config import load_policy, merge_files, parse_policy_text
 from askgate.policy.engine import Policy
@@ -440,3 +442,42 @@ def test_a_write_allow_under_a_stricter_rule_is_not_a_writable_root(tree) -> Non
     plan = build_plan(policy, SandboxSettings(), cwd=project)
     assert str(tree["home"] / ".cache") not in _paths(plan.writable)
     assert any("stricter rule" in note for note in plan.notes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_the_blocked_line_never_fails_on_hostile_output(text: str) -> None:
+    plan = SandboxPlan(
+        cwd="/p",
+        project_root="/p",
+        mode="on",
+        network=True,
+        hard_links="warn",
+        writable=(),
+        write_holes=(),
+        read_denies=(),
+    )
+    line = explain_failure(plan, text + "\nPermission denied: " + text)
+    assert line is None or line.startswith("blocked ")
+
+
+def test_an_untrusted_writable_list_is_reported_as_ignored() -> None:
+    project = parse_policy_text(
+        '[sandbox]\nwritable = ["/"]\n[agent.rev.sandbox]\nwritable = ["/etc"]\n',
+        path="/proj/.askgate/policy.toml",
+        origin=Origin.PROJECT,
+        rank_base=200,
+        trusted=False,
+        base_dir="/proj",
+        env={"HOME": "/h"},
+    )
+    assert "sandbox.writable" in project.ignored
+    assert "agent.rev.sandbox.writable" in project.ignored
+
+
+def test_a_frozen_file_with_other_hard_links_warns_or_refuses(tree, tmp_path) -> None:
+    os.link(tree["project"] / ".git" / "config", tmp_path / "config-link")
+    plan = _plan(tree, [])
+    assert any("cannot keep read-only" in w for w in plan.warnings)
+    plan = _plan(tree, [], settings=SandboxSettings(hard_links="refuse"))
+    assert any("cannot keep read-only" in r for r in plan.refusals)

@@ -423,6 +423,11 @@ def parse_policy_text(
             path, first.line, first.key, f"example {first.value!r} {what} the pattern{more}"
         )
     ignored = [] if trusted else [_render_key((key,)) for key in settings]
+    if not trusted:  # an untrusted [sandbox] only tightens (sandbox_table.merge_sandbox_tables)
+        tables = [(("sandbox",), sandbox)] + [
+            (("agent", name, "sandbox"), table) for name, table in parser.agent_sandbox
+        ]
+        ignored += [_render_key((*key, "writable")) for key, t in tables if t and t.writable]
     rules: list[Rule] = []
     for agent, entries in sections:
         for surface, pattern, action, reason, line in entries:

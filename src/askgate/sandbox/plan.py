@@ -318,21 +318,29 @@ class _Builder:
                     f"{entry.named} passes through the symlink {link}, which the sandbox "
                     f"could re-point ({entry.why})"
                 )
-        for entry in denies:
-            if entry.kind != "file":
-                continue
-            try:
-                links = os.stat(entry.path).st_nlink
-            except OSError:
-                continue
-            if links > 1:
-                text = (
-                    f"{entry.path} has {links - 1} other hard link(s) the sandbox cannot hide "
-                    f"({entry.why})"
-                )
-                (self.refusals if self.settings.hard_links == "refuse" else self.warnings).append(
-                    text
-                )
+        # A path-based mount never covers another name of the same inode: a hidden file's
+        # other hard links stay readable, a frozen file's stay writable.
+        for entries, verb in ((denies, "hide"), (holes, "keep read-only")):
+            for entry in entries:
+                links = _hard_links(entry)
+                if links > 1:
+                    text = (
+                        f"{entry.path} has {links - 1} other hard link(s) the sandbox cannot "
+                        f"{verb} ({entry.why})"
+                    )
+                    target = (
+                        self.refusals if self.settings.hard_links == "refuse" else self.warnings
+                    )
+                    target.append(text)
+
+
+def _hard_links(entry: PlanEntry) -> int:
+    if entry.kind != "file":
+        return 1
+    try:
+        return os.stat(entry.path).st_nlink
+    except OSError:
+        return 1
 
 
 def _first_missing(path: str) -> str | None:

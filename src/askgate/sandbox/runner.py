@@ -31,6 +31,7 @@ from askgate.sandbox.plan import SandboxPlan
 
 EXIT_REFUSED = 125
 STDERR_TAIL_BYTES = 64 * 1024
+RELAY_DRAIN_S = 1.0
 BACKENDS = ("auto", "bwrap", "landlock", "none")
 
 
@@ -116,8 +117,11 @@ class _StderrRelay:
         os.close(self.read_fd)
 
     def finish(self) -> str:
-        self._thread.join()
-        return self.tail.decode("utf-8", "replace")
+        # Under bwrap every process of the command is gone when it exits (its PID
+        # namespace ends), so the pipe closes at once. Without bwrap a background job may
+        # hold stderr open: do not wait for it beyond a moment.
+        self._thread.join(timeout=RELAY_DRAIN_S)
+        return bytes(self.tail).decode("utf-8", "replace")
 
 
 def _spawn_and_wait(
