@@ -38,6 +38,7 @@ class _Prompter:
 
 module = types.ModuleType("askgate.prompters.server")
 module.from_env = lambda env: _Prompter()
+module.configured_prompter = lambda env=None: _Prompter()
 sys.modules["askgate.prompters.server"] = module
 """
 

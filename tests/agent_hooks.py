@@ -96,15 +96,18 @@ def run_hook(
 
 
 class StubServerModule(types.ModuleType):
-    """Stands in for `askgate.prompters.server` (built separately) with its documented
-    factory `from_env(env) -> Prompter | None`; the prompter it hands out is a real
-    Prompter (tests/conftest.py ScriptedPrompter)."""
+    """Stands in for `askgate.prompters.server` with its factory
+    `configured_prompter(env) -> Prompter | None` (and the older `from_env`); the prompter
+    it hands out is a real Prompter (tests/conftest.py ScriptedPrompter)."""
 
     def __init__(self, prompter: Any) -> None:
         super().__init__("askgate.prompters.server")
         self.prompter = prompter
 
     def from_env(self, env: Any) -> Any:
+        return self.prompter
+
+    def configured_prompter(self, env: Any = None) -> Any:
         return self.prompter
 
 

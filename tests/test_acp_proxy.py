@@ -203,6 +203,7 @@ def test_broken_approval_server_setup_is_a_one_line_error(tmp_path: Path) -> Non
         "def from_env(env):\n"
         "    raise RuntimeError('server misconfigured')\n"
         "m.from_env = from_env\n"
+        "m.configured_prompter = from_env\n"
         "sys.modules['askgate.prompters.server'] = m\n"
     )
     env = proxy_env(tmp_path) | {"PYTHONPATH": str(stub)}

@@ -74,8 +74,10 @@ def parse_config_args(argv: Sequence[str], command: str) -> list[str]:
 
 def audit_log(env: Mapping[str, str], client: str) -> AuditLog | None:
     from askgate.audit import AuditLog, default_log_path
+    from askgate.locations import review_log_disabled
 
-    if env.get("ASKGATE_AUDIT_LOG") == "off":
+    # "off" cannot silence the log while a managed policy file exists (askgate.locations).
+    if review_log_disabled(env):
         return None
     return AuditLog(default_log_path(env), client=client)
 

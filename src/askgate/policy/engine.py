@@ -378,7 +378,9 @@ class Policy:
                 found.append(cwd)
                 continue
             try:
-                found.append(paths.normalize(directory, cwd, self.env))
+                # `..` kept: after a physical cd through a link, `link/..` is the link
+                # target's parent, which `resolve` computes from the unfolded form.
+                found.append(paths.absolute(directory, cwd, self.env))
             except ValueError as exc:
                 note = f"the directory {directory!r} cannot be checked: {exc}"
                 return _floor(Surface.BASH, unit.command, Action.ASK, note)
