@@ -27,7 +27,7 @@ from askgate.policy.model import (
     Unit,
     UnitDecision,
 )
-from askgate.policy.rules import Evaluation, RuleSet
+from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
 
 if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy
@@ -73,6 +73,7 @@ class Policy:
         self._lookups = {}
         self._primaries: dict[tuple[str, str | None], tuple[Check, str]] = {}
         self._lookups_rule_count = len(self.rules)
+        self._roots_cache: dict[tuple[str | None, int], list[tuple[str, Rule]]] = {}
         self.default = default
         self.default_origin = default_origin
         self.yolo = yolo
@@ -261,6 +262,8 @@ class Policy:
             return _decision(surface, value, Action.ASK, [forms], units=())
         fallback = [(Surface.TOOL, tool)] if tool else []
         checks = self._path_checks(surface, forms, agent, fallback, stricter_only=False)
+        if surface is Surface.READ and tool in RECURSIVE_TOOLS:
+            checks += self._recursive_checks(forms.lexical, cwd, agent)
         if surface is not Surface.EXTERNAL_DIRECTORY:
             checks += self._external_checks(forms, agent)
         action = Action.strictest(*(c.action for c in checks if c.basis != "ignored"))
@@ -353,6 +356,59 @@ class Policy:
             context=unit.context,
         )
 
+    def _guarded_roots(self, agent: str | None) -> list[tuple[str, Rule]]:
+        """Read deny/ask rules with a literal root (`~/.ssh/**` -> ~/.ssh), for
+        recursive readers. Anywhere-patterns (`**/.env*`) have no root: they apply to
+        the paths a command names only (docs/bash.md)."""
+        key = (agent, len(self.rules))
+        cached = self._roots_cache.get(key)
+        if cached is not None:
+            return cached
+        found: list[tuple[str, Rule]] = []
+        for rule in self.rules.rules:
+            if rule.surface is not Surface.READ or rule.action is Action.ALLOW:
+                continue
+            if rule.agent is not None and rule.agent != agent:
+                continue
+            root = _literal_root(
+                expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
+            )
+            if root is not None:
+                found.append((root, rule))
+        self._roots_cache[key] = found
+        return found
+
+    def _recursive_checks(self, path: str, cwd: str, agent: str | None) -> list[Check]:
+        """A directory read with everything below it: a read deny or ask rule whose
+        literal root lies inside makes the read ask, naming the rule."""
+        roots = self._guarded_roots(agent)
+        if not roots:
+            return []
+        forms = self._resolve(path, cwd)
+        if isinstance(forms, Check):
+            return [forms]
+        checks: list[Check] = []
+        for root, rule in roots:
+            for form in forms.forms:
+                if paths.is_inside(root, form):
+                    ref = self._refs.get(id(rule)) or RuleRef.of(rule)
+                    note = (
+                        f"reads everything below {form}, including {rule.pattern!r} "
+                        f"({rule.action} by a read rule)"
+                    )
+                    checks.append(
+                        Check(
+                            surface=Surface.READ,
+                            value=form,
+                            action=Action.ASK,
+                            rule=ref,
+                            basis="floor",
+                            note=note,
+                        )
+                    )
+                    break
+        return checks
+
     def _may_run_checks(self, form: str, agent: str | None) -> list[Check]:
         """A command an unknown program may run: a matching deny or ask makes it ask."""
         action, check = self._lookup(Surface.BASH, form, agent)
@@ -407,6 +463,13 @@ class Policy:
             for path in unit_paths:
                 for directory in directories if _is_relative(path) else directories[:1]:
                     check(surface, path, directory, tighten)
+        for path in unit.recursive_reads:
+            for directory in directories if _is_relative(path) else directories[:1]:
+                key = (Surface.READ, "\x01" + path, directory)
+                found = path_memo.get(key)
+                if found is None:
+                    found = path_memo[key] = self._recursive_checks(path, directory, agent)
+                checks.extend(found)
         for word in unit.operands:
             named = _names_path(word)
             for directory in directories if _is_relative(word) else directories[:1]:
@@ -482,6 +545,24 @@ _UNSAFE_NAME = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 def _printable(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text[:200].encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# Tools that search a directory and everything below it (Claude Code's Glob and Grep,
+# pi's grep, find and ls).
+RECURSIVE_TOOLS = frozenset({"Glob", "Grep", "grep", "find", "ls"})
+_GLOB_CHARACTERS = re.compile(r"[*?\[{]")
+
+
+def _literal_root(pattern: str) -> str | None:
+    """The directory a path pattern cannot match outside of; None for anywhere-patterns."""
+    if not pattern.startswith("/"):
+        return None
+    glob = _GLOB_CHARACTERS.search(pattern)
+    if glob is None:
+        return paths.fold_lexically(pattern)
+    literal = pattern[: glob.start()]
+    root = literal.rsplit("/", 1)[0] if not literal.endswith("/") else literal
+    return paths.fold_lexically(root or "/")
 
 
 def _is_relative(path: str) -> bool:

@@ -17,7 +17,13 @@ from askgate.policy.shell.inline import (
     inline_code,
 )
 from askgate.policy.shell.links import LINK_MAKERS, made_links
-from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect
+from askgate.policy.shell.pathargs import (
+    COLLECT_NAMES,
+    RECURSIVE_NAMES,
+    Paths,
+    collect,
+    recursive_dirs,
+)
 from askgate.policy.shell.programs import (
     FOREIGN_SHELLS,
     INLINE_INTERPRETERS,
@@ -231,6 +237,8 @@ class CommandMixin(RedirectMixin):
                 paths.read(head)
         if plain_git or base in COLLECT_NAMES:
             collect(base, args, paths)
+            if base in RECURSIVE_NAMES:
+                recursive_dirs(base, args, paths)
         elif args:
             found = tails(argv)
             if found.shell is not None or found.scripts:
@@ -421,6 +429,7 @@ class CommandMixin(RedirectMixin):
             paths.unknown(args)
         if extra.used:
             paths.unknown(extra.option_words)
+            paths.recursive.extend(extra.recursive)
             for path in extra.reads:
                 paths.read(path)
             for path in extra.writes:
@@ -440,6 +449,8 @@ class CommandMixin(RedirectMixin):
             context = interpreter_context(name, primary) or context
         for value in environment_values:
             paths.operand(value)
+        if name in RECURSIVE_NAMES:
+            recursive_dirs(name, args, paths)
         if name is not None and (name in _CODE_NAMES or is_interpreter(name)):
             self.code_paths(name, args, paths, floors, piped or redirects.stdin is not None)
         if name in LINK_MAKERS:
@@ -682,13 +693,14 @@ class CommandMixin(RedirectMixin):
 class _Extra:
     """What the wrapper layers peeled so far contribute to the final unit (_NO_EXTRA: none)."""
 
-    __slots__ = ("cwd", "option_words", "reads", "used", "writes")
+    __slots__ = ("cwd", "option_words", "reads", "recursive", "used", "writes")
 
     def __init__(self) -> None:
         self.cwd: list[Word] = []
         self.reads: list[str] = []
         self.writes: list[str] = []
         self.option_words: list[Word] = []
+        self.recursive: list[str] = []
         self.used = False
 
     def absorb(self, layer: Peel, floors: list[str]) -> None:
@@ -701,6 +713,7 @@ class _Extra:
         self.cwd.extend(layer.cwd)
         self.reads.extend(layer.reads)
         self.writes.extend(layer.writes)
+        self.recursive.extend(layer.recursive)
         self.option_words.extend(layer.option_words)
 
 

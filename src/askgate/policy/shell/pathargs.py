@@ -405,3 +405,66 @@ def _compressor(args: Sequence[Word], paths: Paths) -> None:
         paths.write(value.text)
     for word in result.operands:
         (paths.read if to_stdout else paths.write)(word.text)
+
+
+# --- recursive readers ------------------------------------------------------------------
+
+_GREPS = names("grep egrep fgrep zgrep")
+_SEARCHERS = names("rg ag ack ripgrep")
+_WALKERS = names("find fd fdfind du tree")
+_COPIERS = names("cp rsync scp")
+RECURSIVE_NAMES = _GREPS | _SEARCHERS | _WALKERS | names("ls tar bsdtar gtar zip") | _COPIERS
+_RECURSIVE_FLAG = re.compile(r"^-[A-Za-z]*[rR]")
+
+
+def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
+    """Directories `name args…` reads with everything below them (Paths.recursive).
+
+    The argument parsing is deliberately loose: a word taken for a directory by mistake
+    only adds a check (a read deny/ask rule inside it makes the unit ask)."""
+    if name not in RECURSIVE_NAMES:
+        return
+    texts = [w.text for w in args if w.static]
+    operands = [t for t in texts if not t.startswith("-") or t == "-"]
+    flagged = any(
+        _RECURSIVE_FLAG.match(t) or t in ("--recursive", "--dereference-recursive", "--archive")
+        for t in texts
+    )
+    found: list[str] = []
+    if name in _GREPS:
+        if not flagged and "--directories=recurse" not in texts:
+            return
+        explicit = any(t in ("-e", "-f", "--regexp", "--file") or t.startswith("--regexp=")
+                       for t in texts)  # fmt: skip
+        found = operands if explicit else operands[1:]
+        found = found or ["."]
+    elif name in _SEARCHERS:
+        explicit = any(t in ("-e", "-f", "--regexp", "--file", "--files") for t in texts)
+        found = (operands if explicit else operands[1:]) or ["."]
+    elif name in ("find",):
+        for text in texts:
+            if text.startswith(("-", "(", "!")):
+                break
+            found.append(text)
+        found = found or ["."]
+    elif name in ("fd", "fdfind"):
+        found = operands[1:] or ["."]
+    elif name in ("du", "tree"):
+        found = operands or ["."]
+    elif name == "ls":
+        if flagged and not any(t == "-d" for t in texts):
+            found = operands or ["."]
+    elif name in ("tar", "bsdtar", "gtar"):
+        first = texts[0] if texts else ""
+        mode = first.lstrip("-") if not first.startswith("--") else ""
+        if "c" in mode or "--create" in texts:
+            rest = operands[1:] if not first.startswith("-") else operands
+            found = rest[1:] if "f" in mode else rest  # the archive is f's value
+    elif name == "zip":
+        if flagged:
+            found = operands[1:]
+    elif name in _COPIERS and (flagged or any(re.match(r"^-[A-Za-z]*a", t) for t in texts)):
+        found = operands[:-1]
+    for text in found:
+        if _is_path(text) and not _URL.match(text) and text not in paths.recursive:
+            paths.recursive.append(text)
