@@ -7,6 +7,7 @@ does that.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy
 
 MAX_VALUE_LENGTH = 100_000
+# An unquoted glob in a bash command is expanded when deciding, up to this many names.
+MAX_GLOB_MATCHES = 256
 # Lookups are pure given the rules, so their results are remembered per value (a bounded
 # memo: cleared when full, never used for values so long that keeping them costs memory).
 _LOOKUP_CACHE_LIMIT = 8_192
@@ -458,26 +461,55 @@ class Policy:
                 path_memo[key] = found
             checks.extend(found)
 
+        globbed = unit.globbed
+
+        def named(path: str, directory: str) -> list[str]:
+            if not globbed or path not in globbed:
+                return [path]
+            matches = self._expand_glob(path, directory)
+            if matches is None:
+                note = f"the glob {path!r} names more than {MAX_GLOB_MATCHES} files"
+                checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
+                return []
+            return matches
+
         for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
             tighten = consent and surface is Surface.WRITE
-            for path in unit_paths:
-                for directory in directories if _is_relative(path) else directories[:1]:
-                    check(surface, path, directory, tighten)
-        for path in unit.recursive_reads:
-            for directory in directories if _is_relative(path) else directories[:1]:
-                key = (Surface.READ, "\x01" + path, directory)
-                found = path_memo.get(key)
-                if found is None:
-                    found = path_memo[key] = self._recursive_checks(path, directory, agent)
-                checks.extend(found)
-        for word in unit.operands:
-            named = _names_path(word)
-            for directory in directories if _is_relative(word) else directories[:1]:
-                if named or _exists(directory, word):
-                    # Role unknown: read, and a write that can only tighten.
-                    check(Surface.READ, word, directory)
-                    check(Surface.WRITE, word, directory, tighten=True)
+            for written in unit_paths:
+                for directory in directories if _is_relative(written) else directories[:1]:
+                    for path in named(written, directory):
+                        check(surface, path, directory, tighten)
+        for written in unit.recursive_reads:
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for path in named(written, directory):
+                    key = (Surface.READ, "\x01" + path, directory)
+                    found = path_memo.get(key)
+                    if found is None:
+                        found = path_memo[key] = self._recursive_checks(path, directory, agent)
+                    checks.extend(found)
+        for written in unit.operands:
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for word in named(written, directory):
+                    if _names_path(word) or _exists(directory, word):
+                        # Role unknown: read, and a write that can only tighten.
+                        check(Surface.READ, word, directory)
+                        check(Surface.WRITE, word, directory, tighten=True)
         return checks
+
+    def _expand_glob(self, pattern: str, directory: str) -> list[str] | None:
+        """What bash would expand an unquoted glob to in `directory` (no dotfiles unless
+        the pattern spells the dot; no match: the pattern itself); None when it names
+        more than MAX_GLOB_MATCHES files."""
+        try:
+            expanded = paths.expand_user(pattern, self.env, cwd=directory)
+            matches = []
+            for match in glob.iglob(expanded, root_dir=directory):
+                matches.append(match)
+                if len(matches) > MAX_GLOB_MATCHES:
+                    return None
+        except (ValueError, OSError):
+            return None
+        return sorted(matches) or [pattern]
 
     def _tightening_checks(
         self, surface: Surface, path: str, cwd: str, agent: str | None

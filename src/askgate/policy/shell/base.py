@@ -78,6 +78,7 @@ class Base:
     visited: set[int]
     sink: SinkLike
     piped_text: str | None  # what the previous pipeline stage is known to print
+    loop_values: dict[str, Word]  # `for f in GLOB`: what `$f` stands for in the body
 
     # Provided by Walker.
     def nested(self, node: Node, kind: str, state: Cwd, frame: Frame) -> None:

@@ -138,6 +138,8 @@ class CommandMixin(RedirectMixin):
             redirect_nodes.extend(extra_redirects)
         groups = self.group(word_nodes)
         argv = self.arguments(groups, state, frame)
+        if self.loop_values:
+            argv = [self.loop_value(word) for word in argv]
         if (
             not (assignments or redirect_nodes or bodies)
             and argv
@@ -189,6 +191,17 @@ class CommandMixin(RedirectMixin):
                 self.piped_text = redirects.stdin_text
             self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
             self.piped_text = None
+
+    def loop_value(self, word: Word) -> Word:
+        """`$f` inside `for f in src/*.py; do …; done` is that glob (walker.loop_variable)."""
+        source = word.source
+        if not source.startswith(("$", '"$')):
+            return word
+        name = source.strip('"')[1:].removeprefix("{").removesuffix("}")
+        value = self.loop_values.get(name)
+        if value is None or source.strip('"') not in (f"${name}", f"${{{name}}}"):
+            return word
+        return Word(value.text, value.source, value.dynamic)
 
     def plain(
         self, node: Node, groups: list[list[Node]], argv: list[Word], state: Cwd, frame: Frame
@@ -288,9 +301,13 @@ class CommandMixin(RedirectMixin):
         """Peel wrappers off argv and emit the resulting unit(s)."""
         floors = list(floors)
         harmless = _harmless_dynamic(argv)
+        globbed: list[str] = []
         for word in argv:
-            if word.dynamic and word is not argv[0] and not harmless(word):
-                floors.append(f"argument is only known at run time: {word.dynamic}")
+            if word.dynamic and word is not argv[0]:
+                if _glob_only(word) and harmless(word):
+                    globbed.append(word.text)  # expanded when the engine decides
+                elif not harmless(word):
+                    floors.append(f"argument is only known at run time: {word.dynamic}")
         layers: list[list[Word]] = []
         values: list[str] = []
         if assigned:
@@ -307,7 +324,9 @@ class CommandMixin(RedirectMixin):
                 extra = _Extra()
             extra.absorb(layer, floors)
             if layer.keep or not (layer.inner or layer.scripts or layer.extra):
-                self.emit(current, layers, floors, extra, redirects, state, frame, piped, values)
+                self.emit(
+                    current, layers, floors, extra, redirects, state, frame, piped, values, globbed
+                )
                 self.spawn(layer, current, layers, floors, extra, redirects, state, frame)
                 return
             if layer.scripts or layer.extra:
@@ -316,7 +335,16 @@ class CommandMixin(RedirectMixin):
                 )
                 if not produced:
                     self.emit(
-                        current, layers, floors, extra, redirects, state, frame, piped, values
+                        current,
+                        layers,
+                        floors,
+                        extra,
+                        redirects,
+                        state,
+                        frame,
+                        piped,
+                        values,
+                        globbed,
                     )
                 if not layer.inner:
                     return
@@ -332,7 +360,7 @@ class CommandMixin(RedirectMixin):
             floors.append("too many nested wrappers")
         if not current:
             current = layers.pop()
-        self.emit(current, layers, floors, extra, redirects, state, frame, piped, values)
+        self.emit(current, layers, floors, extra, redirects, state, frame, piped, values, globbed)
         self.after(current, state)
 
     def spawn(
@@ -392,6 +420,7 @@ class CommandMixin(RedirectMixin):
         frame: Frame,
         piped: bool,
         environment_values: Sequence[str] = (),
+        globbed: Sequence[str] = (),
     ) -> None:
         floors = list(floors)
         head = primary[0]
@@ -449,6 +478,8 @@ class CommandMixin(RedirectMixin):
             context = interpreter_context(name, primary) or context
         for value in environment_values:
             paths.operand(value)
+        if globbed:
+            paths.globbed.extend(globbed)
         if name in RECURSIVE_NAMES:
             recursive_dirs(name, args, paths)
         if name is not None and (name in _CODE_NAMES or is_interpreter(name)):
@@ -667,6 +698,9 @@ class CommandMixin(RedirectMixin):
                 other_cwds=tuple("" if p is None else p for p in known[1:]),
                 operands=tuple(p for p in operands if p not in writes) if operands else (),
                 recursive_reads=tuple(recursive),
+                globbed=tuple(dict.fromkeys(paths.globbed))
+                if paths is not None and paths.globbed and not frame.remote
+                else (),
                 may_run=tuple(dict.fromkeys(paths.may_run))
                 if paths is not None and paths.may_run and not frame.remote
                 else (),
@@ -799,15 +833,23 @@ def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
 
     def harmless(word: Word) -> bool:
         reason = word.dynamic or ""
+        if runs_code or ";" in reason:
+            return False
+        if _glob_only(word):
+            return True
         return (
-            not runs_code
-            and reason.startswith("process substitution")
-            and ";" not in reason
+            reason.startswith("process substitution")
             and word.source.startswith(("<(", ">("))
             and word.source.endswith(")")
         )
 
     return harmless
+
+
+def _glob_only(word: Word) -> bool:
+    """An unquoted glob and nothing else run-time (`src/*.py`, not `$D/*.py`)."""
+    reason = word.dynamic or ""
+    return reason.startswith("glob in") and ";" not in reason and "\n" not in word.text
 
 
 def _compact(text: str) -> str:

@@ -128,7 +128,7 @@ def _is_path(text: str) -> bool:
 class Paths:
     """Mutable accumulator used while building one unit."""
 
-    __slots__ = ("may_run", "operands", "reads", "recursive", "writes")
+    __slots__ = ("globbed", "may_run", "operands", "reads", "recursive", "writes")
 
     def __init__(self) -> None:
         self.reads: list[str] = []
@@ -136,6 +136,7 @@ class Paths:
         self.operands: list[str] = []  # role unknown: read and (tightening) write
         self.recursive: list[str] = []  # directories read with everything below them
         self.may_run: list[str] = []  # commands an unknown program may run (unknown.py)
+        self.globbed: list[str] = []  # unquoted globs among the words (expanded later)
 
     def read(self, text: str) -> None:
         if _is_path(text) and text not in self.reads:

@@ -120,6 +120,8 @@ class Walker(BuiltinMixin):
         self.nesting = 0
         self.piped_text: str | None = None
         self.shallow = False  # set by sweep(): substitutions are handled one by one
+        # `for f in src/*.py`: inside the body, `$f` stands for this word (loop_variable).
+        self.loop_values: dict[str, Word] = {}
 
     # -- entry points -------------------------------------------------------------
 
@@ -424,6 +426,29 @@ class Walker(BuiltinMixin):
             state.lose("runs in a loop that changes directory")
             self.loop_parts(node, state, frame, piped)
 
+    def loop_variable(self, node: Node, state: Cwd, frame: Frame) -> tuple[str, Word] | None:
+        """`for f in ONE_WORD` whose value is static or a glob, and a body that does not
+        set f: inside the body `$f` / "$f" stand for that word (a glob is expanded when
+        the engine decides)."""
+        if node.type != "for_statement":
+            return None
+        variable = node.child_by_field_name("variable")
+        values = node.children_by_field_name("value")
+        body = node.child_by_field_name("body")
+        if variable is None or len(values) != 1 or body is None:
+            return None
+        name = self.text(variable)
+        word = self.words(values, Cwd(), Frame())
+        if len(word) != 1 or not (word[0].static or (word[0].dynamic or "").startswith("glob")):
+            return None
+        if ";" in (word[0].dynamic or "") or re.search(
+            rf"\b{re.escape(name)}\+?=|\b(?:read|mapfile|readarray|getopts|printf|declare|"
+            rf"local|typeset|export|let|unset|eval|source)\b|\.\s",
+            self.text(body),
+        ):
+            return None
+        return name, word[0]
+
     def loop_parts(self, node: Node, state: Cwd, frame: Frame, piped: bool) -> None:
         if node.type == "c_style_for_statement":
             header = [c for c in node.children if c.type != "do_group" and c.is_named]
@@ -434,6 +459,7 @@ class Walker(BuiltinMixin):
             text = " ".join(self.src[node.start_byte : end].decode("utf-8", "replace").split())
             reason = "arithmetic loops evaluate variables, which can run commands"
             self.add_unit(text, (), (), (), [reason], frame, state, "arithmetic")
+        loop_value = self.loop_variable(node, state, frame)
         for index, child in enumerate(node.children):
             kind = child.type
             if kind == "select":
@@ -447,6 +473,16 @@ class Walker(BuiltinMixin):
                 self.words([child], state, frame)
             elif field == "variable":
                 continue
+            elif field == "body" and loop_value is not None:
+                previous = self.loop_values.get(loop_value[0])
+                self.loop_values[loop_value[0]] = loop_value[1]
+                try:
+                    self.statement(child, state, frame, piped)
+                finally:
+                    if previous is None:
+                        del self.loop_values[loop_value[0]]
+                    else:
+                        self.loop_values[loop_value[0]] = previous
             else:
                 self.statement(child, state, frame, piped)
 
