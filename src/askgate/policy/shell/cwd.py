@@ -19,7 +19,7 @@ from askgate.policy.shell.words import Word
 # A directory only known at run time (never a real path: it holds a NUL).
 UNKNOWN = "\x00unknown"
 # More possibilities than this and the set becomes "somewhere unknown".
-MAX_CONFIGS = 8
+MAX_CONFIGS = 32
 _TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/.*)?$")
 _ROTATION = re.compile(r"^[+-][0-9]+$")
 
