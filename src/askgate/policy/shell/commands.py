@@ -531,6 +531,7 @@ class CommandMixin(RedirectMixin):
                 paths.read(path)
             for path in code.writes:
                 paths.write(path)
+                paths.operand(path)  # -i reads the file before writing it
             for path in code.operands:
                 paths.operand(path)
         if name in AWKS:
@@ -696,7 +697,7 @@ class CommandMixin(RedirectMixin):
                 writes=tuple(writes),
                 cwd=first,
                 other_cwds=tuple("" if p is None else p for p in known[1:]),
-                operands=tuple(p for p in operands if p not in writes) if operands else (),
+                operands=tuple(operands),
                 recursive_reads=tuple(recursive),
                 globbed=tuple(dict.fromkeys(paths.globbed))
                 if paths is not None and paths.globbed and not frame.remote

@@ -40,6 +40,7 @@ FILE_TESTS = names("-e -f -d -r -w -x -s -L -h -b -c -p -S -g -u -k -O -G -N -a"
 NO_PATH_COMMANDS = frozenset({"echo", "printf", ":", "true", "false"})
 
 _TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
+_FILE_NAME = re.compile(r"^[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}$")  # `x.xml`, `.env.local`
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SCP_REMOTE = re.compile(r"^[^/]*:")
 _NAME_EQ = re.compile(r"^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*=")
@@ -99,7 +100,11 @@ def operand_value(word: Word) -> str | None:
         return None
     if text.startswith("-"):
         _, eq, value = text.partition("=")
-        text = value if eq else ""
+        if eq and value and "/" not in value and _FILE_NAME.match(value):
+            return "./" + value  # `--junitxml=out.xml`: a file, whether it exists or not
+        # `-c.env`: maybe an attached value (checked only if it exists).
+        attached = text[2:] if len(text) > 2 and text[1] != "-" else ""
+        text = value if eq else attached
     elif "=" in text:
         match = _NAME_EQ.match(text)
         if match:
@@ -233,6 +238,9 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
     kind = spec.kind
     if kind == "read" and name in ("sed", "gsed") and result.has("-i", "--in-place"):
         kind = "write"
+        operands = list(operands)
+        for word in operands:
+            paths.operand(word.text)  # read before it is written
     if kind == "read":
         for word in operands:
             if not _URL.match(word.text) or url_path(word.text):
@@ -240,6 +248,8 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
     elif kind == "write":
         for word in operands:
             paths.write(word.text)
+            if name in READS_WHAT_IT_WRITES:
+                paths.operand(word.text)
     elif kind == "copy":
         if result.values("-t", "--target-directory") or len(operands) < 2:
             sources = operands
@@ -252,6 +262,11 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
     elif kind == "none":
         paths.generic(operands)
 
+
+# Writers that read the files they write first (an editor opens what it saves).
+READS_WHAT_IT_WRITES = names(
+    "vi vim nvim nano emacs ed ex pico micro hx kak sqlite3 patch view gvim rvim"
+)
 
 # Names collect() has a rule for; for every other name it is `paths.generic(args)`.
 COLLECT_NAMES = frozenset(
