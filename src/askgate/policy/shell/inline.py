@@ -35,26 +35,26 @@ _NODE = ("node", "nodejs", "bun", "deno")
 _RUNS = {
     "perl": re.compile(
         r"\bsystem\b|\bexec\b|`|\bqx\b|\bopen\d?\s*\(?[^;]*(?:\|\s*['\"]|['\"][^'\"]*\|)|"
-        r"\beval\b|\bfork\b|\bpipe\b|\bIPC::|\bdo\s*['\"]|\brequire\b|\bsyscall\b"
+        r"\beval\b|\bfork\b|\bpipe\b|\bIPC::|\bdo\s*['\"]|\brequire\b|\bsyscall\b|\b(?:sym)?link\b"
     ),
     "ruby": re.compile(
         r"\bsystem\b|\bexec\b|`|%x|\bspawn\b|\bpopen|\bOpen3\b|\beval\b|\bfork\b|"
-        r"\bsyscall\b|\binstance_eval\b|\bsend\b|\bKernel\b|\bopen\s*\(\s*['\"]\|"
+        r"\bsyscall\b|\binstance_eval\b|\bsend\b|\bKernel\b|\bopen\s*\(\s*['\"]\||\b(?:sym)?link\b"
     ),
     "python": re.compile(
         r"\bsubprocess\b|\bos\s*\.\s*(?:system|popen|exec|spawn|posix_spawn|fork)|\bpty\b|"
         r"\bexec\s*\(|\beval\s*\(|__import__|\bimportlib\b|\bgetattr\b|\bctypes\b|"
         r"\bcompile\s*\(|\bcommands\b|\bmultiprocessing\b|\bplatform\s*\.\s*popen|"
-        r"\bfrom\s+os\s+import\b|\brunpy\b|\bcode\s*\.\s*interact"
+        r"\bfrom\s+os\s+import\b|\brunpy\b|\bcode\s*\.\s*interact|\b(?:sym)?link(?:_to)?\b"
     ),
     "node": re.compile(
         r"child_process|\bexec\w*\s*\(|\bspawn\w*\s*\(|\beval\s*\(|\bFunction\s*\(|"
         r"process\s*\.\s*binding|\bimport\s*\(|\brequire\s*\(\s*[^'\"]|\bvm\b|\bworker_threads\b|"
-        r"\bDeno\s*\.\s*(?:run|Command)|\bBun\s*\.\s*(?:spawn|\$)"
+        r"\bDeno\s*\.\s*(?:run|Command)|\bBun\s*\.\s*(?:spawn|\$)|\b(?:sym)?link(?:Sync)?\b"
     ),
     "php": re.compile(
         r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|"
-        r"create_function|call_user_func\w*|mail|putenv|dl)\s*\(|`|\$\w+\s*\("
+        r"create_function|call_user_func\w*|mail|putenv|dl|symlink|link)\s*\(|`|\$\w+\s*\("
     ),
 }
 # Quoted string literals (no escapes spanning quotes needed: we only want path-looking ones).
@@ -137,7 +137,7 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
     result = InlineCode()
     program = "\n".join(code)
     if _RUNS[key].search(program):
-        result.floor = f"the {name} code can run other programs or evaluate strings"
+        result.floor = f"the {name} code can run other programs, evaluate strings or make links"
     for match in _LITERAL.finditer(program):
         literal = match.group(1) or match.group(2) or ""
         if _names_path(literal):

@@ -21,11 +21,20 @@ from askgate.policy.shell.words import Word
 
 Link = tuple[str, str | None]  # (name as written, target as written or None = unknown)
 Made = tuple[str, str | None, int]  # a Link and the index of the unit that made it
-LINK_MAKERS = frozenset({"ln", "link", "cp", "mv"})
+LINK_MAKERS = frozenset({"ln", "link", "cp", "mv", "mount"})
 
 
 def made_links(name: str, args: Sequence[Word], known: Sequence[Made]) -> list[Link]:
     """The links `name args…` makes (cp only with -s/-l; mv only renaming a link)."""
+    if name == "mount":
+        # `mount --bind SRC DST` (or -B, --rbind, -o bind): DST shows SRC.
+        texts = [w.text for w in args]
+        binding = any(t in ("--bind", "-B", "--rbind", "-R") or "bind" in t for t in texts)
+        operands = [w for w in args if not w.text.startswith("-") and "bind" not in w.text]
+        if not binding or len(operands) < 2:
+            return []
+        source, target = operands[-2], operands[-1]
+        return [(target.text if target.static else "\x00", source.text if source.static else None)]
     result = scan(args, "tS", frozenset({"--target-directory", "--suffix", "--backup"}),
                   permute=True)  # fmt: skip
     if name == "cp" and not result.has(
