@@ -682,6 +682,8 @@ ENGINE_GROUPS: dict[str, tuple[E, ...]] = {
         E('cat <<< $((x))', 'blocked'),
         E("bash -c 'echo ${!x}'", 'blocked'),
         E('declare -i n; n=x', 'blocked'),
+        E("x='a[$(id)]'; cat <<E\n$((x))\nE", 'blocked', note='tree-sitter reads $(( in a heredoc as $( ('),
+        E("x='a[$(id)]'; echo ${y:=$((x))}", 'blocked'),
         E('echo $((1 + 2))', 'allow'),
         E('n=5; echo $((n * 2))', 'allow'),
         E('echo ${#x} ${x:1:2} ${x%.py} ${!prefix*} ${arr[@]}', 'allow'),
