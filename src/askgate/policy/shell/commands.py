@@ -811,6 +811,7 @@ _PRINTED_ONLY = (
     "brace expansion",
     "tilde expansion",
     "arithmetic expansion",
+    "command substitution",  # its commands are units of their own
 )
 
 
@@ -834,10 +835,14 @@ def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
 
     def harmless(word: Word) -> bool:
         reason = word.dynamic or ""
-        if runs_code or ";" in reason:
+        if ";" in reason:
             return False
         if _glob_only(word):
-            return True
+            # A glob with a literal start (`src/*.py`) cannot expand to an option such as
+            # `-c`; a bare `*` given to a shell or interpreter could.
+            return not runs_code or word.source[:1] not in "*?["
+        if runs_code:
+            return False
         return (
             reason.startswith("process substitution")
             and word.source.startswith(("<(", ">("))

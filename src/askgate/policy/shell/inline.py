@@ -179,10 +179,17 @@ def _names_path(literal: str) -> bool:
 _INTERACTIVE = frozenset({"ed", "red", "ex", "dc", "sftp", "ftp", "gnuplot", "psql", "mysql",
                           "mariadb", "sqlite3", "sqlite", "duckdb", "bc", "jshell"})  # fmt: skip
 _ALWAYS = frozenset({"ed", "red", "ex", "dc"})  # their input is commands, `!` runs a shell
+# sqlite3 dot-commands that run programs or touch files, and SQL functions that do.
+_SQLITE_ESCAPE = re.compile(
+    r"(?:^|[\n;])\s*\.(?:shell|system|output|once|import|read|load|open|save|backup|restore|"
+    r"cd|log|excel|clone|archive|ar|trace|iotrace|testcase|www|sha3sum|dbinfo\s+\S)|"
+    r"\b(?:edit|readfile|writefile|load_extension|fts3_tokenizer|lsdir)\s*\(",
+    re.I,
+)
 _ESCAPE = {
-    "sqlite3": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
-    "sqlite": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
-    "duckdb": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
+    "sqlite3": _SQLITE_ESCAPE,
+    "sqlite": _SQLITE_ESCAPE,
+    "duckdb": _SQLITE_ESCAPE,
     "psql": re.compile(r"\\!|\\o\s*\||\\copy|\\g\s*\||\\i|\\w|\\setenv|\\gexec"),
     "mysql": re.compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
     "mariadb": re.compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
