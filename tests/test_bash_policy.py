@@ -267,3 +267,16 @@ def test_a_literal_rule_does_not_speak_for_a_path_in_an_unknown_directory(projec
     policy = _strict(project, ("bash", "rm -rf ./build", "allow"), ("bash", "cd *", "allow"))
     decision = policy.decide("bash", 'cd "$X" && rm -rf ./build', cwd=str(project))
     assert decision.action is Action.ASK
+
+
+def test_cdpath_in_the_environment_makes_a_relative_cd_unknown(project) -> None:
+    rules = [_rule("bash", "*", "allow", str(project))]
+    with_cdpath = Policy(
+        rules,
+        project_root=str(project),
+        default=Action.ALLOW,
+        env={"HOME": "/home/u", "CDPATH": "/etc"},
+    )
+    decision = with_cdpath.decide("bash", "cd ssh && cat id_rsa", cwd=str(project))
+    assert decision.action is Action.ASK
+    assert with_cdpath.decide("bash", "cd src && make", cwd=str(project)).action is Action.ALLOW

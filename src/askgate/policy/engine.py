@@ -449,6 +449,13 @@ class Policy:
         if isinstance(directories, Check):
             return [directories]
         checks: list[Check] = []
+        if self.env.get("CDPATH") and any(
+            d and _is_relative(d) and not d.startswith("$") for d in (unit.cwd, *unit.other_cwds)
+        ):
+            # `cd NAME` searches $CDPATH first: the directory is not known.
+            if any(_is_relative(p) for p in (*unit.reads, *unit.writes, *unit.recursive_reads)):
+                note = "CDPATH is set, so a relative cd may lead anywhere"
+                checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
 
         def check(surface: Surface, path: str, directory: str, tighten: bool = False) -> None:
             key = (surface, ("\x00" + path) if tighten else path, directory)
