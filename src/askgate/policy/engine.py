@@ -449,13 +449,9 @@ class Policy:
         if isinstance(directories, Check):
             return [directories]
         checks: list[Check] = []
-        if self.env.get("CDPATH") and any(
-            d and _is_relative(d) and not d.startswith("$") for d in (unit.cwd, *unit.other_cwds)
-        ):
-            # `cd NAME` searches $CDPATH first: the directory is not known.
-            if any(_is_relative(p) for p in (*unit.reads, *unit.writes, *unit.recursive_reads)):
-                note = "CDPATH is set, so a relative cd may lead anywhere"
-                checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
+        if self.env.get("CDPATH") and _cdpath_matters(unit):
+            note = "CDPATH is set, so a relative cd may lead anywhere"
+            checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
 
         def check(surface: Surface, path: str, directory: str, tighten: bool = False) -> None:
             key = (surface, ("\x00" + path) if tighten else path, directory)
@@ -607,6 +603,16 @@ def _literal_root(pattern: str) -> str | None:
 def _is_relative(path: str) -> bool:
     """A path word whose meaning depends on the working directory."""
     return not path.startswith(("/", "~")) and not (path == "$HOME" or path.startswith("$HOME/"))
+
+
+def _cdpath_matters(unit: Unit) -> bool:
+    """A unit moved by a relative `cd` (searched in $CDPATH first) naming a relative path."""
+    moved = any(
+        d and _is_relative(d) and not d.startswith("$") for d in (unit.cwd, *unit.other_cwds)
+    )
+    return moved and any(
+        _is_relative(p) for p in (*unit.reads, *unit.writes, *unit.recursive_reads)
+    )
 
 
 def _names_path(word: str) -> bool:
