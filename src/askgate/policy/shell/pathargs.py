@@ -238,18 +238,12 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
     kind = spec.kind
     if kind == "read" and name in ("sed", "gsed") and result.has("-i", "--in-place"):
         kind = "write"
-        operands = list(operands)
-        for word in operands:
-            paths.operand(word.text)  # read before it is written
     if kind == "read":
         for word in operands:
             if not _URL.match(word.text) or url_path(word.text):
                 paths.read(url_path(word.text) or word.text)
     elif kind == "write":
-        for word in operands:
-            paths.write(word.text)
-            if name in READS_WHAT_IT_WRITES:
-                paths.operand(word.text)
+        _write_operands(name, operands, paths)
     elif kind == "copy":
         if result.values("-t", "--target-directory") or len(operands) < 2:
             sources = operands
@@ -265,8 +259,17 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
 
 # Writers that read the files they write first (an editor opens what it saves).
 READS_WHAT_IT_WRITES = names(
-    "vi vim nvim nano emacs ed ex pico micro hx kak sqlite3 patch view gvim rvim"
+    "vi vim nvim nano emacs ed ex pico micro hx kak sqlite3 patch view gvim rvim sed gsed"
 )
+
+def _write_operands(name: str, operands: Sequence[Word], paths: Paths) -> None:
+    """A writer's operands; an editor or `sed -i` reads them first, too."""
+    reads_first = name in READS_WHAT_IT_WRITES
+    for word in operands:
+        paths.write(word.text)
+        if reads_first:
+            paths.operand(word.text)
+
 
 # Names collect() has a rule for; for every other name it is `paths.generic(args)`.
 COLLECT_NAMES = frozenset(
