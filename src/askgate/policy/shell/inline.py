@@ -206,6 +206,7 @@ _BATCH_EDITOR = {
 }  # fmt: skip
 _VIMS = ("vim", "vi", "nvim", "view", "vimdiff", "gvim", "rvim")
 _SCRIPT_FROM_STDIN = {  # program -> options whose value `-` (or /dev/stdin) is the script
+    "expect": ("-f",),
     "sed": ("-f", "--file"),
     "gsed": ("-f", "--file"),
     "make": ("-f", "--file", "--makefile"),

@@ -165,6 +165,10 @@ class Paths:
             value = operand_value(word)
             if value is not None and value not in self.operands:
                 self.operands.append(value)
+                # `git show HEAD:.env`, `host:path`: the part after a colon may be a file.
+                _, colon, after = value.partition(":")
+                if colon and after and not after.startswith("//") and after not in self.operands:
+                    self.operands.append(after)
 
     def operand(self, text: str) -> None:
         if _is_path(text) and not _URL.match(text) and text not in self.operands:
@@ -261,6 +265,7 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
 READS_WHAT_IT_WRITES = names(
     "vi vim nvim nano emacs ed ex pico micro hx kak sqlite3 patch view gvim rvim sed gsed"
 )
+
 
 def _write_operands(name: str, operands: Sequence[Word], paths: Paths) -> None:
     """A writer's operands; an editor or `sed -i` reads them first, too."""
