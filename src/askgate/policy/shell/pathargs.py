@@ -114,6 +114,14 @@ def operand_value(word: Word) -> str | None:
     return text
 
 
+# Options whose separate value is, by its name, a file written or read.
+_OUTPUT_OPTION = re.compile(
+    r"^(?:-[oOfw]|--?\w*(?:out|log|file|write|dump|save|dest|export|report|junit|keyout|"
+    r"cert|key|trace|record)\w*)$",
+    re.I,
+)
+_BARE_NAME = re.compile(r"^[\w.][\w.+-]*$")
+
 _CHMOD_MODE = re.compile(r"^-[rwxXstugoa]+$")
 
 
@@ -161,7 +169,12 @@ class Paths:
         """Arguments of a program whose use of them is unknown: path-looking ones are
         reads (as before), and every word that may name a file is an operand."""
         self.generic(words)
+        previous = ""
         for word in words:
+            if _OUTPUT_OPTION.match(previous) and word.static and _BARE_NAME.match(word.text):
+                # `tool -o out`, `openssl rand -out hosts`: a file, whether it exists or not.
+                self.operand("./" + word.text)
+            previous = word.text if word.static else ""
             value = operand_value(word)
             if value is not None and value not in self.operands:
                 self.operands.append(value)
