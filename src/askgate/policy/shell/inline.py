@@ -139,7 +139,7 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
     if _RUNS[key].search(program):
         result.floor = f"the {name} code can run other programs, evaluate strings or make links"
     for match in _LITERAL.finditer(program):
-        literal = match.group(1) or match.group(2) or ""
+        literal = _open_mode(match.group(1) or match.group(2) or "")
         if _names_path(literal):
             result.operands.append(literal)
     for word in operands:
@@ -158,20 +158,26 @@ def awk_paths(program: str) -> tuple[list[str], list[str]]:
     operands = [
         literal
         for m in _LITERAL.finditer(program)
-        if (literal := m.group(1) or m.group(2) or "") and _names_path(literal)
+        if (literal := _open_mode(m.group(1) or m.group(2) or "")) and _names_path(literal)
     ]
     return [o for o in operands if o not in writes], writes
+
+
+def _open_mode(literal: str) -> str:
+    """perl's two-argument open: `">/etc/hosts"`, `"+< f"`, `">> f"` name f."""
+    stripped = literal.lstrip("+<>& \t")
+    return stripped.rstrip() if stripped != literal else literal
 
 
 def _names_path(literal: str) -> bool:
     """A literal that may name a file: `/…`, `~…`, `./…`, or a dotfile-like `.env`."""
     if " " in literal or len(literal) > 1024:
         return False
-    return (
-        "/" in literal
-        or literal.startswith(("~", "."))
-        or bool(re.match(r"^[\w.-]+\.[A-Za-z0-9]{1,8}$", literal))
-    )
+    # A bare name (`'hosts'`) counts too: the engine checks it only if it exists.
+    return "/" in literal or literal.startswith(("~", ".")) or bool(_BARE.match(literal))
+
+
+_BARE = re.compile(r"^[\w][\w.+-]{0,127}$")
 
 
 # --- command languages -------------------------------------------------------------------
