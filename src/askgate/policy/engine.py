@@ -503,6 +503,8 @@ class Policy:
         """What bash would expand an unquoted glob to in `directory` (no dotfiles unless
         the pattern spells the dot; no match: the pattern itself); None when it names
         more than MAX_GLOB_MATCHES files."""
+        if sum(1 for part in pattern.split("/") if _GLOB_CHARACTERS.search(part)) > 2:
+            return None  # `/*/*/*/x*` could walk the whole disk before it answers
         try:
             expanded = paths.expand_user(pattern, self.env, cwd=directory)
             matches = []
