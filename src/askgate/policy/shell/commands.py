@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import git
@@ -815,6 +816,12 @@ _PRINTED_ONLY = (
 )
 
 
+_PROGRAM_FILE_OPTIONS = names(
+    "-f --file -x -S -K --config -F --rcfile --init-file -init --command -c --script -s "
+    "--source -l --load -I --from-file --eval -e -E -cmd -T"
+)
+
+
 def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
     """Run-time arguments that cannot change what runs or which file is touched:
     a cd/pushd target (the directory becomes unknown instead, cwd.py) and a process
@@ -832,6 +839,13 @@ def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
         w.static and (w.text.rsplit("/", 1)[-1] in _RUNS_OPERANDS or is_interpreter(w.text))
         for w in argv
     )
+    # `sed -f <(…)`, `make -f <(…)`, `curl -K <(…)`: a program or config file read from a
+    # process substitution is code nobody has seen.
+    program_files = {
+        id(word)
+        for previous, word in pairwise(argv)
+        if previous.static and previous.text in _PROGRAM_FILE_OPTIONS
+    }
 
     def harmless(word: Word) -> bool:
         reason = word.dynamic or ""
@@ -847,6 +861,7 @@ def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
             reason.startswith("process substitution")
             and word.source.startswith(("<(", ">("))
             and word.source.endswith(")")
+            and id(word) not in program_files
         )
 
     return harmless
