@@ -187,8 +187,9 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
 # or alias of that name, `enable -n`, `shopt -s cdable_vars`, CDPATH), looked for in the
 # raw text so strings run later (`bash -c '…'`) count too.
 _MOVES_REDEFINED = re.compile(
-    r"(?:\b(?:cd|pushd|popd)\s*\(\s*\)|\bfunction\s+(?:cd|pushd|popd)\b|\benable\b|"
-    r"\bcdable_vars\b|\bCDPATH\b|\bautocd\b|\balias\b)"
+    r"(?:\b(?:cd|pushd|popd)\s*\(\s*\)|\bfunction\s+(?:cd|pushd|popd)\b|"
+    r"\benable\b[^;&|\n]*\s-[a-z]*n|\bcdable_vars\b|\bCDPATH\b|\bautocd\b|"
+    r"\balias\b[^;&|\n]*\b(?:cd|pushd|popd)\s*=)"
 )
 
 
