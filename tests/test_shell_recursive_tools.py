@@ -46,7 +46,7 @@ def _decide(policy: Policy, tool: str, tool_input: dict[str, str], cwd: Path) ->
     return policy.decide(target.surface, target.value, cwd=str(cwd), tool=tool).action
 
 
-@pytest.mark.parametrize("tool", ["Glob", "Grep", "grep", "find", "ls"])
+@pytest.mark.parametrize("tool", ["Glob", "Grep", "grep", "find"])
 def test_a_search_of_the_home_directory_asks(setup, tool: str) -> None:
     policy, home, project = setup
     action = _decide(policy, tool, {"path": str(home), "pattern": "**/id_rsa"}, project)
@@ -69,8 +69,9 @@ def test_a_glob_pattern_naming_another_directory_is_that_directory(setup) -> Non
     )
 
 
-def test_a_single_file_read_is_not_recursive(setup) -> None:
+def test_a_single_file_read_or_a_listing_is_not_recursive(setup) -> None:
     policy, home, project = setup
+    assert _decide(policy, "ls", {"path": str(home)}, project) is Action.ALLOW
     assert _decide(policy, "Read", {"file_path": str(home / "notes.txt")}, project) is (
         Action.ALLOW
     )

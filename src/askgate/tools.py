@@ -79,7 +79,7 @@ def target_for(tool: str, tool_input: Mapping[str, Any], cwd: str) -> ToolTarget
 
 
 # Tools whose `pattern` is a path glob: it may name a directory of its own.
-_PATH_PATTERN_TOOLS = frozenset({"Glob", "find"})
+_PATH_PATTERN_TOOLS = frozenset({"Glob", "find", "glob"})
 _GLOB_CHARACTER = re.compile(r"[*?\[{]")
 
 

@@ -585,8 +585,10 @@ def _printable(value: object) -> str:
 
 
 # Tools that search a directory and everything below it (Claude Code's Glob and Grep,
-# pi's grep, find and ls).
-RECURSIVE_TOOLS = frozenset({"Glob", "Grep", "grep", "find", "ls"})
+# pi's grep and find, Gemini CLI's glob, grep_search and search_file_content).
+RECURSIVE_TOOLS = frozenset(
+    {"Glob", "Grep", "grep", "find", "glob", "grep_search", "search_file_content"}
+)
 _GLOB_CHARACTERS = re.compile(r"[*?\[{]")
 
 
