@@ -566,6 +566,8 @@ ENGINE_GROUPS: dict[str, tuple[E, ...]] = {
         E('cat /proc/1/root/etc/shadow', 'blocked'),
         E('cat /proc/self/fd/7', 'blocked'),
         E('cat /dev/fd/5', 'blocked'),
+        E('set -P; cd src/.. && cat x', 'blocked', note='physical cd resolves links before ..'),
+        E('cd -P src/.. && cat x', 'blocked'),
         E('cd ~root && cat .ssh/id_rsa', 'allow', note='~root is /root: not the protected home'),
         E('(cd /etc); echo x > hosts', 'allow', note='a cd in a subshell does not leak'),
         E('cd /etc & echo x > hosts', 'allow', note='nor one in the background'),

@@ -189,13 +189,13 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
 _MOVES_REDEFINED = re.compile(
     r"(?:\b(?:cd|pushd|popd)\s*\(\s*\)|\bfunction\s+(?:cd|pushd|popd)\b|"
     r"\benable\b[^;&|\n]*\s-[a-z]*n|\bcdable_vars\b|\bCDPATH\b|\bautocd\b|"
-    r"\balias\b[^;&|\n]*\b(?:cd|pushd|popd)\s*=)"
+    r"\balias\b[^;&|\n]*\b(?:cd|pushd|popd)\s*=|\bset\b[^;&|\n]*(?:\s-[a-zA-Z]*P|physical))"
 )
 
 
 def _prescan(text: str, sink: Sink) -> None:
     if ("cd" in text or "enable" in text or "alias" in text) and _MOVES_REDEFINED.search(text):
-        sink.moves_redefined = "and cd, pushd or popd may be redefined in this command"
+        sink.moves_redefined = "and this command changes what cd, pushd or popd do"
     if "lastpipe" in text:
         sink.lastpipe = True
     if "<(" in text or ">(" in text:

@@ -187,7 +187,7 @@ class Cwd:
 
     def change(self, command: str, args: Sequence[Word]) -> None:
         """Apply `cd`/`pushd`/`popd` with their arguments (options included)."""
-        no_cd = False
+        no_cd = physical = False
         operands: list[Word] = []
         ended = False
         for word in args:
@@ -203,6 +203,7 @@ class Cwd:
             ):
                 if command != "cd" and "n" in text[1:]:
                     no_cd = True
+                physical = physical or "P" in text[1:]
             else:
                 operands.append(word)
         if len(operands) > 1:
@@ -215,6 +216,10 @@ class Cwd:
             )
             return
         text = None if operand is None else _static_target(operand)
+        if physical and text is not None and ".." in text.split("/"):
+            # `cd -P link/..` is the link target's parent, which the text does not show.
+            self.lose(f"runs after `{command} -P {text}`, which resolves links first")
+            return
         step = {"cd": _cd, "pushd": _pushd, "popd": _popd}[command]
         result: list[Config] = []
         for config in self.configs:
