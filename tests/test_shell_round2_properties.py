@@ -60,7 +60,7 @@ def sandbox_policy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Policy, Pa
     return permissive_policy(home, project), project
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(_stacks)
 def test_a_stack_ending_in_a_denied_access_is_never_allowed(

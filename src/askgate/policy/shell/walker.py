@@ -234,6 +234,9 @@ class Walker(BuiltinMixin):
                 self.statement(child, state, frame, piped, tail if last else ())
                 if not state.same(before):
                     failed.append(before)
+                    if index and operators[index - 1] == "||":
+                        # `a || b`: where a succeeded, b never ran.
+                        state.union([before])
                 if failed and operators[index] != "&&":
                     # `a && b` runs b only where a succeeded; after `;`, `||` (or
                     # the end of the list) the shell may be where a failed.
