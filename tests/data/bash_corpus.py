@@ -575,6 +575,9 @@ ENGINE_GROUPS: dict[str, tuple[E, ...]] = {
         E('cd "$(git rev-parse --show-toplevel)" && make', 'allow'),
         E('cd $X && git status', 'allow'),
         E('cd src && ls', 'allow'),
+        E('cd src; ls ../README.md', 'allow', note='a cd into a directory that exists is taken to succeed'),
+        E('mkdir -p build && cd build && touch x && ls ..', 'allow'),
+        E('cd /nonexistent-dir; cat .env', 'deny', note='a cd that cannot succeed leaves the shell where it was'),
     ),
     'links made in the command': (
         E('ln -s ~ h && cat h/.ssh/id_rsa', 'deny'),

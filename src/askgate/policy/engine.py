@@ -278,7 +278,7 @@ class Policy:
         if analysis is None:
             from askgate.policy.shell import analyze
 
-            analysis = analyze(command)
+            analysis = analyze(command, cwd=cwd, home=self.home)
         # Within one decision the filesystem is taken as fixed: a path named by several
         # units is resolved and checked once.
         path_memo: dict[tuple[Surface, str, str], list[Check]] = {}

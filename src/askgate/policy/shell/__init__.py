@@ -9,13 +9,14 @@ when a unit is floored to ask.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import Any
 
 from askgate.policy.model import Action, ShellAnalysis
 from askgate.policy.shell.commands import Frame
-from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.walker import Sink, Walker
 
 __all__ = ["DEFAULT_MAX_LENGTH", "analyze"]
@@ -126,10 +127,21 @@ def _find_commands(root: Any) -> list[Any] | None:
             return found
 
 
-def analyze(command: str, *, max_length: int = DEFAULT_MAX_LENGTH) -> ShellAnalysis:
-    """Split a bash command string into units (see module docstring). Never raises."""
+def analyze(
+    command: str,
+    *,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    cwd: str | None = None,
+    home: str | None = None,
+) -> ShellAnalysis:
+    """Split a bash command string into units (see module docstring). Never raises.
+
+    Given the request's `cwd` (and `home`), a `cd` into a directory that exists and can
+    be entered is taken to succeed; without them, or for any other target, the places
+    before it stay possible too. That look is the only filesystem access."""
     try:
-        return _analyze(command, max_length)
+        probe = directory_probe(cwd, home) if cwd else None
+        return _analyze(command, max_length, probe)
     except Exception as error:  # fail closed: whatever went wrong, the answer is ask
         source = command if isinstance(command, str) else repr(command)
         return ShellAnalysis(
@@ -140,7 +152,46 @@ def analyze(command: str, *, max_length: int = DEFAULT_MAX_LENGTH) -> ShellAnaly
         )
 
 
-def _analyze(command: str, max_length: int) -> ShellAnalysis:
+def directory_probe(cwd: str, home: str | None) -> Probe:
+    """Whether a directory the analysis tracks exists and can be entered (None: unknown)."""
+    seen: dict[str | None, bool | None] = {}
+
+    def probe(path: str | None) -> bool | None:
+        if path in seen:
+            return seen[path]
+        answer: bool | None
+        try:
+            target = _absolute_directory(path, cwd, home)
+            answer = (
+                None if target is None else (os.path.isdir(target) and os.access(target, os.X_OK))
+            )
+        except (OSError, ValueError, KeyError):
+            answer = None
+        seen[path] = answer
+        return answer
+
+    return probe
+
+
+def _absolute_directory(path: str | None, cwd: str, home: str | None) -> str | None:
+    if path is None:
+        return cwd
+    if "\x00" in path or path.startswith("$PWD"):
+        return None
+    if path == "~" or path.startswith("~/") or path == "$HOME" or path.startswith("$HOME/"):
+        if not home:
+            return None
+        rest = path[1:] if path.startswith("~") else path[5:]
+        return home + rest
+    if path.startswith("~"):
+        import pwd
+
+        name, _, rest = path[1:].partition("/")
+        return os.path.join(pwd.getpwnam(name).pw_dir, rest)
+    return os.path.join(cwd, path)
+
+
+def _analyze(command: str, max_length: int, probe: Probe | None = None) -> ShellAnalysis:
     if not isinstance(command, str):
         return _ask(repr(command), "the command is not a string")
     if not command.strip(_BLANK):
@@ -162,6 +213,7 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
     if root.has_error:
         reasons.append("the command does not parse cleanly")
     sink = Sink(_parse, _find_commands)
+    sink.probe = probe
     _prescan(text, sink)
     walker = Walker(sink, src)
     walker.program(root, Cwd(), _TOP_FRAME)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from askgate.policy.model import Unit
-from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.pathargs import Paths
 from askgate.policy.shell.words import RUNTIME_CHARS, Node, Word, WordBuilder, runtime_reason
 
@@ -68,6 +68,7 @@ class SinkLike:
     lastpipe: bool
     links: list[tuple[str, str | None, int]]
     process_substitutions: bool
+    probe: Probe | None
 
 
 class Base:

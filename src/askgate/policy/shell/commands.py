@@ -721,7 +721,7 @@ class CommandMixin(RedirectMixin):
                 if self.sink.moves_redefined:
                     state.lose(f"runs after `{head}`, {self.sink.moves_redefined}")
                 else:
-                    state.change(name, argv[1:])
+                    state.change(name, argv[1:], self.sink.probe)
         elif self.sink.cwd_functions and argv[0].static and head in self.sink.cwd_functions:
             state.lose(f"runs after `{head}`, a function that changes directory")
 

@@ -11,7 +11,7 @@ and names a relative path is floored (commands.py), a unit without one is not.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from askgate.policy.shell.words import Word
@@ -24,6 +24,7 @@ _TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/.*)?$")
 _ROTATION = re.compile(r"^[+-][0-9]+$")
 
 Dir = str | None  # absolute, `~…`, `$HOME…`, relative to the request's cwd, None = that cwd
+Probe = Callable[[Dir], "bool | None"]  # does this directory exist and can it be entered?
 
 
 class Config(NamedTuple):
@@ -95,7 +96,7 @@ def _root(part: str) -> bool:
 class Cwd:
     """The set of places the next unit may run in (see module docstring)."""
 
-    __slots__ = ("configs", "reason")
+    __slots__ = ("configs", "fallible", "reason")
 
     def __init__(
         self,
@@ -112,6 +113,9 @@ class Cwd:
             )
         self.configs = configs
         self.reason = unknown
+        # How many directory changes so far may have failed (the walker keeps where the
+        # shell stood before one of those possible, too).
+        self.fallible = 0
 
     # -- views ---------------------------------------------------------------------
 
@@ -133,13 +137,15 @@ class Cwd:
     # -- copying and combining -------------------------------------------------------
 
     def copy(self) -> Cwd:
-        return Cwd(configs=self.configs, unknown=self.reason)
+        twin = Cwd(configs=self.configs, unknown=self.reason)
+        twin.fallible = self.fallible
+        return twin
 
     def same(self, other: Cwd) -> bool:
         return self.configs == other.configs
 
     def assign(self, other: Cwd) -> None:
-        self.configs, self.reason = other.configs, other.reason
+        self.configs, self.reason, self.fallible = other.configs, other.reason, other.fallible
 
     def _set(self, configs: Sequence[Config], reason: str | None = None) -> None:
         unique = tuple(dict.fromkeys(configs))
@@ -163,6 +169,7 @@ class Cwd:
         for other in others:
             configs.extend(other.configs)
             reason = reason or other.reason
+            self.fallible = max(self.fallible, other.fallible)
         self._set(configs, reason)
 
     def merge(self, branches: Sequence[Cwd]) -> None:
@@ -185,8 +192,12 @@ class Cwd:
 
     # -- cd, pushd, popd -----------------------------------------------------------------
 
-    def change(self, command: str, args: Sequence[Word]) -> None:
-        """Apply `cd`/`pushd`/`popd` with their arguments (options included)."""
+    def change(self, command: str, args: Sequence[Word], probe: Probe | None = None) -> None:
+        """Apply `cd`/`pushd`/`popd` with their arguments (options included).
+
+        `probe(directory)` says whether a directory exists and can be entered now (None:
+        cannot tell). A change into one that can is taken to succeed; any other may fail,
+        and the walker then keeps the previous places possible too."""
         no_cd = physical = False
         operands: list[Word] = []
         ended = False
@@ -222,12 +233,19 @@ class Cwd:
             return
         step = {"cd": _cd, "pushd": _pushd, "popd": _popd}[command]
         result: list[Config] = []
+        certain = probe is not None
         for config in self.configs:
             moved = step(config, text, no_cd)
             if moved is None:
                 self.reason = self.reason or f"runs after `{command}` to a place not tracked"
                 moved = Config(UNKNOWN)
+            elif certain and moved.path != config.path:
+                certain = probe(moved.path) is True  # type: ignore[misc]
+            elif moved.path == config.path and (text is not None or command != "cd"):
+                certain = False  # bash refused (out of range, no stack): a failure
             result.append(moved)
+        if not certain:
+            self.fallible += 1
         self._set(result)
 
 

@@ -10,7 +10,7 @@ from askgate.policy.model import Unit
 from askgate.policy.shell.argv import names
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, in_context
 from askgate.policy.shell.builtins import BuiltinMixin
-from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.evaluating import evaluating_expansions
 from askgate.policy.shell.words import Node, Word
 
@@ -86,6 +86,7 @@ class Sink:
         "links",
         "moves_redefined",
         "parse",
+        "probe",
         "process_substitutions",
         "units",
     )
@@ -100,6 +101,7 @@ class Sink:
         self.links: list[tuple[str, str | None, int]] = []  # (name, target, maker unit)
         self.process_substitutions = False  # `/dev/fd/N` may be one of ours
         self.integers: set[str] = set()  # variables only ever set to literal integers
+        self.probe: Probe | None = None  # does a directory exist now (cwd.py)? None: unknown
         self.parse = parse
         self.find_commands = find_commands
 
@@ -195,7 +197,7 @@ class Walker(BuiltinMixin):
                 continue
             before = state.copy()
             self.statement(child, state, frame, piped)
-            if not state.same(before):
+            if not state.same(before) and state.fallible != before.fallible:
                 state.union([before])  # the change may have failed: both are possible
 
     def statement(
@@ -233,7 +235,8 @@ class Walker(BuiltinMixin):
                 before = state.copy()
                 self.statement(child, state, frame, piped, tail if last else ())
                 if not state.same(before):
-                    failed.append(before)
+                    if state.fallible != before.fallible:
+                        failed.append(before)
                     if index and operators[index - 1] == "||":
                         # `a || b`: where a succeeded, b never ran.
                         state.union([before])
@@ -338,7 +341,7 @@ class Walker(BuiltinMixin):
             stage_state = state if last and self.sink.lastpipe else state.copy()
             before = state.copy() if stage_state is state else None
             self.statement(stage, stage_state, frame, piped or index > 0, tail if last else ())
-            if before is not None and not state.same(before):
+            if before is not None and not state.same(before) and state.fallible != before.fallible:
                 state.union([before])
             self.piped_text = None
             previous_output = self.static_output(stage) if not last else None
