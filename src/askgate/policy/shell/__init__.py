@@ -1,6 +1,7 @@
 """Bash command analysis: every command a string can run, as policy units.
 
-`analyze(command)` never raises and never touches the filesystem. It parses with
+`analyze(command)` never raises; its only filesystem access is whether a `cd` target
+exists (when given the request's cwd), and it never writes. It parses with
 tree-sitter-bash (loaded lazily on first use, so importing this module is cheap)
 and returns a ShellAnalysis whose units the policy engine matches one by one.
 See docs/bash.md for what counts as a unit, which wrappers are seen through, and
