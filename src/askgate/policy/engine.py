@@ -77,6 +77,8 @@ class Policy:
         self._primaries: dict[tuple[str, str | None], tuple[Check, str]] = {}
         self._lookups_rule_count = len(self.rules)
         self._roots_cache: dict[tuple[str | None, int], list[tuple[str, Rule]]] = {}
+        self._guards: tuple[bool, list[str]] | None = None  # see _path_guards
+        self._guard_memo: dict[str, bool] = {}
         self.default = default
         self.default_origin = default_origin
         self.yolo = yolo
@@ -493,6 +495,8 @@ class Policy:
         for written in unit.operands:
             for directory in directories if _is_relative(written) else directories[:1]:
                 for word in named(written, directory):
+                    if not _names_path(word) and not self._may_be_guarded(directory):
+                        continue  # no rule could say anything about a file here
                     if _names_path(word) or _exists(directory, word):
                         # Role unknown: read, and a write that can only tighten.
                         check(Surface.READ, word, directory)
@@ -515,6 +519,45 @@ class Policy:
         except (ValueError, OSError):
             return None
         return sorted(matches) or [pattern]
+
+    def _may_be_guarded(self, directory: str) -> bool:
+        """Could a read/write deny or ask rule, or external_directory, apply to a file
+        named directly in `directory`? (Saves looking whether bare words exist.)"""
+        found = self._guard_memo.get(directory)
+        if found is not None:
+            return found
+        if not any(paths.is_inside(directory, root) for root in self._roots):
+            found = True  # outside the project: external_directory applies
+        else:
+            anywhere, roots = self._path_guards()
+            found = anywhere or any(
+                paths.is_inside(root, directory) or paths.is_inside(directory, root)
+                for root in roots
+            )
+        if len(self._guard_memo) >= _LOOKUP_CACHE_LIMIT:
+            self._guard_memo.clear()
+        self._guard_memo[directory] = found
+        return found
+
+    def _path_guards(self) -> tuple[bool, list[str]]:
+        """(an anywhere-pattern read/write deny or ask exists, the literal roots of the
+        others)."""
+        if self._guards is None:
+            anywhere = False
+            roots: list[str] = []
+            for rule in self.rules.rules:
+                if rule.surface not in (Surface.READ, Surface.WRITE):
+                    continue
+                if rule.action is Action.ALLOW:
+                    continue
+                expanded = expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
+                root = _literal_root(expanded)
+                if root is None:
+                    anywhere = True
+                else:
+                    roots.append(root)
+            self._guards = (anywhere, roots)
+        return self._guards
 
     def _tightening_checks(
         self, surface: Surface, path: str, cwd: str, agent: str | None

@@ -654,58 +654,61 @@ class CommandMixin(RedirectMixin):
         paths: Paths | None = None,
     ) -> None:
         where = state.within(cwd_words) if cwd_words else state
-        possible = where.paths
-        reasons = list(floors)
+        configs = where.configs
+        if len(configs) == 1:  # the common case: one place, known or not
+            only = configs[0].path
+            known: list[str | None] = [] if only == UNKNOWN else [only]
+            pwd_base = only if known else None
+            rewrite_pwd = only is not None and bool(known)
+        else:
+            known = [p for p in where.paths if p != UNKNOWN]
+            pwd_base = None
+            rewrite_pwd = True
+        reasons = list(floors) if floors or frame.floor else []
         if frame.floor:
             reasons.append(frame.floor)
-        operands: Sequence[str] = paths.operands if paths is not None else ()
-        recursive: Sequence[str] = paths.recursive if paths is not None else ()
+        operands: Sequence[str] = ()
+        recursive: Sequence[str] = ()
+        if paths is not None and not frame.remote:
+            operands, recursive = paths.operands, paths.recursive
         if frame.remote:
-            reads = writes = operands = recursive = ()
+            reads = writes = ()
         elif frame.reads or frame.writes:
             writes = list(dict.fromkeys([*writes, *frame.writes]))
             reads = [p for p in dict.fromkeys([*reads, *frame.reads]) if p not in writes]
-        else:
-            reads = [p for p in reads if p not in writes] if writes else reads
-        known = [p for p in possible if p != UNKNOWN]
-        single = known[0] if len(possible) == 1 and known else None
-        if single is not None or len(possible) > 1:
-            reads = [_pwd(p, single) for p in reads]
-            writes = [_pwd(p, single) for p in writes]
-            operands = [_pwd(p, single) for p in operands]
-        if _SPECIAL_FILE.search(" ".join((*reads, *writes, *operands))):
-            reads, writes, operands = (
-                _special_files(group, reasons, self.sink.process_substitutions)
-                for group in (reads, writes, operands)
-            )
-        unknown = where.unknown
-        if unknown and (
-            any(is_relative(p) for p in (*reads, *writes, *recursive))
-            or any(_file_like(p) for p in operands)
-        ):
+        elif writes:
+            reads = [p for p in reads if p not in writes]
+        if reads or writes or operands:
+            if rewrite_pwd:
+                reads = [_pwd(p, pwd_base) for p in reads]
+                writes = [_pwd(p, pwd_base) for p in writes]
+                operands = [_pwd(p, pwd_base) for p in operands]
+            if _any_special(reads, writes, operands):
+                reads, writes, operands = (
+                    _special_files(group, reasons, self.sink.process_substitutions)
+                    for group in (reads, writes, operands)
+                )
+        unknown = None if len(configs) == 1 and known else where.unknown
+        if unknown and _names_relative(reads, writes, recursive, operands):
             reasons.append(f"a relative path {unknown}")
         if frame.alternates:
             alternates = [*alternates, *frame.alternates]
         if alternates:
             alternates = tuple(a for a in dict.fromkeys(alternates) if a != text)
         reason = "; ".join(dict.fromkeys(reasons)) if reasons else None
-        first = known[0] if known else None
+        extras = paths is not None and not frame.remote and (paths.globbed or paths.may_run)
         self.sink.units.append(
             Unit(
                 command=text,
                 alternates=tuple(alternates),
                 reads=tuple(reads),
                 writes=tuple(writes),
-                cwd=first,
+                cwd=known[0] if known else None,
                 other_cwds=tuple("" if p is None else p for p in known[1:]),
                 operands=tuple(operands),
                 recursive_reads=tuple(recursive),
-                globbed=tuple(dict.fromkeys(paths.globbed))
-                if paths is not None and paths.globbed and not frame.remote
-                else (),
-                may_run=tuple(dict.fromkeys(paths.may_run))
-                if paths is not None and paths.may_run and not frame.remote
-                else (),
+                globbed=tuple(dict.fromkeys(paths.globbed)) if extras else (),  # type: ignore[union-attr]
+                may_run=tuple(dict.fromkeys(paths.may_run)) if extras else (),  # type: ignore[union-attr]
                 floor=Action.ASK if reason else None,
                 floor_reason=reason,
                 context=context or frame.context,
@@ -792,6 +795,19 @@ def _special_files(group: Sequence[str], reasons: list[str], substitutions: bool
             continue
         out.append(path)
     return out
+
+
+def _any_special(*groups: Sequence[str]) -> bool:
+    return any(p.startswith(("/proc/", "/dev/fd/")) for group in groups for p in group)
+
+
+def _names_relative(
+    reads: Sequence[str], writes: Sequence[str], recursive: Sequence[str], operands: Sequence[str]
+) -> bool:
+    """A path whose meaning depends on the directory (operands: only file-like words)."""
+    return any(is_relative(p) for group in (reads, writes, recursive) for p in group) or any(
+        _file_like(p) for p in operands
+    )
 
 
 def _file_like(word: str) -> bool:

@@ -239,6 +239,7 @@ class Cwd:
             if moved is None:
                 self.reason = self.reason or f"runs after `{command}` to a place not tracked"
                 moved = Config(UNKNOWN)
+                certain = False  # it may also have failed
             elif certain and moved.path != config.path:
                 certain = probe(moved.path) is True  # type: ignore[misc]
             elif moved.path == config.path and (text is not None or command != "cd"):
