@@ -79,6 +79,10 @@ class Policy:
         self._roots_cache: dict[tuple[str | None, int], list[tuple[str, Rule]]] = {}
         self._guards: tuple[bool, list[str]] | None = None  # see _path_guards
         self._guard_memo: dict[str, bool] = {}
+        # (request cwd, unit cwd, other cwds) -> _unit_directories' answer
+        self._directories_memo: dict[
+            tuple[str, str | None, tuple[str, ...]], list[str] | Check
+        ] = {}
         self.default = default
         self.default_origin = default_origin
         self.yolo = yolo
@@ -343,7 +347,12 @@ class Policy:
         if not consent:
             for form in unit.may_run:
                 checks.extend(self._may_run_checks(form, agent))
-        if unit.reads or unit.writes or unit.operands or unit.recursive_reads:
+        if (
+            unit.reads
+            or unit.writes
+            or unit.recursive_reads
+            or (unit.operands and self._operands_matter(unit, cwd))
+        ):
             checks += self._unit_path_checks(unit, cwd, agent, path_memo, consent)
         # The strictest action among the checks that count, and the first check giving it.
         decisive = checks[0]  # never an ignored check
@@ -424,6 +433,19 @@ class Policy:
 
     def _unit_directories(self, unit: Unit, cwd: str) -> list[str] | Check:
         """The absolute directories a unit may run in (`~`, `~user`, `$HOME` expanded)."""
+        if unit.cwd is None and not unit.other_cwds:
+            return [cwd]
+        key = (cwd, unit.cwd, unit.other_cwds)
+        found_before = self._directories_memo.get(key)
+        if found_before is not None:
+            return found_before
+        answer = self._directories(unit, cwd)
+        if len(self._directories_memo) >= _LOOKUP_CACHE_LIMIT:
+            self._directories_memo.clear()
+        self._directories_memo[key] = answer
+        return answer
+
+    def _directories(self, unit: Unit, cwd: str) -> list[str] | Check:
         found: list[str] = []
         for directory in (unit.cwd or "", *unit.other_cwds):
             if not directory:
@@ -519,6 +541,15 @@ class Policy:
         except (ValueError, OSError):
             return None
         return sorted(matches) or [pattern]
+
+    def _operands_matter(self, unit: Unit, cwd: str) -> bool:
+        """False when the unit's only paths are bare words in the request's directory
+        and no rule could say anything about a file there (the common `git status`)."""
+        if unit.cwd is not None or unit.other_cwds or unit.globbed:
+            return True
+        if any(_names_path(word) for word in unit.operands):
+            return True
+        return self._may_be_guarded(cwd)
 
     def _may_be_guarded(self, directory: str) -> bool:
         """Could a read/write deny or ask rule, or external_directory, apply to a file

@@ -301,10 +301,12 @@ class CommandMixin(RedirectMixin):
     ) -> None:
         """Peel wrappers off argv and emit the resulting unit(s)."""
         floors = list(floors)
-        harmless = _harmless_dynamic(argv)
         globbed: list[str] = []
-        for word in argv:
-            if word.dynamic and word is not argv[0]:
+        if any(word.dynamic for word in argv[1:]):
+            harmless = _harmless_dynamic(argv)
+            for word in argv[1:]:
+                if not word.dynamic:
+                    continue
                 if _glob_only(word) and harmless(word):
                     globbed.append(word.text)  # expanded when the engine decides
                 elif not harmless(word):
@@ -704,7 +706,7 @@ class CommandMixin(RedirectMixin):
                 reads=tuple(reads),
                 writes=tuple(writes),
                 cwd=known[0] if known else None,
-                other_cwds=tuple("" if p is None else p for p in known[1:]),
+                other_cwds=_other_cwds(known) if len(known) > 1 else (),
                 operands=tuple(operands),
                 recursive_reads=tuple(recursive),
                 globbed=tuple(dict.fromkeys(paths.globbed)) if extras else (),  # type: ignore[union-attr]
@@ -797,8 +799,16 @@ def _special_files(group: Sequence[str], reasons: list[str], substitutions: bool
     return out
 
 
+def _other_cwds(known: Sequence[str | None]) -> tuple[str, ...]:
+    return tuple("" if p is None else p for p in known[1:])
+
+
 def _any_special(*groups: Sequence[str]) -> bool:
-    return any(p.startswith(("/proc/", "/dev/fd/")) for group in groups for p in group)
+    for group in groups:
+        for path in group:
+            if path[:5] == "/proc" or path[:8] == "/dev/fd/":
+                return True
+    return False
 
 
 def _names_relative(

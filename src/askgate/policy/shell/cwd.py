@@ -39,6 +39,9 @@ class Config(NamedTuple):
 
 
 _START = Config(None)
+_new_cwd = object.__new__  # copies skip __init__ (they are made for every pipeline stage)
+# configs -> their distinct paths (Cwd.paths is asked once per unit; the sets recur).
+_PATHS_MEMO: dict[tuple[Config, ...], tuple[Dir, ...]] = {}
 
 
 def _absolute(path: str) -> bool:
@@ -125,21 +128,33 @@ class Cwd:
         configs = self.configs
         if len(configs) == 1:
             return (configs[0].path,)
-        return tuple(dict.fromkeys(c.path for c in configs))
+        found = _PATHS_MEMO.get(configs)
+        if found is None:
+            found = tuple(dict.fromkeys(c.path for c in configs))
+            if len(_PATHS_MEMO) >= 1024:
+                _PATHS_MEMO.clear()
+            _PATHS_MEMO[configs] = found
+        return found
 
     @property
     def unknown(self) -> str | None:
         """Why one of the possible directories is unknown, or None."""
-        if any(c.path == UNKNOWN for c in self.configs):
+        if UNKNOWN in self.paths:
             return self.reason or "runs in a directory only known at run time"
         return None
 
     # -- copying and combining -------------------------------------------------------
 
     def copy(self) -> Cwd:
-        twin = Cwd(configs=self.configs, unknown=self.reason)
-        twin.fallible = self.fallible
+        twin = _new_cwd(Cwd)
+        twin.configs, twin.reason, twin.fallible = self.configs, self.reason, self.fallible
         return twin
+
+    def snapshot(self, configs: tuple[Config, ...], fallible: int) -> Cwd:
+        """This state as it was (configs and fallible count saved earlier)."""
+        earlier = _new_cwd(Cwd)
+        earlier.configs, earlier.reason, earlier.fallible = configs, self.reason, fallible
+        return earlier
 
     def same(self, other: Cwd) -> bool:
         return self.configs == other.configs

@@ -96,6 +96,8 @@ def operand_value(word: Word) -> str | None:
     if word.dynamic is not None:
         return None
     text = word.text
+    if text.isalnum():
+        return text  # the common case: `status`, `build`, `5`
     if not text or "\n" in text:
         return None
     if text.startswith("-"):
@@ -171,7 +173,12 @@ class Paths:
         self.generic(words)
         previous = ""
         for word in words:
-            if _OUTPUT_OPTION.match(previous) and word.static and _BARE_NAME.match(word.text):
+            if (
+                previous[:1] == "-"
+                and _OUTPUT_OPTION.match(previous)
+                and word.static
+                and _BARE_NAME.match(word.text)
+            ):
                 # `tool -o out`, `openssl rand -out hosts`: a file, whether it exists or not.
                 self.operand("./" + word.text)
             previous = word.text if word.static else ""

@@ -47,31 +47,26 @@ def _flat_command_bound(src: bytes) -> int:
     return len(_SEPARATOR.findall(src)) + 1
 
 
-def _flatten_list(node: Node) -> tuple[list[Node], list[str]]:
-    """The statements of a (left- or right-nested) list, in order, and the operator
-    after each (`&&`, `||`, `;` …; "" after the last)."""
+def _flatten_list(node: Node) -> list[Node]:
+    """The statements of a (left- or right-nested) list, in order."""
     items: list[Node] = []
-    operators: list[str] = []
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, str):
-            if operators:
-                operators[-1] = current
-            continue
         if current.type == "list":
-            parts: list[Node | str] = []
-            for child in current.children:
-                if child.is_named:
-                    if child.type != "comment":
-                        parts.append(child)
-                elif child.type in ("&&", "||", ";", "&", "\n"):
-                    parts.append(child.type)
-            stack.extend(reversed(parts))
+            named = [c for c in current.children if c.is_named and c.type != "comment"]
+            stack.extend(reversed(named))
         else:
             items.append(current)
-            operators.append("")
-    return items, operators
+    return items
+
+
+def _operator_after(src: bytes, items: Sequence[Node], index: int) -> bytes:
+    """The list operator between items[index] and the next (b"" after the last)."""
+    if index + 1 >= len(items):
+        return b""
+    between = src[items[index].end_byte : items[index + 1].start_byte].lstrip()
+    return between[:2]
 
 
 class Sink:
@@ -195,10 +190,11 @@ class Walker(BuiltinMixin):
             if background:
                 self.statement(child, state.copy(), frame, piped)
                 continue
-            before = state.copy()
+            configs, fallible = state.configs, state.fallible
             self.statement(child, state, frame, piped)
-            if not state.same(before) and state.fallible != before.fallible:
-                state.union([before])  # the change may have failed: both are possible
+            if state.fallible != fallible and state.configs != configs:
+                # The change may have failed: both places are possible.
+                state.union([state.snapshot(configs, fallible)])
 
     def statement(
         self,
@@ -228,19 +224,21 @@ class Walker(BuiltinMixin):
         elif kind == "list":
             # Flattened without recursion: a chain of a thousand `&&` is a thousand units,
             # not a thousand levels of nesting.
-            items, operators = _flatten_list(node)
+            items = _flatten_list(node)
             failed: list[Cwd] = []  # where the shell stays if a directory change failed
+            src = self.src
             for index, child in enumerate(items):
                 last = index == len(items) - 1
-                before = state.copy()
+                configs, fallible = state.configs, state.fallible
                 self.statement(child, state, frame, piped, tail if last else ())
-                if not state.same(before):
-                    if state.fallible != before.fallible:
+                if state.configs is not configs and state.configs != configs:
+                    before = state.snapshot(configs, fallible)
+                    if state.fallible != fallible:
                         failed.append(before)
-                    if index and operators[index - 1] == "||":
+                    if index and _operator_after(src, items, index - 1) == b"||":
                         # `a || b`: where a succeeded, b never ran.
                         state.union([before])
-                if failed and operators[index] != "&&":
+                if failed and _operator_after(src, items, index) != b"&&":
                     # `a && b` runs b only where a succeeded; after `;`, `||` (or
                     # the end of the list) the shell may be where a failed.
                     state.union(failed)
