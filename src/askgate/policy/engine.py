@@ -350,8 +350,7 @@ class Policy:
         if (
             unit.reads
             or unit.writes
-            or unit.recursive_reads
-            or (unit.operands and self._operands_matter(unit, cwd))
+            or ((unit.operands or unit.recursive_reads) and self._operands_matter(unit, cwd, agent))
         ):
             checks += self._unit_path_checks(unit, cwd, agent, path_memo, consent)
         # The strictest action among the checks that count, and the first check giving it.
@@ -476,6 +475,22 @@ class Policy:
         if self.env.get("CDPATH") and _cdpath_matters(unit):
             note = "CDPATH is set, so a relative cd may lead anywhere"
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
+        if len(directories) == 1 and not (unit.globbed or unit.operands or unit.recursive_reads):
+            # The common case: one directory, paths as written.
+            directory = directories[0]
+            for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
+                tighten = consent and surface is Surface.WRITE
+                for path in unit_paths:
+                    key = (surface, ("\x00" + path) if tighten else path, directory)
+                    found = path_memo.get(key)
+                    if found is None:
+                        found = path_memo[key] = (
+                            self._tightening_checks(surface, path, directory, agent)
+                            if tighten
+                            else self._command_path_checks(surface, path, directory, agent)
+                        )
+                    checks += found
+            return checks
 
         def check(surface: Surface, path: str, directory: str, tighten: bool = False) -> None:
             key = (surface, ("\x00" + path) if tighten else path, directory)
@@ -506,7 +521,8 @@ class Policy:
                 for directory in directories if _is_relative(written) else directories[:1]:
                     for path in named(written, directory):
                         check(surface, path, directory, tighten)
-        for written in unit.recursive_reads:
+        recursive = unit.recursive_reads if self._guarded_roots(agent) else ()
+        for written in recursive:
             for directory in directories if _is_relative(written) else directories[:1]:
                 for path in named(written, directory):
                     key = (Surface.READ, "\x01" + path, directory)
@@ -542,9 +558,14 @@ class Policy:
             return None
         return sorted(matches) or [pattern]
 
-    def _operands_matter(self, unit: Unit, cwd: str) -> bool:
+    def _operands_matter(self, unit: Unit, cwd: str, agent: str | None) -> bool:
         """False when the unit's only paths are bare words in the request's directory
-        and no rule could say anything about a file there (the common `git status`)."""
+        and no rule could say anything about a file there (the common `git status`), and
+        no read rule could be inside a directory it reads recursively."""
+        if unit.recursive_reads and self._guarded_roots(agent):
+            return True
+        if not unit.operands:
+            return False
         if unit.cwd is not None or unit.other_cwds or unit.globbed:
             return True
         if any(_names_path(word) for word in unit.operands):

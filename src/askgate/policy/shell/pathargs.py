@@ -170,9 +170,13 @@ class Paths:
     def unknown(self, words: Sequence[Word]) -> None:
         """Arguments of a program whose use of them is unknown: path-looking ones are
         reads (as before), and every word that may name a file is an operand."""
-        self.generic(words)
         previous = ""
         for word in words:
+            text = word.text
+            if "/" in text or "~" in text or "$" in text or text == "..":
+                path = generic_path(text)  # what generic() does, in the same pass
+                if path is not None:
+                    self.read(path)
             if (
                 previous[:1] == "-"
                 and _OUTPUT_OPTION.match(previous)
