@@ -180,6 +180,8 @@ def test_unit_deny_is_never_lost(command: str) -> None:
     decision = policy.decide(Surface.BASH, command, cwd="/tmp")
     assert decision.action is not Action.ALLOW, (command, decision.reason)
     unparsed = any(c.basis == "floor" for c in decision.checks)
+    # Unescaped nested backticks close early: bash runs `rm -rf /` as echo's words then.
+    unparsed = unparsed or command.count("`") > 2
     if not unparsed:  # e.g. unescaped nested backticks: ask, because bash reads them otherwise
         assert decision.action is Action.DENY, (command, decision.reason)
 
@@ -268,4 +270,50 @@ def test_a_literal_rule_lifts_the_floor_of_exactly_that_unit(project) -> None:
 def test_a_literal_rule_does_not_speak_for_a_path_in_an_unknown_directory(project) -> None:
     policy = _strict(project, ("bash", "rm -rf ./build", "allow"), ("bash", "cd *", "allow"))
     decision = policy.decide("bash", 'cd "$X" && rm -rf ./build', cwd=str(project))
+    assert decision.action is Action.ASK
+
+
+def test_cdpath_in_the_environment_makes_a_relative_cd_unknown(project) -> None:
+    rules = [_rule("bash", "*", "allow", str(project))]
+    with_cdpath = Policy(
+        rules,
+        project_root=str(project),
+        default=Action.ALLOW,
+        env={"HOME": "/home/u", "CDPATH": "/etc"},
+    )
+    decision = with_cdpath.decide("bash", "cd ssh && cat id_rsa", cwd=str(project))
+    assert decision.action is Action.ASK
+    assert with_cdpath.decide("bash", "cd src && make", cwd=str(project)).action is Action.ALLOW
+
+
+# --- round 2: the new filesystem look-ups fail closed ------------------------------------
+
+
+def _allow_all(project, **env: str) -> Policy:
+    return Policy(
+        [_rule("bash", "*", "allow", str(project))],
+        project_root=str(project),
+        default=Action.ALLOW,
+        env={"HOME": "/home/u", **env},
+    )
+
+
+def test_a_glob_naming_too_many_files_asks(tmp_path) -> None:
+    for index in range(300):
+        (tmp_path / f"f{index}.txt").write_text("")
+    policy = _allow_all(tmp_path)
+    assert policy.decide("bash", "wc -l *.txt", cwd=str(tmp_path)).action is Action.ASK
+    assert policy.decide("bash", "wc -l f1.txt", cwd=str(tmp_path)).action is Action.ALLOW
+
+
+def test_a_glob_with_many_wildcard_levels_asks_instead_of_walking_the_disk(project) -> None:
+    policy = _allow_all(project)
+    decision = policy.decide("bash", "cat /*/*/*/nothing*", cwd=str(project))
+    assert decision.action is Action.ASK
+
+
+def test_a_directory_that_cannot_be_resolved_asks(project) -> None:
+    policy = _allow_all(project)
+    # `~-` is $OLDPWD, unknown to askgate: the unit's directory cannot be checked.
+    decision = policy.decide("bash", "cd ~- && cat x", cwd=str(project))
     assert decision.action is Action.ASK

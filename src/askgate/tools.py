@@ -9,6 +9,7 @@ per file by its adapter) map here; any other tool is decided by its ``tool`` rul
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,10 +90,32 @@ def target_for(tool: str, tool_input: Mapping[str, Any], cwd: str) -> ToolTarget
                 raise ToolInputError(f"{tool}: input field {key!r} must be a string")
             if surface.is_path and not value:
                 break
-            return ToolTarget(surface, value, read_only)
+            return ToolTarget(surface, _search_root(tool, tool_input, value), read_only)
     if optional:
-        return ToolTarget(surface, cwd, read_only)
+        return ToolTarget(surface, _search_root(tool, tool_input, cwd), read_only)
     raise ToolInputError(f"{tool}: input has no {' or '.join(repr(k) for k in keys)} field")
+
+
+# Tools whose `pattern` is a path glob: it may name a directory of its own.
+_PATH_PATTERN_TOOLS = frozenset({"Glob", "find", "glob"})
+_GLOB_CHARACTER = re.compile(r"[*?\[{]")
+
+
+def _search_root(tool: str, tool_input: Mapping[str, Any], directory: str) -> str:
+    """The directory a Glob-like search reads below: `pattern` `~/.ssh/*` searches
+    `~/.ssh` whatever `path` says, `src/**/*.py` searches `path/src` (issue #7)."""
+    pattern = tool_input.get("pattern")
+    if tool not in _PATH_PATTERN_TOOLS or not isinstance(pattern, str) or not pattern:
+        return directory
+    glob = _GLOB_CHARACTER.search(pattern)
+    if glob is None:
+        prefix = pattern  # no wildcard: the pattern names the path itself
+    else:
+        literal = pattern[: glob.start()]
+        prefix = literal.rsplit("/", 1)[0] if "/" in literal else ""
+    if pattern.startswith(("/", "~")):
+        return prefix or pattern[:1]
+    return f"{directory.rstrip('/')}/{prefix}" if prefix else directory
 
 
 def known_tools() -> tuple[str, ...]:

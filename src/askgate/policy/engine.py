@@ -7,6 +7,7 @@ does that.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,12 +29,14 @@ from askgate.policy.model import (
     Unit,
     UnitDecision,
 )
-from askgate.policy.rules import Evaluation, RuleSet
+from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
 
 if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy
 
 MAX_VALUE_LENGTH = 100_000
+# An unquoted glob in a bash command is expanded when deciding, up to this many names.
+MAX_GLOB_MATCHES = 256
 # Lookups are pure given the rules, so their results are remembered per value (a bounded
 # memo: cleared when full, never used for values so long that keeping them costs memory).
 _LOOKUP_CACHE_LIMIT = 8_192
@@ -75,6 +78,13 @@ class Policy:
         self._lookups: dict[tuple[Surface, str, str | None], tuple[Action | None, Check | None]]
         self._lookups = {}
         self._primaries: dict[tuple[str, str | None], tuple[Check, str]] = {}
+        self._roots_cache: dict[tuple[str | None, int], list[tuple[str, Rule]]] = {}
+        self._guards: tuple[bool, list[str]] | None = None  # see _path_guards
+        self._guard_memo: dict[str, bool] = {}
+        # (request cwd, unit cwd, other cwds) -> _unit_directories' answer
+        self._directories_memo: dict[
+            tuple[str, str | None, tuple[str, ...]], list[str] | Check
+        ] = {}
         self.default = default
         self.default_origin = default_origin
         self.yolo = yolo
@@ -270,6 +280,8 @@ class Policy:
             return _decision(surface, value, Action.ASK, [forms], units=())
         fallback = [(Surface.TOOL, tool)] if tool else []
         checks = self._path_checks(surface, forms, agent, fallback, stricter_only=False)
+        if surface is Surface.READ and tool in RECURSIVE_TOOLS:
+            checks += self._recursive_checks(forms.lexical, cwd, agent)
         if surface is not Surface.EXTERNAL_DIRECTORY:
             checks += self._external_checks(forms, agent)
         action = Action.strictest(*(c.action for c in checks if c.basis != Basis.IGNORED))
@@ -281,7 +293,7 @@ class Policy:
         if analysis is None:
             from askgate.policy.shell import analyze
 
-            analysis = analyze(command)
+            analysis = analyze(command, cwd=cwd, home=self.home)
         # Within one decision the filesystem is taken as fixed: a path named by several
         # units is resolved and checked once.
         path_memo: dict[tuple[Surface, str, str], list[Check]] = {}
@@ -344,7 +356,11 @@ class Policy:
         if not consent:
             for form in unit.may_run:
                 checks.extend(self._may_run_checks(form, agent))
-        if unit.reads or unit.writes or unit.operands or unit.recursive_reads:
+        if (
+            unit.reads
+            or unit.writes
+            or ((unit.operands or unit.recursive_reads) and self._operands_matter(unit, cwd, agent))
+        ):
             checks += self._unit_path_checks(unit, cwd, agent, path_memo, consent)
         # The strictest action among the checks that count, and the first check giving it.
         decisive = checks[0]  # never an ignored check
@@ -362,6 +378,59 @@ class Policy:
             context=unit.context,
         )
 
+    def _guarded_roots(self, agent: str | None) -> list[tuple[str, Rule]]:
+        """Read deny/ask rules with a literal root (`~/.ssh/**` -> ~/.ssh), for
+        recursive readers. Anywhere-patterns (`**/.env*`) have no root: they apply to
+        the paths a command names only (docs/bash.md)."""
+        key = (agent, len(self.rules))
+        cached = self._roots_cache.get(key)
+        if cached is not None:
+            return cached
+        found: list[tuple[str, Rule]] = []
+        for rule in self.rules.rules:
+            if rule.surface is not Surface.READ or rule.action is Action.ALLOW:
+                continue
+            if rule.agent is not None and rule.agent != agent:
+                continue
+            root = _literal_root(
+                expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
+            )
+            if root is not None:
+                found.append((root, rule))
+        self._roots_cache[key] = found
+        return found
+
+    def _recursive_checks(self, path: str, cwd: str, agent: str | None) -> list[Check]:
+        """A directory read with everything below it: a read deny or ask rule whose
+        literal root lies inside makes the read ask, naming the rule."""
+        roots = self._guarded_roots(agent)
+        if not roots:
+            return []
+        forms = self._resolve(path, cwd)
+        if isinstance(forms, Check):
+            return [forms]
+        checks: list[Check] = []
+        for root, rule in roots:
+            for form in forms.forms:
+                if paths.is_inside(root, form):
+                    ref = self._refs.get(id(rule)) or RuleRef.of(rule)
+                    note = (
+                        f"reads everything below {form}, including {rule.pattern!r} "
+                        f"({rule.action} by a read rule)"
+                    )
+                    checks.append(
+                        Check(
+                            surface=Surface.READ,
+                            value=form,
+                            action=Action.ASK,
+                            rule=ref,
+                            basis=Basis.FLOOR,
+                            note=note,
+                        )
+                    )
+                    break
+        return checks
+
     def _may_run_checks(self, form: str, agent: str | None) -> list[Check]:
         """A command an unknown program may run: a matching deny or ask makes it ask."""
         action, check = self._lookup(Surface.BASH, form, agent)
@@ -372,6 +441,19 @@ class Policy:
 
     def _unit_directories(self, unit: Unit, cwd: str) -> list[str] | Check:
         """The absolute directories a unit may run in (`~`, `~user`, `$HOME` expanded)."""
+        if unit.cwd is None and not unit.other_cwds:
+            return [cwd]
+        key = (cwd, unit.cwd, unit.other_cwds)
+        found_before = self._directories_memo.get(key)
+        if found_before is not None:
+            return found_before
+        answer = self._directories(unit, cwd)
+        if len(self._directories_memo) >= _LOOKUP_CACHE_LIMIT:
+            self._directories_memo.clear()
+        self._directories_memo[key] = answer
+        return answer
+
+    def _directories(self, unit: Unit, cwd: str) -> list[str] | Check:
         found: list[str] = []
         for directory in (unit.cwd or "", *unit.other_cwds):
             if not directory:
@@ -401,6 +483,25 @@ class Policy:
         if isinstance(directories, Check):
             return [directories]
         checks: list[Check] = []
+        if self.env.get("CDPATH") and _cdpath_matters(unit):
+            note = "CDPATH is set, so a relative cd may lead anywhere"
+            checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
+        if len(directories) == 1 and not (unit.globbed or unit.operands or unit.recursive_reads):
+            # The common case: one directory, paths as written.
+            directory = directories[0]
+            for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
+                tighten = consent and surface is Surface.WRITE
+                for path in unit_paths:
+                    key = (surface, ("\x00" + path) if tighten else path, directory)
+                    found = path_memo.get(key)
+                    if found is None:
+                        found = path_memo[key] = (
+                            self._tightening_checks(surface, path, directory, agent)
+                            if tighten
+                            else self._command_path_checks(surface, path, directory, agent)
+                        )
+                    checks += found
+            return checks
 
         def check(surface: Surface, path: str, directory: str, tighten: bool = False) -> None:
             key = (surface, ("\x00" + path) if tighten else path, directory)
@@ -413,19 +514,113 @@ class Policy:
                 path_memo[key] = found
             checks.extend(found)
 
+        globbed = unit.globbed
+
+        def named(path: str, directory: str) -> list[str]:
+            if not globbed or path not in globbed:
+                return [path]
+            matches = self._expand_glob(path, directory)
+            if matches is None:
+                note = f"the glob {path!r} names more than {MAX_GLOB_MATCHES} files"
+                checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
+                return []
+            return matches
+
         for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
             tighten = consent and surface is Surface.WRITE
-            for path in unit_paths:
-                for directory in directories if _is_relative(path) else directories[:1]:
-                    check(surface, path, directory, tighten)
-        for word in unit.operands:
-            named = _names_path(word)
-            for directory in directories if _is_relative(word) else directories[:1]:
-                if named or _exists(directory, word):
-                    # Role unknown: read, and a write that can only tighten.
-                    check(Surface.READ, word, directory)
-                    check(Surface.WRITE, word, directory, tighten=True)
+            for written in unit_paths:
+                for directory in directories if _is_relative(written) else directories[:1]:
+                    for path in named(written, directory):
+                        check(surface, path, directory, tighten)
+        recursive = unit.recursive_reads if self._guarded_roots(agent) else ()
+        for written in recursive:
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for path in named(written, directory):
+                    key = (Surface.READ, "\x01" + path, directory)
+                    found = path_memo.get(key)
+                    if found is None:
+                        found = path_memo[key] = self._recursive_checks(path, directory, agent)
+                    checks.extend(found)
+        for written in unit.operands:
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for word in named(written, directory):
+                    if not _names_path(word) and not self._may_be_guarded(directory):
+                        continue  # no rule could say anything about a file here
+                    if _names_path(word) or _exists(directory, word):
+                        # Role unknown: read, and a write that can only tighten.
+                        check(Surface.READ, word, directory)
+                        check(Surface.WRITE, word, directory, tighten=True)
         return checks
+
+    def _expand_glob(self, pattern: str, directory: str) -> list[str] | None:
+        """What bash would expand an unquoted glob to in `directory` (no dotfiles unless
+        the pattern spells the dot; no match: the pattern itself); None when it names
+        more than MAX_GLOB_MATCHES files."""
+        if sum(1 for part in pattern.split("/") if _GLOB_CHARACTERS.search(part)) > 2:
+            return None  # `/*/*/*/x*` could walk the whole disk before it answers
+        try:
+            expanded = paths.expand_user(pattern, self.env, cwd=directory)
+            matches = []
+            for match in glob.iglob(expanded, root_dir=directory):
+                matches.append(match)
+                if len(matches) > MAX_GLOB_MATCHES:
+                    return None
+        except (ValueError, OSError):
+            return None
+        return sorted(matches) or [pattern]
+
+    def _operands_matter(self, unit: Unit, cwd: str, agent: str | None) -> bool:
+        """False when the unit's only paths are bare words in the request's directory
+        and no rule could say anything about a file there (the common `git status`), and
+        no read rule could be inside a directory it reads recursively."""
+        if unit.recursive_reads and self._guarded_roots(agent):
+            return True
+        if not unit.operands:
+            return False
+        if unit.cwd is not None or unit.other_cwds or unit.globbed:
+            return True
+        if any(_names_path(word) for word in unit.operands):
+            return True
+        return self._may_be_guarded(cwd)
+
+    def _may_be_guarded(self, directory: str) -> bool:
+        """Could a read/write deny or ask rule, or external_directory, apply to a file
+        named directly in `directory`? (Saves looking whether bare words exist.)"""
+        found = self._guard_memo.get(directory)
+        if found is not None:
+            return found
+        if not any(paths.is_inside(directory, root) for root in self._roots):
+            found = True  # outside the project: external_directory applies
+        else:
+            anywhere, roots = self._path_guards()
+            found = anywhere or any(
+                paths.is_inside(root, directory) or paths.is_inside(directory, root)
+                for root in roots
+            )
+        if len(self._guard_memo) >= _LOOKUP_CACHE_LIMIT:
+            self._guard_memo.clear()
+        self._guard_memo[directory] = found
+        return found
+
+    def _path_guards(self) -> tuple[bool, list[str]]:
+        """(an anywhere-pattern read/write deny or ask exists, the literal roots of the
+        others)."""
+        if self._guards is None:
+            anywhere = False
+            roots: list[str] = []
+            for rule in self.rules.rules:
+                if rule.surface not in (Surface.READ, Surface.WRITE):
+                    continue
+                if rule.action is Action.ALLOW:
+                    continue
+                expanded = expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
+                root = _literal_root(expanded)
+                if root is None:
+                    anywhere = True
+                else:
+                    roots.append(root)
+            self._guards = (anywhere, roots)
+        return self._guards
 
     def _tightening_checks(
         self, surface: Surface, path: str, cwd: str, agent: str | None
@@ -495,9 +690,39 @@ def _printable(value: object) -> str:
     return text[:200].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+# Tools that search a directory and everything below it (Claude Code's Glob and Grep,
+# pi's grep and find, Gemini CLI's glob, grep_search and search_file_content).
+RECURSIVE_TOOLS = frozenset(
+    {"Glob", "Grep", "grep", "find", "glob", "grep_search", "search_file_content"}
+)
+_GLOB_CHARACTERS = re.compile(r"[*?\[{]")
+
+
+def _literal_root(pattern: str) -> str | None:
+    """The directory a path pattern cannot match outside of; None for anywhere-patterns."""
+    if not pattern.startswith("/"):
+        return None
+    glob = _GLOB_CHARACTERS.search(pattern)
+    if glob is None:
+        return paths.fold_lexically(pattern)
+    literal = pattern[: glob.start()]
+    root = literal.rsplit("/", 1)[0] if not literal.endswith("/") else literal
+    return paths.fold_lexically(root or "/")
+
+
 def _is_relative(path: str) -> bool:
     """A path word whose meaning depends on the working directory."""
     return not path.startswith(("/", "~")) and not (path == "$HOME" or path.startswith("$HOME/"))
+
+
+def _cdpath_matters(unit: Unit) -> bool:
+    """A unit moved by a relative `cd` (searched in $CDPATH first) naming a relative path."""
+    moved = any(
+        d and _is_relative(d) and not d.startswith("$") for d in (unit.cwd, *unit.other_cwds)
+    )
+    return moved and any(
+        _is_relative(p) for p in (*unit.reads, *unit.writes, *unit.recursive_reads)
+    )
 
 
 def _names_path(word: str) -> bool:

@@ -122,6 +122,9 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     # (`setarch x86_64 curl …` may run `curl …`). A deny or ask rule matching one makes
     # the unit ask.
     may_run: tuple[str, ...] = ()
+    # Path words above that are unquoted globs (`src/*.py`): the engine expands them
+    # when it decides (bounded) and checks what they name.
+    globbed: tuple[str, ...] = ()
     # At least this strict, whatever the rules say (opaque construct, wrapper, parse
     # trouble). None = no floor.
     floor: Action | None = None

@@ -1,6 +1,7 @@
 """Bash command analysis: every command a string can run, as policy units.
 
-`analyze(command)` never raises and never touches the filesystem. It parses with
+`analyze(command)` never raises; its only filesystem access is whether a `cd` target
+exists (when given the request's cwd), and it never writes. It parses with
 tree-sitter-bash (loaded lazily on first use, so importing this module is cheap)
 and returns a ShellAnalysis whose units the policy engine matches one by one.
 See docs/bash.md for what counts as a unit, which wrappers are seen through, and
@@ -9,13 +10,14 @@ when a unit is floored to ask.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import Any
 
 from askgate.policy.model import Action, ShellAnalysis
 from askgate.policy.shell.commands import Frame
-from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.walker import Sink, Walker
 
 __all__ = ["DEFAULT_MAX_LENGTH", "analyze"]
@@ -126,10 +128,21 @@ def _find_commands(root: Any) -> list[Any] | None:
             return found
 
 
-def analyze(command: str, *, max_length: int = DEFAULT_MAX_LENGTH) -> ShellAnalysis:
-    """Split a bash command string into units (see module docstring). Never raises."""
+def analyze(
+    command: str,
+    *,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    cwd: str | None = None,
+    home: str | None = None,
+) -> ShellAnalysis:
+    """Split a bash command string into units (see module docstring). Never raises.
+
+    Given the request's `cwd` (and `home`), a `cd` into a directory that exists and can
+    be entered is taken to succeed; without them, or for any other target, the places
+    before it stay possible too. That look is the only filesystem access."""
     try:
-        return _analyze(command, max_length)
+        probe = directory_probe(cwd, home) if cwd else None
+        return _analyze(command, max_length, probe)
     except Exception as error:  # fail closed: whatever went wrong, the answer is ask
         source = command if isinstance(command, str) else repr(command)
         return ShellAnalysis(
@@ -140,7 +153,46 @@ def analyze(command: str, *, max_length: int = DEFAULT_MAX_LENGTH) -> ShellAnaly
         )
 
 
-def _analyze(command: str, max_length: int) -> ShellAnalysis:
+def directory_probe(cwd: str, home: str | None) -> Probe:
+    """Whether a directory the analysis tracks exists and can be entered (None: unknown)."""
+    seen: dict[str | None, bool | None] = {}
+
+    def probe(path: str | None) -> bool | None:
+        if path in seen:
+            return seen[path]
+        answer: bool | None
+        try:
+            target = _absolute_directory(path, cwd, home)
+            answer = (
+                None if target is None else (os.path.isdir(target) and os.access(target, os.X_OK))
+            )
+        except (OSError, ValueError, KeyError):
+            answer = None
+        seen[path] = answer
+        return answer
+
+    return probe
+
+
+def _absolute_directory(path: str | None, cwd: str, home: str | None) -> str | None:
+    if path is None:
+        return cwd
+    if "\x00" in path or path.startswith("$PWD"):
+        return None
+    if path == "~" or path.startswith("~/") or path == "$HOME" or path.startswith("$HOME/"):
+        if not home:
+            return None
+        rest = path[1:] if path.startswith("~") else path[5:]
+        return home + rest
+    if path.startswith("~"):
+        import pwd
+
+        name, _, rest = path[1:].partition("/")
+        return os.path.join(pwd.getpwnam(name).pw_dir, rest)
+    return os.path.join(cwd, path)
+
+
+def _analyze(command: str, max_length: int, probe: Probe | None = None) -> ShellAnalysis:
     if not isinstance(command, str):
         return _ask(repr(command), "the command is not a string")
     if not command.strip(_BLANK):
@@ -162,6 +214,7 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
     if root.has_error:
         reasons.append("the command does not parse cleanly")
     sink = Sink(_parse, _find_commands)
+    sink.probe = probe
     _prescan(text, sink)
     walker = Walker(sink, src)
     walker.program(root, Cwd(), _TOP_FRAME)
@@ -187,14 +240,15 @@ def _analyze(command: str, max_length: int) -> ShellAnalysis:
 # or alias of that name, `enable -n`, `shopt -s cdable_vars`, CDPATH), looked for in the
 # raw text so strings run later (`bash -c '…'`) count too.
 _MOVES_REDEFINED = re.compile(
-    r"(?:\b(?:cd|pushd|popd)\s*\(\s*\)|\bfunction\s+(?:cd|pushd|popd)\b|\benable\b|"
-    r"\bcdable_vars\b|\bCDPATH\b|\bautocd\b|\balias\b)"
+    r"(?:\b(?:cd|pushd|popd)\s*\(\s*\)|\bfunction\s+(?:cd|pushd|popd)\b|"
+    r"\benable\b[^;&|\n]*\s-[a-z]*n|\bcdable_vars\b|\bCDPATH\b|\bautocd\b|"
+    r"\balias\b[^;&|\n]*\b(?:cd|pushd|popd)\s*=|\bset\b[^;&|\n]*(?:\s-[a-zA-Z]*P|physical))"
 )
 
 
 def _prescan(text: str, sink: Sink) -> None:
     if ("cd" in text or "enable" in text or "alias" in text) and _MOVES_REDEFINED.search(text):
-        sink.moves_redefined = "and cd, pushd or popd may be redefined in this command"
+        sink.moves_redefined = "and this command changes what cd, pushd or popd do"
     if "lastpipe" in text:
         sink.lastpipe = True
     if "<(" in text or ">(" in text:

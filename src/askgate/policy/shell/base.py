@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from askgate.policy.model import Unit
-from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.pathargs import Paths
 from askgate.policy.shell.words import RUNTIME_CHARS, Node, Word, WordBuilder, runtime_reason
 
@@ -68,6 +68,7 @@ class SinkLike:
     lastpipe: bool
     links: list[tuple[str, str | None, int]]
     process_substitutions: bool
+    probe: Probe | None
 
 
 class Base:
@@ -78,6 +79,7 @@ class Base:
     visited: set[int]
     sink: SinkLike
     piped_text: str | None  # what the previous pipeline stage is known to print
+    loop_values: dict[str, Word]  # `for f in GLOB`: what `$f` stands for in the body
 
     # Provided by Walker.
     def nested(self, node: Node, kind: str, state: Cwd, frame: Frame) -> None:

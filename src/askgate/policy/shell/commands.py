@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import git
@@ -17,7 +18,13 @@ from askgate.policy.shell.inline import (
     inline_code,
 )
 from askgate.policy.shell.links import LINK_MAKERS, made_links
-from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect
+from askgate.policy.shell.pathargs import (
+    COLLECT_NAMES,
+    RECURSIVE_NAMES,
+    Paths,
+    collect,
+    recursive_dirs,
+)
 from askgate.policy.shell.programs import (
     FOREIGN_SHELLS,
     INLINE_INTERPRETERS,
@@ -132,6 +139,8 @@ class CommandMixin(RedirectMixin):
             redirect_nodes.extend(extra_redirects)
         groups = self.group(word_nodes)
         argv = self.arguments(groups, state, frame)
+        if self.loop_values:
+            argv = [self.loop_value(word) for word in argv]
         if (
             not (assignments or redirect_nodes or bodies)
             and argv
@@ -184,6 +193,17 @@ class CommandMixin(RedirectMixin):
             self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
             self.piped_text = None
 
+    def loop_value(self, word: Word) -> Word:
+        """`$f` inside `for f in src/*.py; do …; done` is that glob (walker.loop_variable)."""
+        source = word.source
+        if not source.startswith(("$", '"$')):
+            return word
+        name = source.strip('"')[1:].removeprefix("{").removesuffix("}")
+        value = self.loop_values.get(name)
+        if value is None or source.strip('"') not in (f"${name}", f"${{{name}}}"):
+            return word
+        return Word(value.text, value.source, value.dynamic)
+
     def plain(
         self, node: Node, groups: list[list[Node]], argv: list[Word], state: Cwd, frame: Frame
     ) -> bool:
@@ -231,6 +251,8 @@ class CommandMixin(RedirectMixin):
                 paths.read(head)
         if plain_git or base in COLLECT_NAMES:
             collect(base, args, paths)
+            if base in RECURSIVE_NAMES:
+                recursive_dirs(base, args, paths)
         elif args:
             found = tails(argv)
             if found.shell is not None or found.scripts:
@@ -279,10 +301,16 @@ class CommandMixin(RedirectMixin):
     ) -> None:
         """Peel wrappers off argv and emit the resulting unit(s)."""
         floors = list(floors)
-        harmless = _harmless_dynamic(argv)
-        for word in argv:
-            if word.dynamic and word is not argv[0] and not harmless(word):
-                floors.append(f"argument is only known at run time: {word.dynamic}")
+        globbed: list[str] = []
+        if any(word.dynamic for word in argv[1:]):
+            harmless = _harmless_dynamic(argv)
+            for word in argv[1:]:
+                if not word.dynamic:
+                    continue
+                if _glob_only(word) and harmless(word):
+                    globbed.append(word.text)  # expanded when the engine decides
+                elif not harmless(word):
+                    floors.append(f"argument is only known at run time: {word.dynamic}")
         layers: list[list[Word]] = []
         values: list[str] = []
         if assigned:
@@ -299,7 +327,9 @@ class CommandMixin(RedirectMixin):
                 extra = _Extra()
             extra.absorb(layer, floors)
             if layer.keep or not (layer.inner or layer.scripts or layer.extra):
-                self.emit(current, layers, floors, extra, redirects, state, frame, piped, values)
+                self.emit(
+                    current, layers, floors, extra, redirects, state, frame, piped, values, globbed
+                )
                 self.spawn(layer, current, layers, floors, extra, redirects, state, frame)
                 return
             if layer.scripts or layer.extra:
@@ -308,7 +338,16 @@ class CommandMixin(RedirectMixin):
                 )
                 if not produced:
                     self.emit(
-                        current, layers, floors, extra, redirects, state, frame, piped, values
+                        current,
+                        layers,
+                        floors,
+                        extra,
+                        redirects,
+                        state,
+                        frame,
+                        piped,
+                        values,
+                        globbed,
                     )
                 if not layer.inner:
                     return
@@ -324,7 +363,7 @@ class CommandMixin(RedirectMixin):
             floors.append("too many nested wrappers")
         if not current:
             current = layers.pop()
-        self.emit(current, layers, floors, extra, redirects, state, frame, piped, values)
+        self.emit(current, layers, floors, extra, redirects, state, frame, piped, values, globbed)
         self.after(current, state)
 
     def spawn(
@@ -384,6 +423,7 @@ class CommandMixin(RedirectMixin):
         frame: Frame,
         piped: bool,
         environment_values: Sequence[str] = (),
+        globbed: Sequence[str] = (),
     ) -> None:
         floors = list(floors)
         head = primary[0]
@@ -421,6 +461,7 @@ class CommandMixin(RedirectMixin):
             paths.unknown(args)
         if extra.used:
             paths.unknown(extra.option_words)
+            paths.recursive.extend(extra.recursive)
             for path in extra.reads:
                 paths.read(path)
             for path in extra.writes:
@@ -440,6 +481,10 @@ class CommandMixin(RedirectMixin):
             context = interpreter_context(name, primary) or context
         for value in environment_values:
             paths.operand(value)
+        if globbed:
+            paths.globbed.extend(globbed)
+        if name in RECURSIVE_NAMES:
+            recursive_dirs(name, args, paths)
         if name is not None and (name in _CODE_NAMES or is_interpreter(name)):
             self.code_paths(name, args, paths, floors, piped or redirects.stdin is not None)
         if name in LINK_MAKERS:
@@ -489,6 +534,7 @@ class CommandMixin(RedirectMixin):
                 paths.read(path)
             for path in code.writes:
                 paths.write(path)
+                paths.operand(path)  # -i reads the file before writing it
             for path in code.operands:
                 paths.operand(path)
         if name in AWKS:
@@ -610,55 +656,61 @@ class CommandMixin(RedirectMixin):
         paths: Paths | None = None,
     ) -> None:
         where = state.within(cwd_words) if cwd_words else state
-        possible = where.paths
-        reasons = list(floors)
+        configs = where.configs
+        if len(configs) == 1:  # the common case: one place, known or not
+            only = configs[0].path
+            known: list[str | None] = [] if only == UNKNOWN else [only]
+            pwd_base = only if known else None
+            rewrite_pwd = only is not None and bool(known)
+        else:
+            known = [p for p in where.paths if p != UNKNOWN]
+            pwd_base = None
+            rewrite_pwd = True
+        reasons = list(floors) if floors or frame.floor else []
         if frame.floor:
             reasons.append(frame.floor)
-        operands: Sequence[str] = paths.operands if paths is not None else ()
-        recursive: Sequence[str] = paths.recursive if paths is not None else ()
+        operands: Sequence[str] = ()
+        recursive: Sequence[str] = ()
+        if paths is not None and not frame.remote:
+            operands, recursive = paths.operands, paths.recursive
         if frame.remote:
-            reads = writes = operands = recursive = ()
+            reads = writes = ()
         elif frame.reads or frame.writes:
             writes = list(dict.fromkeys([*writes, *frame.writes]))
             reads = [p for p in dict.fromkeys([*reads, *frame.reads]) if p not in writes]
-        else:
-            reads = [p for p in reads if p not in writes] if writes else reads
-        known = [p for p in possible if p != UNKNOWN]
-        single = known[0] if len(possible) == 1 and known else None
-        if single is not None or len(possible) > 1:
-            reads = [_pwd(p, single) for p in reads]
-            writes = [_pwd(p, single) for p in writes]
-            operands = [_pwd(p, single) for p in operands]
-        if _SPECIAL_FILE.search(" ".join((*reads, *writes, *operands))):
-            reads, writes, operands = (
-                _special_files(group, reasons, self.sink.process_substitutions)
-                for group in (reads, writes, operands)
-            )
-        unknown = where.unknown
-        if unknown and (
-            any(is_relative(p) for p in (*reads, *writes, *recursive))
-            or any(_file_like(p) for p in operands)
-        ):
+        elif writes:
+            reads = [p for p in reads if p not in writes]
+        if reads or writes or operands:
+            if rewrite_pwd:
+                reads = [_pwd(p, pwd_base) for p in reads]
+                writes = [_pwd(p, pwd_base) for p in writes]
+                operands = [_pwd(p, pwd_base) for p in operands]
+            if _any_special(reads, writes, operands):
+                reads, writes, operands = (
+                    _special_files(group, reasons, self.sink.process_substitutions)
+                    for group in (reads, writes, operands)
+                )
+        unknown = None if len(configs) == 1 and known else where.unknown
+        if unknown and _names_relative(reads, writes, recursive, operands):
             reasons.append(f"a relative path {unknown}")
         if frame.alternates:
             alternates = [*alternates, *frame.alternates]
         if alternates:
             alternates = tuple(a for a in dict.fromkeys(alternates) if a != text)
         reason = "; ".join(dict.fromkeys(reasons)) if reasons else None
-        first = known[0] if known else None
+        extras = paths is not None and not frame.remote and (paths.globbed or paths.may_run)
         self.sink.units.append(
             Unit(
                 command=text,
                 alternates=tuple(alternates),
                 reads=tuple(reads),
                 writes=tuple(writes),
-                cwd=first,
-                other_cwds=tuple("" if p is None else p for p in known[1:]),
-                operands=tuple(p for p in operands if p not in writes) if operands else (),
+                cwd=known[0] if known else None,
+                other_cwds=_other_cwds(known) if len(known) > 1 else (),
+                operands=tuple(operands),
                 recursive_reads=tuple(recursive),
-                may_run=tuple(dict.fromkeys(paths.may_run))
-                if paths is not None and paths.may_run and not frame.remote
-                else (),
+                globbed=tuple(dict.fromkeys(paths.globbed)) if extras else (),  # type: ignore[union-attr]
+                may_run=tuple(dict.fromkeys(paths.may_run)) if extras else (),  # type: ignore[union-attr]
                 floor=Action.ASK if reason else None,
                 floor_reason=reason,
                 context=context or frame.context,
@@ -674,7 +726,7 @@ class CommandMixin(RedirectMixin):
                 if self.sink.moves_redefined:
                     state.lose(f"runs after `{head}`, {self.sink.moves_redefined}")
                 else:
-                    state.change(name, argv[1:])
+                    state.change(name, argv[1:], self.sink.probe)
         elif self.sink.cwd_functions and argv[0].static and head in self.sink.cwd_functions:
             state.lose(f"runs after `{head}`, a function that changes directory")
 
@@ -682,13 +734,14 @@ class CommandMixin(RedirectMixin):
 class _Extra:
     """What the wrapper layers peeled so far contribute to the final unit (_NO_EXTRA: none)."""
 
-    __slots__ = ("cwd", "option_words", "reads", "used", "writes")
+    __slots__ = ("cwd", "option_words", "reads", "recursive", "used", "writes")
 
     def __init__(self) -> None:
         self.cwd: list[Word] = []
         self.reads: list[str] = []
         self.writes: list[str] = []
         self.option_words: list[Word] = []
+        self.recursive: list[str] = []
         self.used = False
 
     def absorb(self, layer: Peel, floors: list[str]) -> None:
@@ -701,6 +754,7 @@ class _Extra:
         self.cwd.extend(layer.cwd)
         self.reads.extend(layer.reads)
         self.writes.extend(layer.writes)
+        self.recursive.extend(layer.recursive)
         self.option_words.extend(layer.option_words)
 
 
@@ -745,6 +799,27 @@ def _special_files(group: Sequence[str], reasons: list[str], substitutions: bool
     return out
 
 
+def _other_cwds(known: Sequence[str | None]) -> tuple[str, ...]:
+    return tuple("" if p is None else p for p in known[1:])
+
+
+def _any_special(*groups: Sequence[str]) -> bool:
+    for group in groups:
+        for path in group:
+            if path[:5] == "/proc" or path[:8] == "/dev/fd/":
+                return True
+    return False
+
+
+def _names_relative(
+    reads: Sequence[str], writes: Sequence[str], recursive: Sequence[str], operands: Sequence[str]
+) -> bool:
+    """A path whose meaning depends on the directory (operands: only file-like words)."""
+    return any(is_relative(p) for group in (reads, writes, recursive) for p in group) or any(
+        _file_like(p) for p in operands
+    )
+
+
 def _file_like(word: str) -> bool:
     """An operand that may name a file in an unknown directory (`id_rsa`, `.env`, `a/b`):
     bare words such as `status` or `test` are taken as subcommands."""
@@ -763,6 +838,13 @@ _PRINTED_ONLY = (
     "brace expansion",
     "tilde expansion",
     "arithmetic expansion",
+    "command substitution",  # its commands are units of their own
+)
+
+
+_PROGRAM_FILE_OPTIONS = names(
+    "-f --file -x -S -K --config -F --rcfile --init-file -init --command -c --script -s "
+    "--source -l --load -I --from-file --eval -e -E -cmd -T"
 )
 
 
@@ -783,18 +865,38 @@ def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
         w.static and (w.text.rsplit("/", 1)[-1] in _RUNS_OPERANDS or is_interpreter(w.text))
         for w in argv
     )
+    # `sed -f <(…)`, `make -f <(…)`, `curl -K <(…)`: a program or config file read from a
+    # process substitution is code nobody has seen.
+    program_files = {
+        id(word)
+        for previous, word in pairwise(argv)
+        if previous.static and previous.text in _PROGRAM_FILE_OPTIONS
+    }
 
     def harmless(word: Word) -> bool:
         reason = word.dynamic or ""
+        if ";" in reason:
+            return False
+        if _glob_only(word):
+            # A glob with a literal start (`src/*.py`) cannot expand to an option such as
+            # `-c`; a bare `*` given to a shell or interpreter could.
+            return not runs_code or word.source[:1] not in "*?["
+        if runs_code:
+            return False
         return (
-            not runs_code
-            and reason.startswith("process substitution")
-            and ";" not in reason
+            reason.startswith("process substitution")
             and word.source.startswith(("<(", ">("))
             and word.source.endswith(")")
+            and id(word) not in program_files
         )
 
     return harmless
+
+
+def _glob_only(word: Word) -> bool:
+    """An unquoted glob and nothing else run-time (`src/*.py`, not `$D/*.py`)."""
+    reason = word.dynamic or ""
+    return reason.startswith("glob in") and ";" not in reason and "\n" not in word.text
 
 
 def _compact(text: str) -> str:

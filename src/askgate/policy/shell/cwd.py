@@ -11,7 +11,7 @@ and names a relative path is floored (commands.py), a unit without one is not.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from askgate.policy.shell.words import Word
@@ -19,11 +19,12 @@ from askgate.policy.shell.words import Word
 # A directory only known at run time (never a real path: it holds a NUL).
 UNKNOWN = "\x00unknown"
 # More possibilities than this and the set becomes "somewhere unknown".
-MAX_CONFIGS = 8
+MAX_CONFIGS = 32
 _TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/.*)?$")
 _ROTATION = re.compile(r"^[+-][0-9]+$")
 
 Dir = str | None  # absolute, `~…`, `$HOME…`, relative to the request's cwd, None = that cwd
+Probe = Callable[[Dir], "bool | None"]  # does this directory exist and can it be entered?
 
 
 class Config(NamedTuple):
@@ -38,6 +39,9 @@ class Config(NamedTuple):
 
 
 _START = Config(None)
+_new_cwd = object.__new__  # copies skip __init__ (they are made for every pipeline stage)
+# configs -> their distinct paths (Cwd.paths is asked once per unit; the sets recur).
+_PATHS_MEMO: dict[tuple[Config, ...], tuple[Dir, ...]] = {}
 
 
 def _absolute(path: str) -> bool:
@@ -98,7 +102,7 @@ def _root(part: str) -> bool:
 class Cwd:
     """The set of places the next unit may run in (see module docstring)."""
 
-    __slots__ = ("configs", "reason")
+    __slots__ = ("configs", "fallible", "reason")
 
     def __init__(
         self,
@@ -115,6 +119,9 @@ class Cwd:
             )
         self.configs = configs
         self.reason = unknown
+        # How many directory changes so far may have failed (the walker keeps where the
+        # shell stood before one of those possible, too).
+        self.fallible = 0
 
     # -- views ---------------------------------------------------------------------
 
@@ -124,25 +131,39 @@ class Cwd:
         configs = self.configs
         if len(configs) == 1:
             return (configs[0].path,)
-        return tuple(dict.fromkeys(c.path for c in configs))
+        found = _PATHS_MEMO.get(configs)
+        if found is None:
+            found = tuple(dict.fromkeys(c.path for c in configs))
+            if len(_PATHS_MEMO) >= 1024:
+                _PATHS_MEMO.clear()
+            _PATHS_MEMO[configs] = found
+        return found
 
     @property
     def unknown(self) -> str | None:
         """Why one of the possible directories is unknown, or None."""
-        if any(c.path == UNKNOWN for c in self.configs):
+        if UNKNOWN in self.paths:
             return self.reason or "runs in a directory only known at run time"
         return None
 
     # -- copying and combining -------------------------------------------------------
 
     def copy(self) -> Cwd:
-        return Cwd(configs=self.configs, unknown=self.reason)
+        twin = _new_cwd(Cwd)
+        twin.configs, twin.reason, twin.fallible = self.configs, self.reason, self.fallible
+        return twin
+
+    def snapshot(self, configs: tuple[Config, ...], fallible: int) -> Cwd:
+        """This state as it was (configs and fallible count saved earlier)."""
+        earlier = _new_cwd(Cwd)
+        earlier.configs, earlier.reason, earlier.fallible = configs, self.reason, fallible
+        return earlier
 
     def same(self, other: Cwd) -> bool:
         return self.configs == other.configs
 
     def assign(self, other: Cwd) -> None:
-        self.configs, self.reason = other.configs, other.reason
+        self.configs, self.reason, self.fallible = other.configs, other.reason, other.fallible
 
     def _set(self, configs: Sequence[Config], reason: str | None = None) -> None:
         unique = tuple(dict.fromkeys(configs))
@@ -166,6 +187,7 @@ class Cwd:
         for other in others:
             configs.extend(other.configs)
             reason = reason or other.reason
+            self.fallible = max(self.fallible, other.fallible)
         self._set(configs, reason)
 
     def merge(self, branches: Sequence[Cwd]) -> None:
@@ -188,9 +210,13 @@ class Cwd:
 
     # -- cd, pushd, popd -----------------------------------------------------------------
 
-    def change(self, command: str, args: Sequence[Word]) -> None:
-        """Apply `cd`/`pushd`/`popd` with their arguments (options included)."""
-        no_cd = False
+    def change(self, command: str, args: Sequence[Word], probe: Probe | None = None) -> None:
+        """Apply `cd`/`pushd`/`popd` with their arguments (options included).
+
+        `probe(directory)` says whether a directory exists and can be entered now (None:
+        cannot tell). A change into one that can is taken to succeed; any other may fail,
+        and the walker then keeps the previous places possible too."""
+        no_cd = physical = False
         operands: list[Word] = []
         ended = False
         for word in args:
@@ -206,6 +232,7 @@ class Cwd:
             ):
                 if command != "cd" and "n" in text[1:]:
                     no_cd = True
+                physical = physical or "P" in text[1:]
             else:
                 operands.append(word)
         if len(operands) > 1:
@@ -218,14 +245,26 @@ class Cwd:
             )
             return
         text = None if operand is None else _static_target(operand)
+        if physical and text is not None and ".." in text.split("/"):
+            # `cd -P link/..` is the link target's parent, which the text does not show.
+            self.lose(f"runs after `{command} -P {text}`, which resolves links first")
+            return
         step = {"cd": _cd, "pushd": _pushd, "popd": _popd}[command]
         result: list[Config] = []
+        certain = probe is not None
         for config in self.configs:
             moved = step(config, text, no_cd)
             if moved is None:
                 self.reason = self.reason or f"runs after `{command}` to a place not tracked"
                 moved = Config(UNKNOWN)
+                certain = False  # it may also have failed
+            elif certain and moved.path != config.path:
+                certain = probe(moved.path) is True  # type: ignore[misc]
+            elif moved.path == config.path and (text is not None or command != "cd"):
+                certain = False  # bash refused (out of range, no stack): a failure
             result.append(moved)
+        if not certain:
+            self.fallible += 1
         self._set(result)
 
 

@@ -67,6 +67,8 @@ def _expansions(root: Node) -> Iterator[Node]:
         node = cursor.node
         if node.type in ("expansion", "arithmetic_expansion"):
             yield node
+        elif node.type == "command_substitution" and node.text.startswith(b"$(("):
+            yield node  # tree-sitter reads `$((x))` in heredocs and `${x:=…}` this way
         if cursor.goto_first_child() or cursor.goto_next_sibling():
             continue
         while cursor.goto_parent():
@@ -88,7 +90,7 @@ def _names(node: Node, src: bytes) -> Iterator[str]:
         kind = current.type
         if kind in _NAME_KINDS:
             yield _text(current, src)
-        elif kind in ("command_substitution", "process_substitution"):
+        elif kind in ("command_substitution", "process_substitution") and current is not node:
             yield "$( )"
         elif kind == "word" and not _DIGITS.match(_text(current, src)):
             yield _text(current, src)
@@ -105,7 +107,7 @@ def _unknown(node: Node, src: bytes, known: set[str]) -> str | None:
 
 def _evaluates(node: Node, src: bytes, known: set[str]) -> str | None:
     shown = _text(node, src)[:80]
-    if node.type == "arithmetic_expansion":
+    if node.type in ("arithmetic_expansion", "command_substitution"):
         name = _unknown(node, src, known)
         if name is not None:
             return f"`{shown}` evaluates `{name}` as arithmetic, which can run commands"

@@ -35,26 +35,26 @@ _NODE = ("node", "nodejs", "bun", "deno")
 _RUNS = {
     "perl": re.compile(
         r"\bsystem\b|\bexec\b|`|\bqx\b|\bopen\d?\s*\(?[^;]*(?:\|\s*['\"]|['\"][^'\"]*\|)|"
-        r"\beval\b|\bfork\b|\bpipe\b|\bIPC::|\bdo\s*['\"]|\brequire\b|\bsyscall\b"
+        r"\beval\b|\bfork\b|\bpipe\b|\bIPC::|\bdo\s*['\"]|\brequire\b|\bsyscall\b|\b(?:sym)?link\b"
     ),
     "ruby": re.compile(
         r"\bsystem\b|\bexec\b|`|%x|\bspawn\b|\bpopen|\bOpen3\b|\beval\b|\bfork\b|"
-        r"\bsyscall\b|\binstance_eval\b|\bsend\b|\bKernel\b|\bopen\s*\(\s*['\"]\|"
+        r"\bsyscall\b|\binstance_eval\b|\bsend\b|\bKernel\b|\bopen\s*\(\s*['\"]\||\b(?:sym)?link\b"
     ),
     "python": re.compile(
         r"\bsubprocess\b|\bos\s*\.\s*(?:system|popen|exec|spawn|posix_spawn|fork)|\bpty\b|"
         r"\bexec\s*\(|\beval\s*\(|__import__|\bimportlib\b|\bgetattr\b|\bctypes\b|"
         r"\bcompile\s*\(|\bcommands\b|\bmultiprocessing\b|\bplatform\s*\.\s*popen|"
-        r"\bfrom\s+os\s+import\b|\brunpy\b|\bcode\s*\.\s*interact"
+        r"\bfrom\s+os\s+import\b|\brunpy\b|\bcode\s*\.\s*interact|\b(?:sym)?link(?:_to)?\b"
     ),
     "node": re.compile(
         r"child_process|\bexec\w*\s*\(|\bspawn\w*\s*\(|\beval\s*\(|\bFunction\s*\(|"
         r"process\s*\.\s*binding|\bimport\s*\(|\brequire\s*\(\s*[^'\"]|\bvm\b|\bworker_threads\b|"
-        r"\bDeno\s*\.\s*(?:run|Command)|\bBun\s*\.\s*(?:spawn|\$)"
+        r"\bDeno\s*\.\s*(?:run|Command)|\bBun\s*\.\s*(?:spawn|\$)|\b(?:sym)?link(?:Sync)?\b"
     ),
     "php": re.compile(
         r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|"
-        r"create_function|call_user_func\w*|mail|putenv|dl)\s*\(|`|\$\w+\s*\("
+        r"create_function|call_user_func\w*|mail|putenv|dl|symlink|link)\s*\(|`|\$\w+\s*\("
     ),
 }
 # Quoted string literals (no escapes spanning quotes needed: we only want path-looking ones).
@@ -137,9 +137,9 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
     result = InlineCode()
     program = "\n".join(code)
     if _RUNS[key].search(program):
-        result.floor = f"the {name} code can run other programs or evaluate strings"
+        result.floor = f"the {name} code can run other programs, evaluate strings or make links"
     for match in _LITERAL.finditer(program):
-        literal = match.group(1) or match.group(2) or ""
+        literal = _open_mode(match.group(1) or match.group(2) or "")
         if _names_path(literal):
             result.operands.append(literal)
     for word in operands:
@@ -158,20 +158,26 @@ def awk_paths(program: str) -> tuple[list[str], list[str]]:
     operands = [
         literal
         for m in _LITERAL.finditer(program)
-        if (literal := m.group(1) or m.group(2) or "") and _names_path(literal)
+        if (literal := _open_mode(m.group(1) or m.group(2) or "")) and _names_path(literal)
     ]
     return [o for o in operands if o not in writes], writes
+
+
+def _open_mode(literal: str) -> str:
+    """perl's two-argument open: `">/etc/hosts"`, `"+< f"`, `">> f"` name f."""
+    stripped = literal.lstrip("+<>& \t")
+    return stripped.rstrip() if stripped != literal else literal
 
 
 def _names_path(literal: str) -> bool:
     """A literal that may name a file: `/…`, `~…`, `./…`, or a dotfile-like `.env`."""
     if " " in literal or len(literal) > 1024:
         return False
-    return (
-        "/" in literal
-        or literal.startswith(("~", "."))
-        or bool(re.match(r"^[\w.-]+\.[A-Za-z0-9]{1,8}$", literal))
-    )
+    # A bare name (`'hosts'`) counts too: the engine checks it only if it exists.
+    return "/" in literal or literal.startswith(("~", ".")) or bool(_BARE.match(literal))
+
+
+_BARE = re.compile(r"^[\w][\w.+-]{0,127}$")
 
 
 # --- command languages -------------------------------------------------------------------
@@ -179,10 +185,17 @@ def _names_path(literal: str) -> bool:
 _INTERACTIVE = frozenset({"ed", "red", "ex", "dc", "sftp", "ftp", "gnuplot", "psql", "mysql",
                           "mariadb", "sqlite3", "sqlite", "duckdb", "bc", "jshell"})  # fmt: skip
 _ALWAYS = frozenset({"ed", "red", "ex", "dc"})  # their input is commands, `!` runs a shell
+# sqlite3 dot-commands that run programs or touch files, and SQL functions that do.
+_SQLITE_ESCAPE = re.compile(
+    r"(?:^|[\n;])\s*\.(?:shell|system|output|once|import|read|load|open|save|backup|restore|"
+    r"cd|log|excel|clone|archive|ar|trace|iotrace|testcase|www|sha3sum|dbinfo\s+\S)|"
+    r"\b(?:edit|readfile|writefile|load_extension|fts3_tokenizer|lsdir)\s*\(",
+    re.I,
+)
 _ESCAPE = {
-    "sqlite3": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
-    "sqlite": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
-    "duckdb": re.compile(r"(?:^|[\n;])\s*\.[a-z]"),
+    "sqlite3": _SQLITE_ESCAPE,
+    "sqlite": _SQLITE_ESCAPE,
+    "duckdb": _SQLITE_ESCAPE,
     "psql": re.compile(r"\\!|\\o\s*\||\\copy|\\g\s*\||\\i|\\w|\\setenv|\\gexec"),
     "mysql": re.compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
     "mariadb": re.compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
@@ -199,6 +212,7 @@ _BATCH_EDITOR = {
 }  # fmt: skip
 _VIMS = ("vim", "vi", "nvim", "view", "vimdiff", "gvim", "rvim")
 _SCRIPT_FROM_STDIN = {  # program -> options whose value `-` (or /dev/stdin) is the script
+    "expect": ("-f",),
     "sed": ("-f", "--file"),
     "gsed": ("-f", "--file"),
     "make": ("-f", "--file", "--makefile"),

@@ -21,17 +21,23 @@ from askgate.policy.shell.words import Word
 
 Link = tuple[str, str | None]  # (name as written, target as written or None = unknown)
 Made = tuple[str, str | None, int]  # a Link and the index of the unit that made it
-LINK_MAKERS = frozenset({"ln", "link", "cp", "mv"})
+LINK_MAKERS = frozenset({"ln", "link", "cp", "mv", "mount"})
 
 
 def made_links(name: str, args: Sequence[Word], known: Sequence[Made]) -> list[Link]:
     """The links `name args…` makes (cp only with -s/-l; mv only renaming a link)."""
+    if name == "mount":
+        # `mount --bind SRC DST` (or -B, --rbind, -o bind): DST shows SRC.
+        texts = [w.text for w in args]
+        binding = any(t in ("--bind", "-B", "--rbind", "-R") or "bind" in t for t in texts)
+        operands = [w for w in args if not w.text.startswith("-") and "bind" not in w.text]
+        if not binding or len(operands) < 2:
+            return []
+        source, target = operands[-2], operands[-1]
+        return [(target.text if target.static else "\x00", source.text if source.static else None)]
     result = scan(args, "tS", frozenset({"--target-directory", "--suffix", "--backup"}),
                   permute=True)  # fmt: skip
-    if name == "cp" and not result.has(
-        "-s", "--symbolic-link", "-l", "--link"
-    ) and not any(o.startswith("-") and not o.startswith("--") and ("s" in o or "l" in o)
-                  for o, _ in result.options):  # fmt: skip
+    if name == "cp" and not any(_links(option) for option, _ in result.options):
         return []
     operands = result.operands
     directory = result.values("-t", "--target-directory")
@@ -51,8 +57,8 @@ def made_links(name: str, args: Sequence[Word], known: Sequence[Made]) -> list[L
             # `ln -s T NAME` makes NAME, or NAME/T when NAME is a directory: both.
             pairs.append((word, last.text))
             pairs.append((word, f"{last.text}/{_basename(word.text)}"))
-    symbolic = result.has("-s", "--symbolic", "--symbolic-link") or any(
-        o.startswith("-") and not o.startswith("--") and "s" in o for o, _ in result.options
+    symbolic = any(
+        o.startswith("--sym") or (not o.startswith("--") and "s" in o) for o, _ in result.options
     )
     links: list[Link] = []
     for source, link_name in pairs:
@@ -75,6 +81,15 @@ def made_links(name: str, args: Sequence[Word], known: Sequence[Made]) -> list[L
             target = previous[1]
         links.append((link_name or "\x00", target))
     return links
+
+
+def _links(option: str) -> bool:
+    """cp's -s/-l (also in a cluster) and --symbolic-link/--link in any abbreviation."""
+    if option.startswith("--"):
+        return option.startswith(("--sy", "--li")) and (
+            "--symbolic-link".startswith(option) or "--link".startswith(option)
+        )
+    return "s" in option or "l" in option
 
 
 def _link_target(path: str, links: Sequence[Made]) -> Link | None:

@@ -40,6 +40,7 @@ FILE_TESTS = names("-e -f -d -r -w -x -s -L -h -b -c -p -S -g -u -k -O -G -N -a"
 NO_PATH_COMMANDS = frozenset({"echo", "printf", ":", "true", "false"})
 
 _TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
+_FILE_NAME = re.compile(r"^[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}$")  # `x.xml`, `.env.local`
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SCP_REMOTE = re.compile(r"^[^/]*:")
 _NAME_EQ = re.compile(r"^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*=")
@@ -95,11 +96,17 @@ def operand_value(word: Word) -> str | None:
     if word.dynamic is not None:
         return None
     text = word.text
+    if text.isalnum():
+        return text  # the common case: `status`, `build`, `5`
     if not text or "\n" in text:
         return None
     if text.startswith("-"):
         _, eq, value = text.partition("=")
-        text = value if eq else ""
+        if eq and value and "/" not in value and _FILE_NAME.match(value):
+            return "./" + value  # `--junitxml=out.xml`: a file, whether it exists or not
+        # `-c.env`: maybe an attached value (checked only if it exists).
+        attached = text[2:] if len(text) > 2 and text[1] != "-" else ""
+        text = value if eq else attached
     elif "=" in text:
         match = _NAME_EQ.match(text)
         if match:
@@ -108,6 +115,14 @@ def operand_value(word: Word) -> str | None:
         return url_path(text) if text.startswith("file://") else None
     return text
 
+
+# Options whose separate value is, by its name, a file written or read.
+_OUTPUT_OPTION = re.compile(
+    r"^(?:-[oOfw]|--?\w*(?:out|log|file|write|dump|save|dest|export|report|junit|keyout|"
+    r"cert|key|trace|record)\w*)$",
+    re.I,
+)
+_BARE_NAME = re.compile(r"^[\w.][\w.+-]*$")
 
 _CHMOD_MODE = re.compile(r"^-[rwxXstugoa]+$")
 
@@ -128,7 +143,7 @@ def _is_path(text: str) -> bool:
 class Paths:
     """Mutable accumulator used while building one unit."""
 
-    __slots__ = ("may_run", "operands", "reads", "recursive", "writes")
+    __slots__ = ("globbed", "may_run", "operands", "reads", "recursive", "writes")
 
     def __init__(self) -> None:
         self.reads: list[str] = []
@@ -136,6 +151,7 @@ class Paths:
         self.operands: list[str] = []  # role unknown: read and (tightening) write
         self.recursive: list[str] = []  # directories read with everything below them
         self.may_run: list[str] = []  # commands an unknown program may run (unknown.py)
+        self.globbed: list[str] = []  # unquoted globs among the words (expanded later)
 
     def read(self, text: str) -> None:
         if _is_path(text) and text not in self.reads:
@@ -154,11 +170,29 @@ class Paths:
     def unknown(self, words: Sequence[Word]) -> None:
         """Arguments of a program whose use of them is unknown: path-looking ones are
         reads (as before), and every word that may name a file is an operand."""
-        self.generic(words)
+        previous = ""
         for word in words:
+            text = word.text
+            if "/" in text or "~" in text or "$" in text or text == "..":
+                path = generic_path(text)  # what generic() does, in the same pass
+                if path is not None:
+                    self.read(path)
+            if (
+                previous[:1] == "-"
+                and _OUTPUT_OPTION.match(previous)
+                and word.static
+                and _BARE_NAME.match(word.text)
+            ):
+                # `tool -o out`, `openssl rand -out hosts`: a file, whether it exists or not.
+                self.operand("./" + word.text)
+            previous = word.text if word.static else ""
             value = operand_value(word)
             if value is not None and value not in self.operands:
                 self.operands.append(value)
+                # `git show HEAD:.env`, `host:path`: the part after a colon may be a file.
+                _, colon, after = value.partition(":")
+                if colon and after and not after.startswith("//") and after not in self.operands:
+                    self.operands.append(after)
 
     def operand(self, text: str) -> None:
         if _is_path(text) and not _URL.match(text) and text not in self.operands:
@@ -237,8 +271,7 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
             if not _URL.match(word.text) or url_path(word.text):
                 paths.read(url_path(word.text) or word.text)
     elif kind == "write":
-        for word in operands:
-            paths.write(word.text)
+        _write_operands(name, operands, paths)
     elif kind == "copy":
         if result.values("-t", "--target-directory") or len(operands) < 2:
             sources = operands
@@ -250,6 +283,21 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
             paths.read(word.text)
     elif kind == "none":
         paths.generic(operands)
+
+
+# Writers that read the files they write first (an editor opens what it saves).
+READS_WHAT_IT_WRITES = names(
+    "vi vim nvim nano emacs ed ex pico micro hx kak sqlite3 patch view gvim rvim sed gsed"
+)
+
+
+def _write_operands(name: str, operands: Sequence[Word], paths: Paths) -> None:
+    """A writer's operands; an editor or `sed -i` reads them first, too."""
+    reads_first = name in READS_WHAT_IT_WRITES
+    for word in operands:
+        paths.write(word.text)
+        if reads_first:
+            paths.operand(word.text)
 
 
 # Names collect() has a rule for; for every other name it is `paths.generic(args)`.
@@ -405,3 +453,66 @@ def _compressor(args: Sequence[Word], paths: Paths) -> None:
         paths.write(value.text)
     for word in result.operands:
         (paths.read if to_stdout else paths.write)(word.text)
+
+
+# --- recursive readers ------------------------------------------------------------------
+
+_GREPS = names("grep egrep fgrep zgrep")
+_SEARCHERS = names("rg ag ack ripgrep")
+_WALKERS = names("find fd fdfind du tree")
+_COPIERS = names("cp rsync scp")
+RECURSIVE_NAMES = _GREPS | _SEARCHERS | _WALKERS | names("ls tar bsdtar gtar zip") | _COPIERS
+_RECURSIVE_FLAG = re.compile(r"^-[A-Za-z]*[rR]")
+
+
+def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
+    """Directories `name args…` reads with everything below them (Paths.recursive).
+
+    The argument parsing is deliberately loose: a word taken for a directory by mistake
+    only adds a check (a read deny/ask rule inside it makes the unit ask)."""
+    if name not in RECURSIVE_NAMES:
+        return
+    texts = [w.text for w in args if w.static]
+    operands = [t for t in texts if not t.startswith("-") or t == "-"]
+    flagged = any(
+        _RECURSIVE_FLAG.match(t) or t in ("--recursive", "--dereference-recursive", "--archive")
+        for t in texts
+    )
+    found: list[str] = []
+    if name in _GREPS:
+        if not flagged and "--directories=recurse" not in texts:
+            return
+        explicit = any(t in ("-e", "-f", "--regexp", "--file") or t.startswith("--regexp=")
+                       for t in texts)  # fmt: skip
+        found = operands if explicit else operands[1:]
+        found = found or ["."]
+    elif name in _SEARCHERS:
+        explicit = any(t in ("-e", "-f", "--regexp", "--file", "--files") for t in texts)
+        found = (operands if explicit else operands[1:]) or ["."]
+    elif name in ("find",):
+        for text in texts:
+            if text.startswith(("-", "(", "!")):
+                break
+            found.append(text)
+        found = found or ["."]
+    elif name in ("fd", "fdfind"):
+        found = operands[1:] or ["."]
+    elif name in ("du", "tree"):
+        found = operands or ["."]
+    elif name == "ls":
+        if flagged and not any(t == "-d" for t in texts):
+            found = operands or ["."]
+    elif name in ("tar", "bsdtar", "gtar"):
+        first = texts[0] if texts else ""
+        mode = first.lstrip("-") if not first.startswith("--") else ""
+        if "c" in mode or "--create" in texts:
+            rest = operands[1:] if not first.startswith("-") else operands
+            found = rest[1:] if "f" in mode else rest  # the archive is f's value
+    elif name == "zip":
+        if flagged:
+            found = operands[1:]
+    elif name in _COPIERS and (flagged or any(re.match(r"^-[A-Za-z]*a", t) for t in texts)):
+        found = operands[:-1]
+    for text in found:
+        if _is_path(text) and not _URL.match(text) and text not in paths.recursive:
+            paths.recursive.append(text)

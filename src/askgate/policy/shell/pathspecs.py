@@ -95,6 +95,8 @@ _AWK = spec(
     "--file --assign --field-separator --include --load --source",
     pattern="-f --file -e --source -E",
     reads="-f --file -i --include -E",
+    writes="--pretty-print --profile --dump-variables",  # gawk writes these files
+    optional="--pretty-print --profile --dump-variables",
 )
 _HEAD = spec("read", "ncs", "--lines --bytes --sleep-interval --pid --max-unchanged-stats")
 _COPY = spec(

@@ -20,6 +20,7 @@ class Peel:
         "keep",
         "option_words",
         "reads",
+        "recursive",
         "scripts",
         "writes",
     )
@@ -32,6 +33,7 @@ class Peel:
         self.extra: list[tuple[list[Word], str]] = []  # (argv, context)
         self.cwd: list[Word] = []
         self.reads: list[str] = []
+        self.recursive: list[str] = []  # read with everything below (xargs' unknown files)
         self.writes: list[str] = []
         self.option_words: list[Word] = []  # scanned for path-looking words
         self.assigned: list[str] = []

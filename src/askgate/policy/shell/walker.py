@@ -10,7 +10,7 @@ from askgate.policy.model import Unit
 from askgate.policy.shell.argv import names
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, in_context
 from askgate.policy.shell.builtins import BuiltinMixin
-from askgate.policy.shell.cwd import Cwd
+from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.evaluating import evaluating_expansions
 from askgate.policy.shell.words import Node, Word
 
@@ -47,31 +47,26 @@ def _flat_command_bound(src: bytes) -> int:
     return len(_SEPARATOR.findall(src)) + 1
 
 
-def _flatten_list(node: Node) -> tuple[list[Node], list[str]]:
-    """The statements of a (left- or right-nested) list, in order, and the operator
-    after each (`&&`, `||`, `;` …; "" after the last)."""
+def _flatten_list(node: Node) -> list[Node]:
+    """The statements of a (left- or right-nested) list, in order."""
     items: list[Node] = []
-    operators: list[str] = []
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, str):
-            if operators:
-                operators[-1] = current
-            continue
         if current.type == "list":
-            parts: list[Node | str] = []
-            for child in current.children:
-                if child.is_named:
-                    if child.type != "comment":
-                        parts.append(child)
-                elif child.type in ("&&", "||", ";", "&", "\n"):
-                    parts.append(child.type)
-            stack.extend(reversed(parts))
+            named = [c for c in current.children if c.is_named and c.type != "comment"]
+            stack.extend(reversed(named))
         else:
             items.append(current)
-            operators.append("")
-    return items, operators
+    return items
+
+
+def _operator_after(src: bytes, items: Sequence[Node], index: int) -> bytes:
+    """The list operator between items[index] and the next (b"" after the last)."""
+    if index + 1 >= len(items):
+        return b""
+    between = src[items[index].end_byte : items[index + 1].start_byte].lstrip()
+    return between[:2]
 
 
 class Sink:
@@ -86,6 +81,7 @@ class Sink:
         "links",
         "moves_redefined",
         "parse",
+        "probe",
         "process_substitutions",
         "units",
     )
@@ -100,6 +96,7 @@ class Sink:
         self.links: list[tuple[str, str | None, int]] = []  # (name, target, maker unit)
         self.process_substitutions = False  # `/dev/fd/N` may be one of ours
         self.integers: set[str] = set()  # variables only ever set to literal integers
+        self.probe: Probe | None = None  # does a directory exist now (cwd.py)? None: unknown
         self.parse = parse
         self.find_commands = find_commands
 
@@ -120,6 +117,8 @@ class Walker(BuiltinMixin):
         self.nesting = 0
         self.piped_text: str | None = None
         self.shallow = False  # set by sweep(): substitutions are handled one by one
+        # `for f in src/*.py`: inside the body, `$f` stands for this word (loop_variable).
+        self.loop_values: dict[str, Word] = {}
 
     # -- entry points -------------------------------------------------------------
 
@@ -191,10 +190,11 @@ class Walker(BuiltinMixin):
             if background:
                 self.statement(child, state.copy(), frame, piped)
                 continue
-            before = state.copy()
+            configs, fallible = state.configs, state.fallible
             self.statement(child, state, frame, piped)
-            if not state.same(before):
-                state.union([before])  # the change may have failed: both are possible
+            if state.fallible != fallible and state.configs != configs:
+                # The change may have failed: both places are possible.
+                state.union([state.snapshot(configs, fallible)])
 
     def statement(
         self,
@@ -224,15 +224,21 @@ class Walker(BuiltinMixin):
         elif kind == "list":
             # Flattened without recursion: a chain of a thousand `&&` is a thousand units,
             # not a thousand levels of nesting.
-            items, operators = _flatten_list(node)
+            items = _flatten_list(node)
             failed: list[Cwd] = []  # where the shell stays if a directory change failed
+            src = self.src
             for index, child in enumerate(items):
                 last = index == len(items) - 1
-                before = state.copy()
+                configs, fallible = state.configs, state.fallible
                 self.statement(child, state, frame, piped, tail if last else ())
-                if not state.same(before):
-                    failed.append(before)
-                if failed and operators[index] != "&&":
+                if state.configs is not configs and state.configs != configs:
+                    before = state.snapshot(configs, fallible)
+                    if state.fallible != fallible:
+                        failed.append(before)
+                    if index and _operator_after(src, items, index - 1) == b"||":
+                        # `a || b`: where a succeeded, b never ran.
+                        state.union([before])
+                if failed and _operator_after(src, items, index) != b"&&":
                     # `a && b` runs b only where a succeeded; after `;`, `||` (or
                     # the end of the list) the shell may be where a failed.
                     state.union(failed)
@@ -333,7 +339,7 @@ class Walker(BuiltinMixin):
             stage_state = state if last and self.sink.lastpipe else state.copy()
             before = state.copy() if stage_state is state else None
             self.statement(stage, stage_state, frame, piped or index > 0, tail if last else ())
-            if before is not None and not state.same(before):
+            if before is not None and not state.same(before) and state.fallible != before.fallible:
                 state.union([before])
             self.piped_text = None
             previous_output = self.static_output(stage) if not last else None
@@ -424,6 +430,29 @@ class Walker(BuiltinMixin):
             state.lose("runs in a loop that changes directory")
             self.loop_parts(node, state, frame, piped)
 
+    def loop_variable(self, node: Node, state: Cwd, frame: Frame) -> tuple[str, Word] | None:
+        """`for f in ONE_WORD` whose value is static or a glob, and a body that does not
+        set f: inside the body `$f` / "$f" stand for that word (a glob is expanded when
+        the engine decides)."""
+        if node.type != "for_statement":
+            return None
+        variable = node.child_by_field_name("variable")
+        values = node.children_by_field_name("value")
+        body = node.child_by_field_name("body")
+        if variable is None or len(values) != 1 or body is None:
+            return None
+        name = self.text(variable)
+        word = self.words(values, Cwd(), Frame())
+        if len(word) != 1 or not (word[0].static or (word[0].dynamic or "").startswith("glob")):
+            return None
+        if ";" in (word[0].dynamic or "") or re.search(
+            rf"\b{re.escape(name)}\+?=|\b(?:read|mapfile|readarray|getopts|printf|declare|"
+            rf"local|typeset|export|let|unset|eval|source)\b|\.\s",
+            self.text(body),
+        ):
+            return None
+        return name, word[0]
+
     def loop_parts(self, node: Node, state: Cwd, frame: Frame, piped: bool) -> None:
         if node.type == "c_style_for_statement":
             header = [c for c in node.children if c.type != "do_group" and c.is_named]
@@ -434,6 +463,7 @@ class Walker(BuiltinMixin):
             text = " ".join(self.src[node.start_byte : end].decode("utf-8", "replace").split())
             reason = "arithmetic loops evaluate variables, which can run commands"
             self.add_unit(text, (), (), (), [reason], frame, state, "arithmetic")
+        loop_value = self.loop_variable(node, state, frame)
         for index, child in enumerate(node.children):
             kind = child.type
             if kind == "select":
@@ -447,6 +477,16 @@ class Walker(BuiltinMixin):
                 self.words([child], state, frame)
             elif field == "variable":
                 continue
+            elif field == "body" and loop_value is not None:
+                previous = self.loop_values.get(loop_value[0])
+                self.loop_values[loop_value[0]] = loop_value[1]
+                try:
+                    self.statement(child, state, frame, piped)
+                finally:
+                    if previous is None:
+                        del self.loop_values[loop_value[0]]
+                    else:
+                        self.loop_values[loop_value[0]] = previous
             else:
                 self.statement(child, state, frame, piped)
 

@@ -163,10 +163,46 @@ def _xargs(args: list[Word]) -> Peel:
         optional_value=names("-e -i -l --eof --replace --max-lines"),
     )
     inner = result.operands or [synthetic("echo")]
-    peel = Peel(inner, "xargs runs a command with arguments only known at run time")
+    if _reads_only(inner) and not result.has("-I", "-i", "--replace"):
+        # `find . | xargs grep -l x`: the arguments are files the command reads; they may
+        # be anything below the directory, like a recursive reader's.
+        peel = Peel(inner)
+        peel.recursive = ["."]
+    else:
+        peel = Peel(inner, "xargs runs a command with arguments only known at run time")
     peel.reads = [w.text for w in result.values("-a", "--arg-file")]
     peel.option_words = result.option_words
     return peel
+
+
+# Programs that only read their file operands (as xargs' command): with these options.
+_READ_ONLY = names(
+    "grep egrep fgrep rg cat head tail wc ls file stat du md5sum sha1sum sha256sum "
+    "sha512sum basename dirname realpath readlink echo printf"
+)
+_CHECKERS = {"ruff": ("check", "format"), "mypy": (), "eslint": (), "black": (), "flake8": (),
+             "pylint": (), "prettier": ()}  # fmt: skip
+_WRITING_OPTIONS = ("--fix", "--write", "-w", "--in-place", "-i", "-o", "--output")
+
+
+def _reads_only(argv: list[Word]) -> bool:
+    """A command that only reads the files given to it (so xargs may feed it any)."""
+    if not argv or not all(w.static for w in argv):
+        return False
+    name = argv[0].text
+    texts = [w.text for w in argv[1:]]
+    if any(t.startswith(_WRITING_OPTIONS) for t in texts):
+        return False
+    if name in _READ_ONLY:
+        return True
+    checker = _CHECKERS.get(name)
+    if checker is None:
+        return False
+    if name == "ruff":
+        return (bool(texts) and texts[0] == "check") or texts[:2] == ["format", "--check"]
+    if name in ("black", "prettier"):
+        return "--check" in texts
+    return True
 
 
 _FIND_EXEC = names("-exec -execdir -ok -okdir")
