@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
-from askgate.prompters.server import ServerPrompter
-from server_support import LiveServer
+from askgate.prompters.base import PromptState
+from server_support import LiveServer, Waiting
 
 CHROMIUM = "/usr/bin/chromium"
 PHONE = {"width": 390, "height": 844}
@@ -44,48 +42,6 @@ def browser() -> Iterator[Any]:
 def live(tmp_path: Path) -> Iterator[LiveServer]:
     with LiveServer(tmp_path / "data", f"sqlite+aiosqlite:///{tmp_path / 'p.db'}") as server:
         yield server
-
-
-class Waiting:
-    """A gate-side client blocked on the server (ServerPrompter in a thread)."""
-
-    def __init__(self, live: LiveServer, token: str, command: str) -> None:
-        self.views: list[dict[str, Any]] = []
-        self.registered = threading.Event()
-        self.reply: PromptReply | None = None
-
-        def on_registered(view: dict[str, Any]) -> None:
-            self.views.append(view)
-            self.registered.set()
-
-        self.prompter = ServerPrompter(live.url, token, budget=60, on_registered=on_registered)
-        request = PromptRequest(
-            request_id="r",
-            surface="bash",
-            value=command,
-            message="m",
-            agent="claude-code",
-            session="sess-1",
-            tool="Bash",
-            tool_input={"command": command},
-            cwd="/home/me/project",
-            rule='bash "git push *" = ask (user)',
-        )
-        self.thread = threading.Thread(target=self._run, args=(request,), daemon=True)
-        self.thread.start()
-        assert self.registered.wait(20), "the ask never reached the server"
-
-    def _run(self, request: PromptRequest) -> None:
-        self.reply = self.prompter.prompt(request)
-
-    @property
-    def card_url(self) -> str:
-        return str(self.views[0]["card_url"])
-
-    def result(self) -> PromptReply:
-        self.thread.join(30)
-        assert self.reply is not None, "the waiting client was not released"
-        return self.reply
 
 
 def test_card_from_the_notification_link_approves_and_releases_the_waiter(
