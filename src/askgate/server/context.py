@@ -130,7 +130,7 @@ class ServerContext:
     async def announce_decision(self, approval: Approval) -> None:
         """Wake local waiters now; on SQLite also tell local SSE subscribers (on PostgreSQL
         every replica, this one included, does that when the NOTIFY arrives)."""
-        self.waker.wake(approval.id)
+        self.waker.wake(approval.id, approval)
         if self.listener is None:
             self.waker.broadcast(approval.tenant, decision_payload(approval))
 
@@ -139,7 +139,9 @@ class ServerContext:
             approval = await self.store.get(approval_id, tenant=tenant)
         except Exception:
             log.exception("askgate: cannot read %s after its NOTIFY", approval_id)
+            self.waker.wake(approval_id)  # the waiters read the row themselves
             return
+        self.waker.wake(approval_id, approval)
         if approval is not None:
             self.waker.broadcast(tenant, decision_payload(approval))
 
