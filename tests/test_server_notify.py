@@ -224,3 +224,31 @@ def test_the_webhook_is_signed(tmp_path: Path) -> None:
     assert payload["type"] == "approval.requested"
     assert payload["approval"]["id"] == created.json()["id"]
     assert "?k=" in payload["decide_url"]
+
+
+def test_the_ntfy_web_app_may_decide_cross_origin_with_the_key_only(tmp_path: Path) -> None:
+    import httpx
+
+    with LiveServer(tmp_path / "d", f"sqlite+aiosqlite:///{tmp_path / 'c.db'}") as live:
+        token = live.add_user("dora")
+        created = (
+            live.client(token)
+            .post("/v1/approvals", json={"tool": "Bash", "input": {"command": "x"}})
+            .json()
+        )
+        decide = f"{live.url}/v1/approvals/{created['id']}/decide"
+        origin = {"Origin": "https://ntfy.sh"}
+        preflight = httpx.options(
+            decide,
+            headers={
+                **origin,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type",
+            },
+        )
+        assert preflight.status_code in (200, 204)
+        assert preflight.headers["access-control-allow-origin"] == "*"
+        assert "access-control-allow-credentials" not in preflight.headers
+        k = parse_qs(urlsplit(created["card_url"]).query)["k"][0]
+        done = httpx.post(decide, params={"k": k}, json={"decision": "deny"}, headers=origin)
+        assert done.status_code == 200 and done.headers["access-control-allow-origin"] == "*"
