@@ -63,7 +63,7 @@ async def close_context(ctx: ServerContext) -> None:
 
 
 def _database_unavailable(_request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    first_line = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+    first_line = " ".join(str(exc).split())[:600]
     log.error("askgate: database unavailable: %s", first_line)
     return Response(
         content={"error": "database-unavailable", "detail": type(exc).__name__}, status_code=503

@@ -149,7 +149,7 @@ class ServerContext:
         self, approval: Approval, decision: str, *, decided_by: str, reason: str | None
     ) -> bool:
         """The once-only write, plus the cross-replica NOTIFY in the same transaction."""
-        async with self.store.engine.begin() as conn:
+        async with self.store.write() as conn:
             won = await self.store.decide(
                 approval.id, decision, decided_by=decided_by, reason=reason, conn=conn
             )
