@@ -63,8 +63,10 @@ async def close_context(ctx: ServerContext) -> None:
 
 
 def _database_unavailable(_request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    first_line = " ".join(str(exc).split())[:600]
-    log.error("askgate: database unavailable: %s", first_line)
+    # The driver's message and the statement, never its parameters (tool inputs).
+    orig = getattr(exc, "orig", None) or exc
+    statement = " ".join(str(getattr(exc, "statement", "") or "").split())[:200]
+    log.error("askgate: database unavailable: %s: %s [%s]", type(orig).__name__, orig, statement)
     return Response(
         content={"error": "database-unavailable", "detail": type(exc).__name__}, status_code=503
     )
