@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from askgate.prompters.base import PromptReply, PromptRequest
+from askgate.prompters.server import ServerPrompter
 from askgate.server.app import create_app
 from askgate.server.context import ServerConfig, ServerContext
 from askgate.server.notify import Notifier
@@ -285,3 +287,45 @@ class AutoDecider:
             with contextlib.suppress(Exception):
                 self._response.close()
         self._thread.join(5)
+
+
+class Waiting:
+    """A gate-side client blocked on the server (ServerPrompter in a thread)."""
+
+    def __init__(self, live: LiveServer, token: str, command: str) -> None:
+        self.views: list[dict[str, Any]] = []
+        self.registered = threading.Event()
+        self.reply: PromptReply | None = None
+
+        def on_registered(view: dict[str, Any]) -> None:
+            self.views.append(view)
+            self.registered.set()
+
+        self.prompter = ServerPrompter(live.url, token, budget=60, on_registered=on_registered)
+        request = PromptRequest(
+            request_id="r",
+            surface="bash",
+            value=command,
+            message="m",
+            agent="claude-code",
+            session="sess-1",
+            tool="Bash",
+            tool_input={"command": command},
+            cwd="/home/me/project",
+            rule='bash "git push *" = ask (user)',
+        )
+        self.thread = threading.Thread(target=self._run, args=(request,), daemon=True)
+        self.thread.start()
+        assert self.registered.wait(20), "the ask never reached the server"
+
+    def _run(self, request: PromptRequest) -> None:
+        self.reply = self.prompter.prompt(request)
+
+    @property
+    def card_url(self) -> str:
+        return str(self.views[0]["card_url"])
+
+    def result(self) -> PromptReply:
+        self.thread.join(30)
+        assert self.reply is not None, "the waiting client was not released"
+        return self.reply

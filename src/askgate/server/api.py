@@ -127,13 +127,16 @@ async def _await_decision(ctx: ServerContext, approval: Approval, wait: float) -
     deadline = min(time.monotonic() + wait, time.monotonic() + approval.expires_at - time.time())
     with ctx.waker.waiter(approval.id) as woken:
         while True:
-            fresh = await ctx.store.get(approval.id, tenant=approval.tenant)
+            fresh = woken.row if woken.is_set() and woken.row is not None else None
+            if fresh is None:  # the waker had no row (first pass, or a lost NOTIFY)
+                fresh = await ctx.store.get(approval.id, tenant=approval.tenant)
             if fresh is None or fresh.decided_at is not None:
                 return fresh or approval
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return fresh
             woken.clear()
+            woken.row = None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(woken.wait(), remaining)
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from litestar import Litestar, Request, Response
+from litestar.config.cors import CORSConfig
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from sqlalchemy.exc import SQLAlchemyError
@@ -62,8 +63,10 @@ async def close_context(ctx: ServerContext) -> None:
 
 
 def _database_unavailable(_request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    first_line = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
-    log.error("askgate: database unavailable: %s", first_line)
+    # The driver's message and the statement, never its parameters (tool inputs).
+    orig = getattr(exc, "orig", None) or exc
+    statement = " ".join(str(getattr(exc, "statement", "") or "").split())[:200]
+    log.error("askgate: database unavailable: %s: %s [%s]", type(orig).__name__, orig, statement)
     return Response(
         content={"error": "database-unavailable", "detail": type(exc).__name__}, status_code=503
     )
@@ -127,6 +130,15 @@ def create_app(
         route_handlers=[*HANDLERS, *PAGE_HANDLERS],
         lifespan=[lifespan],
         request_max_body_size=config.max_body,
+        # The ntfy web app performs Approve/Deny with a cross-origin fetch. Credentials are
+        # never allowed cross-origin (the cookie is SameSite=Strict anyway): such a caller
+        # decides with the ?k= key it was given, or not at all.
+        cors_config=CORSConfig(
+            allow_origins=["*"],
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type", "authorization"],
+            allow_credentials=False,
+        ),
         openapi_config=OpenAPIConfig(
             title="askgate approval server",
             version="1",

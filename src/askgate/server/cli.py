@@ -94,7 +94,13 @@ async def _serve(config: Any, sock: socket.socket, announce: Callable[[str], Non
     try:
         app = create_app(config, ctx=ctx)
         server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+            uvicorn.Config(
+                app,
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
+                timeout_keep_alive=75,  # behind a load balancer idle connections live on
+            )
         )
         announce(config.public_url)
         await server.serve(sockets=[sock])

@@ -130,7 +130,7 @@ class ServerContext:
     async def announce_decision(self, approval: Approval) -> None:
         """Wake local waiters now; on SQLite also tell local SSE subscribers (on PostgreSQL
         every replica, this one included, does that when the NOTIFY arrives)."""
-        self.waker.wake(approval.id)
+        self.waker.wake(approval.id, approval)
         if self.listener is None:
             self.waker.broadcast(approval.tenant, decision_payload(approval))
 
@@ -139,7 +139,9 @@ class ServerContext:
             approval = await self.store.get(approval_id, tenant=tenant)
         except Exception:
             log.exception("askgate: cannot read %s after its NOTIFY", approval_id)
+            self.waker.wake(approval_id)  # the waiters read the row themselves
             return
+        self.waker.wake(approval_id, approval)
         if approval is not None:
             self.waker.broadcast(tenant, decision_payload(approval))
 
@@ -147,7 +149,7 @@ class ServerContext:
         self, approval: Approval, decision: str, *, decided_by: str, reason: str | None
     ) -> bool:
         """The once-only write, plus the cross-replica NOTIFY in the same transaction."""
-        async with self.store.engine.begin() as conn:
+        async with self.store.write() as conn:
             won = await self.store.decide(
                 approval.id, decision, decided_by=decided_by, reason=reason, conn=conn
             )

@@ -35,7 +35,8 @@ CSP = (
 HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin: the ?k= key never leaves in a Referer, and our own forms keep their Origin
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 

@@ -15,9 +15,11 @@ PostgreSQL through asyncpg.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import msgspec
@@ -210,6 +212,20 @@ class Store:
     def __init__(self, engine: AsyncEngine, url: str) -> None:
         self.engine = engine
         self.url = url
+        # SQLite has one writer at a time. Queueing our own writers here, instead of in
+        # SQLite's busy handler, keeps a write lock from being held while its commit waits
+        # for the event loop, and keeps the busy timeout for other processes.
+        self._write_lock: asyncio.Lock | None = None if is_postgres(url) else asyncio.Lock()
+
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction (serialised within this process on SQLite)."""
+        if self._write_lock is None:
+            async with self.engine.begin() as conn:
+                yield conn
+            return
+        async with self._write_lock, self.engine.begin() as conn:
+            yield conn
 
     @classmethod
     async def open(cls, url: str, *, busy_ms: int | None = None) -> Store:
@@ -283,7 +299,7 @@ class Store:
             "waiter_gave_up_at": None,
             "consumed_at": None,
         }
-        async with self.engine.begin() as conn:
+        async with self.write() as conn:
             await conn.execute(approvals.insert().values(**values))
         return Approval(**values)
 
@@ -320,7 +336,7 @@ class Store:
         )
         if conn is not None:
             return (await conn.execute(query)).rowcount == 1
-        async with self.engine.begin() as own:
+        async with self.write() as own:
             changed = (await own.execute(query)).rowcount == 1
         return changed
 
@@ -337,7 +353,7 @@ class Store:
             )
             .values(waiter_gave_up_at=now, decision="timeout")
         )
-        async with self.engine.begin() as conn:
+        async with self.write() as conn:
             return (await conn.execute(query)).rowcount == 1
 
     async def consume_late_approval(
@@ -364,7 +380,7 @@ class Store:
             .order_by(approvals.c.decided_at)
             .limit(5)
         )
-        async with self.engine.begin() as conn:
+        async with self.write() as conn:
             for (approval_id,) in (await conn.execute(candidates)).all():
                 claim = (
                     approvals.update()
@@ -396,7 +412,7 @@ class Store:
         now = time.time()
         user_id = user_id or f"u-{os.urandom(8).hex()}"
         token = keys.new_token()
-        async with self.engine.begin() as conn:
+        async with self.write() as conn:
             existing = (await conn.execute(users.select().where(users.c.name == name))).first()
             if existing is not None:
                 raise StoreError(f"user {name!r} exists (rotate its token: askgate user token)")
@@ -419,7 +435,7 @@ class Store:
             raise StoreError(f"unknown token scope {scope!r}")
         now = time.time()
         token = keys.new_token()
-        async with self.engine.begin() as conn:
+        async with self.write() as conn:
             user = (await conn.execute(users.select().where(users.c.name == name))).first()
             if user is None:
                 raise StoreError(f"no user named {name!r}")
@@ -469,7 +485,7 @@ class Store:
 
     async def enroll(self, user_id: str, ntfy_server: str) -> None:
         now = time.time()
-        async with self.engine.begin() as conn:
+        async with self.write() as conn:
             await conn.execute(enrollments.delete().where(enrollments.c.user_id == user_id))
             await conn.execute(
                 enrollments.insert().values(

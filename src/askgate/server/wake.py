@@ -21,11 +21,20 @@ CHANNEL = "askgate_decisions"
 SUBSCRIBER_QUEUE = 256
 
 
+class Wakeup(asyncio.Event):
+    """Set when the approval was decided; carries the decided row when the waker has it, so
+    a thousand released long-polls do not re-read the same row a thousand times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.row: Any = None
+
+
 class Waker:
     """Per-approval events for long-polls, per-tenant queues for SSE subscribers."""
 
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._waiters: dict[str, set[Wakeup]] = {}
         self._subscribers: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
 
     @property
@@ -33,9 +42,9 @@ class Waker:
         return sum(len(events) for events in self._waiters.values())
 
     @contextlib.contextmanager
-    def waiter(self, approval_id: str) -> Iterator[asyncio.Event]:
+    def waiter(self, approval_id: str) -> Iterator[Wakeup]:
         """Register before re-reading the row, so a decision in between is not missed."""
-        event = asyncio.Event()
+        event = Wakeup()
         self._waiters.setdefault(approval_id, set()).add(event)
         try:
             yield event
@@ -46,8 +55,9 @@ class Waker:
                 if not events:
                     del self._waiters[approval_id]
 
-    def wake(self, approval_id: str) -> None:
+    def wake(self, approval_id: str, row: Any = None) -> None:
         for event in self._waiters.get(approval_id, ()):
+            event.row = row
             event.set()
 
     def wake_all(self) -> None:
@@ -109,7 +119,7 @@ class PostgresListener:
             tenant, approval_id = json.loads(payload)
         except (ValueError, TypeError):
             return
-        self._waker.wake(str(approval_id))
+        # on_decision reads the row once for this replica, then wakes its waiters with it.
         task = asyncio.create_task(self._on_decision(str(tenant), str(approval_id)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
