@@ -413,11 +413,16 @@ def _fake_listener(env: dict[str, str], answer: bytes | None) -> tuple[socket.so
     ids=["hung", "garbage", "short", "exit-1", "trailing"],
 )
 def test_a_misbehaving_daemon_falls_back_in_process(
-    tmp_path: Path, env: dict[str, str], answer: bytes | None
+    tmp_path: Path, env: dict[str, str], answer: bytes | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The relay never trusts a bad answer: the hook decides in-process (same answer as
     without any daemon)."""
+    import askgate.policy.shell as shell
     from askgate.adapters.claude_code import answer as hook_answer
+
+    # The in-process path tunes the analyser for a one-shot process: undo it afterwards.
+    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)
+    monkeypatch.setattr(shell, "_tools", shell._tools)
 
     env = {**env, "ASKGATE_RELAY_TIMEOUT": "0.5"}
     server, release = _fake_listener(env, answer)

@@ -278,7 +278,10 @@ def test_one_shot_tuning_gives_the_same_analysis_on_the_corpus(monkeypatch) -> N
     spec.loader.exec_module(module)
     commands = [case.command for case in module.CASES]
     default = [shell.analyze(c) for c in commands]
-    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)  # restored after the test
+    # Restored after the test; a fresh process state (no parser built yet) for the tuning.
+    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)
+    monkeypatch.setattr(shell, "_tools", None)
     tune_for_one_shot()
+    assert shell._tools is not None and shell._tools[1] is None  # no query compiled
     assert shell._BIG_TREE == 0
     assert [shell.analyze(c) for c in commands] == default

@@ -137,24 +137,52 @@ def sniff_event(data: bytes) -> str:
 # --- deciding (in-process, and inside the daemon) -----------------------------------------
 
 
-def _hook_input_type() -> type:
-    import msgspec
+class HookInput:
+    """The fields of Claude Code's hook input that askgate reads (others are ignored).
 
-    class HookInput(msgspec.Struct, kw_only=True):
-        hook_event_name: str
-        tool_name: str
-        tool_input: dict  # str -> any JSON value (annotations resolve in module globals)
-        cwd: str
-        session_id: str | None = None
-        tool_use_id: str | None = None
-        agent_type: str | None = None
-        agent_id: str | None = None
-        permission_mode: str | None = None
+    Checked by hand rather than by a msgspec Struct: resolving a Struct's annotations costs
+    a one-shot hook process more than the whole check."""
 
-    return HookInput
+    __slots__ = (
+        "agent_id",
+        "agent_type",
+        "cwd",
+        "hook_event_name",
+        "permission_mode",
+        "session_id",
+        "tool_input",
+        "tool_name",
+        "tool_use_id",
+    )
+
+    def __init__(self, raw: dict[str, Any], event: str) -> None:
+        self.hook_event_name = event
+        self.tool_name = _field(raw, "tool_name", str, event)
+        self.tool_input = _field(raw, "tool_input", dict, event)
+        self.cwd = _field(raw, "cwd", str, event)
+        self.session_id = _optional(raw, "session_id", event)
+        self.tool_use_id = _optional(raw, "tool_use_id", event)
+        self.agent_type = _optional(raw, "agent_type", event)
+        self.agent_id = _optional(raw, "agent_id", event)
+        self.permission_mode = _optional(raw, "permission_mode", event)
 
 
-_HOOK_INPUT: type | None = None
+def _field(raw: dict[str, Any], key: str, kind: type, event: str) -> Any:
+    if key not in raw:
+        raise HookError(f"hook input is not a {event} object: missing `{key}`", event)
+    value = raw[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise HookError(
+            f"hook input is not a {event} object: `{key}` must be"
+            f" {'an object' if kind is dict else 'a string'}, got {type(value).__name__}",
+            event,
+        )
+    return value
+
+
+def _optional(raw: dict[str, Any], key: str, event: str) -> str | None:
+    value = raw.get(key)
+    return None if value is None else _field(raw, key, str, event)
 
 
 def import_msgspec_lean() -> Any:
@@ -177,7 +205,6 @@ def import_msgspec_lean() -> Any:
 
 def parse_input(data: bytes, process_cwd: str | None = None) -> Any:
     """The validated hook input; HookError (naming the event when known) otherwise."""
-    global _HOOK_INPUT
     msgspec = import_msgspec_lean()
 
     if len(data) > MAX_INPUT_BYTES:
@@ -195,12 +222,7 @@ def parse_input(data: bytes, process_cwd: str | None = None) -> Any:
         raise HookError(
             f"askgate hook claude-code handles PreToolUse and PermissionRequest, got {event!r}"
         )
-    if _HOOK_INPUT is None:
-        _HOOK_INPUT = _hook_input_type()
-    try:
-        hook = msgspec.convert(raw, _HOOK_INPUT)
-    except msgspec.ValidationError as exc:
-        raise HookError(f"hook input is not a {event} object: {exc}", event) from None
+    hook = HookInput(raw, event)
     if not os.path.isabs(hook.cwd):
         # Relative to the hook process (what Claude Code would mean), never the daemon's.
         hook.cwd = os.path.normpath(os.path.join(process_cwd or os.getcwd(), hook.cwd))
@@ -325,13 +347,19 @@ def daemon_enabled(env: Mapping[str, str]) -> bool:
 def tune_for_one_shot() -> None:
     """This process decides one call and exits: find a command's nodes by walking the
     tree (microseconds) instead of compiling tree-sitter's query first (milliseconds, and
-    only worth it when many commands are parsed). Same nodes, same answers
-    (tests/test_hook_claude_code.py runs the bash corpus both ways)."""
+    only worth it when many commands are parsed), so build the parser alone. Same nodes,
+    same answers (tests/test_hook_claude_code.py runs the bash corpus both ways)."""
     try:
         import askgate.policy.shell as shell
 
-        shell._BIG_TREE = 0
-    except Exception:  # an analyser without the knob: the default path is as correct
+        if not isinstance(getattr(shell, "_BIG_TREE", None), int):
+            return
+        shell._BIG_TREE = 0  # never reach for the query cursor
+        if shell._tools is None:
+            from tree_sitter import Language, Parser
+
+            shell._tools = (Parser(Language(shell._bash_language())), None)
+    except Exception:  # an analyser without these knobs: its default path is as correct
         return
 
 
