@@ -557,3 +557,18 @@ def test_daemon_cli_bad_usage(cli_env: dict[str, str]) -> None:
         proc = daemon_cli(cli_env, *args)
         assert proc.returncode == 2
         assert "Traceback" not in proc.stderr
+
+
+def test_agents_may_not_write_the_daemons_socket_or_secret(env: dict[str, str]) -> None:
+    """A fake daemon bound at the socket path would answer every hook: the runtime
+    directory and the secret are askgate state, denied to agents like the trust store."""
+    from askgate.policy.engine import Policy
+
+    policy = Policy.load("/", env=env)
+    sock = paths.socket_path(env)
+    for surface, value in (
+        ("write", sock),
+        ("write", paths.secret_path(env)),
+        ("bash", f"rm -f {sock}"),
+    ):
+        assert str(policy.decide(surface, value, cwd="/").action) == "deny", value

@@ -33,6 +33,7 @@ import sys
 TYPE_CHECKING = False  # not `typing`: the relay path must stay this lean
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+    from contextlib import AbstractContextManager
     from typing import Any
 
     from askgate.policy.engine import Policy
@@ -244,11 +245,13 @@ def respond(
     env: Mapping[str, str] | None = None,
     process_cwd: str | None = None,
     policy_loader: PolicyLoader | None = None,
+    lock: AbstractContextManager[Any] | None = None,
 ) -> Reply:
     """Decide one hook call. Never raises: every failure is the event's blocking reply.
 
     `config_files` must already be absolute (relative to the hook process, not to the
-    cwd the agent reports: see `main`)."""
+    cwd the agent reports: see `main`). `lock` (the daemon's) is held while the policy is
+    loaded and consulted, and released before anything that may wait for a human."""
     try:
         return _respond(
             data,
@@ -256,6 +259,7 @@ def respond(
             os.environ if env is None else env,
             process_cwd,
             policy_loader or load_policy,
+            lock,
         )
     except HookError as exc:
         return failure(exc.event, f"askgate: blocked: {exc}")
@@ -269,26 +273,30 @@ def _respond(
     env: Mapping[str, str],
     process_cwd: str | None,
     policy_loader: PolicyLoader,
+    lock: AbstractContextManager[Any] | None,
 ) -> Reply:
     hook = parse_input(data, process_cwd)
     event = hook.hook_event_name
     try:
-        return _decide(hook, config_files, env, policy_loader)
+        return _decide(hook, config_files, env, policy_loader, lock)
     except BaseException as exc:
         return failure(event, f"askgate: blocked by an internal error: {exc!r}")
 
 
 def _decide(
-    hook: Any, config_files: Sequence[str], env: Mapping[str, str], policy_loader: PolicyLoader
+    hook: Any,
+    config_files: Sequence[str],
+    env: Mapping[str, str],
+    policy_loader: PolicyLoader,
+    lock: AbstractContextManager[Any] | None,
 ) -> Reply:
+    from contextlib import nullcontext
+
     from askgate.audit import AuditLog, default_log_path, delegated_record
     from askgate.gate import Gate, Pending
     from askgate.outcome import ToolRequest
 
     event = hook.hook_event_name
-    policy = policy_loader(hook.cwd, config_files, hook.agent_type, env)
-    audit = None if env.get("ASKGATE_AUDIT_LOG") == "off" else AuditLog(default_log_path(env))
-    gate = Gate(policy, audit=audit, session=hook.session_id)
     request = ToolRequest(
         tool=hook.tool_name,
         input=hook.tool_input,
@@ -297,7 +305,13 @@ def _decide(
         session=hook.session_id,
         request_id=hook.tool_use_id,
     )
-    result = gate.preflight(request)
+    audit = None if env.get("ASKGATE_AUDIT_LOG") == "off" else AuditLog(default_log_path(env))
+    with lock if lock is not None else nullcontext():
+        policy = policy_loader(hook.cwd, config_files, hook.agent_type, env)
+        gate = Gate(policy, audit=audit, session=hook.session_id)
+        result = gate.preflight(request)
+    # An ask may be handed to the approval server here (its own issue): outside the lock,
+    # since that can wait for a human.
     if isinstance(result, Pending):
         # Claude Code asks its user itself; its answer never reaches us, so nothing is
         # recorded as an outcome here (the ask is logged as delegated).

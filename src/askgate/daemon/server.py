@@ -162,7 +162,7 @@ class Daemon:
         self.http = http
         self.idle_exit_s = idle_exit_s
         self.cache = PolicyCache()
-        self.lock = threading.Lock()  # one decision at a time
+        self.lock = threading.Lock()  # one policy lookup at a time
         self.stopping = threading.Event()
         self.last_request = time.monotonic()
         self.started = time.time()
@@ -280,15 +280,17 @@ class Daemon:
         process_cwd: str | None,
     ) -> Reply:
         self.last_request = time.monotonic()
-        with self.lock:
-            self.requests += 1
-            return claude_code.respond(
-                data,
-                config_files=config_files,
-                env=env,
-                process_cwd=process_cwd,
-                policy_loader=self.cache.load,
-            )
+        self.requests += 1
+        # The lock covers the policy cache and the parser (not thread-safe); respond()
+        # releases it before anything that may wait for a human.
+        return claude_code.respond(
+            data,
+            config_files=config_files,
+            env=env,
+            process_cwd=process_cwd,
+            policy_loader=self.cache.load,
+            lock=self.lock,
+        )
 
     # -- the relay (Unix socket) --
 

@@ -21,6 +21,7 @@ REASON = "askgate protects its own configuration and state from agents; edit it 
 def protected_paths(env: Mapping[str, str], project_root: str) -> list[str]:
     """Path globs (absolute) that agents may never write."""
     from askgate.audit import default_log_path
+    from askgate.daemon.paths import runtime_dir, secret_path
     from askgate.forwarding.env import default_forwarding_root
     from askgate.policy.config import config_home, managed_policy_path
     from askgate.policy.trust import trust_store_path
@@ -32,6 +33,8 @@ def protected_paths(env: Mapping[str, str], project_root: str) -> list[str]:
         managed_policy_path(env),
         default_log_path(env),
         os.path.join(project_root, ".askgate") + "/**",
+        runtime_dir(env) + "/**",  # the daemon's socket: a fake daemon there answers hooks
+        secret_path(env),
     ]
     return [p for p in dict.fromkeys(found) if p.startswith("/")]
 
