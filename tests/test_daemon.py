@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import socket
@@ -420,9 +421,12 @@ def test_a_misbehaving_daemon_falls_back_in_process(
     import askgate.policy.shell as shell
     from askgate.adapters.claude_code import answer as hook_answer
 
-    # The in-process path tunes the analyser for a one-shot process: undo it afterwards.
+    # The in-process path tunes the analyser and logging for a one-shot process: undo it.
     monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)
     monkeypatch.setattr(shell, "_tools", shell._tools)
+    logger = logging.getLogger("askgate")
+    monkeypatch.setattr(logger, "handlers", list(logger.handlers))
+    monkeypatch.setattr(logger, "propagate", logger.propagate)
 
     env = {**env, "ASKGATE_RELAY_TIMEOUT": "0.5"}
     server, release = _fake_listener(env, answer)

@@ -377,7 +377,26 @@ def tune_for_one_shot() -> None:
         return
 
 
+def one_line_logging() -> None:
+    """askgate's log records (an internal error the gate caught and turned into a deny)
+    as single stderr lines: Python's fallback handler would print a traceback."""
+    import logging
+
+    class OneLine(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                sys.stderr.write(f"askgate: {one_line(record.getMessage())}\n")
+            except Exception:  # stderr gone: the decision stands
+                return
+
+    logger = logging.getLogger("askgate")
+    if not logger.handlers:
+        logger.addHandler(OneLine(logging.WARNING))
+        logger.propagate = False
+
+
 def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+    one_line_logging()
     tune_for_one_shot()
     return respond(data, config_files=config_files, env=env)
 
