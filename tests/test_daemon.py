@@ -576,3 +576,31 @@ def test_agents_may_not_write_the_daemons_socket_or_secret(env: dict[str, str]) 
         ("bash", f"rm -f {sock}"),
     ):
         assert str(policy.decide(surface, value, cwd="/").action) == "deny", value
+
+
+def test_a_taken_port_leaves_the_relay_working(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Auto-started without a port, a daemon whose http port is taken still serves the
+    relay; asked for that port explicitly, it refuses to start."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("ASKGATE_DAEMON_PORT", str(port))
+        daemon = Daemon(env, port=None)
+        daemon.bind()
+        thread = threading.Thread(target=daemon.serve_forever, daemon=True)
+        thread.start()
+        try:
+            assert daemon.http is False and str(port) in daemon.http_error
+            assert _decision(relay.relay(payload("/", "rm -rf x"), [], env)) == "deny"
+        finally:
+            daemon.stopping.set()
+            thread.join(timeout=30)
+        strict = Daemon(env, port=port, http_required=True)
+        try:
+            with pytest.raises(OSError):
+                strict.bind()
+        finally:
+            strict.close()

@@ -73,13 +73,20 @@ def _print_status(status: dict[str, str]) -> None:
         f"running: pid {status.get('pid')}, http 127.0.0.1:{port}, socket {status.get('socket')},"
         f" up {status.get('uptime')} s, {status.get('requests')} requests"
     )
+    if status.get("http_error"):
+        print(f"askgate daemon: warning: no http listener ({status['http_error']})")
 
 
 def _run(args: argparse.Namespace) -> int:
     from askgate.daemon.server import IDLE_EXIT_S, AlreadyRunning, Daemon
 
     idle = IDLE_EXIT_S if args.idle_exit is None else args.idle_exit
-    daemon = Daemon(port=args.port, http=not args.no_http, idle_exit_s=idle)
+    daemon = Daemon(
+        port=args.port,
+        http=not args.no_http,
+        http_required=args.port is not None,
+        idle_exit_s=idle,
+    )
     try:
         daemon.bind()
     except AlreadyRunning:

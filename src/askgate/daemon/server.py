@@ -155,11 +155,14 @@ class Daemon:
         *,
         port: int | None = None,
         http: bool = True,
+        http_required: bool = False,
         idle_exit_s: float = IDLE_EXIT_S,
     ) -> None:
         self.env: dict[str, str] = dict(os.environ if env is None else env)
         self.port = port
         self.http = http
+        self.http_required = http_required
+        self.http_error = ""
         self.idle_exit_s = idle_exit_s
         self.cache = PolicyCache()
         self.lock = threading.Lock()  # one policy lookup at a time
@@ -198,14 +201,27 @@ class Daemon:
         unix.listen(64)
         self._listeners.append(unix)
         if self.http:
-            self.secret = load_or_create_secret(self.env)
-            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            tcp.bind(("127.0.0.1", default_port() if self.port is None else self.port))
-            tcp.listen(64)
-            self.port = tcp.getsockname()[1]
-            self._listeners.append(tcp)
+            self._bind_http()
         self._write_state()
+
+    def _bind_http(self) -> None:
+        """The loopback listener. When its port is taken, a daemon started without an
+        explicit port serves the relay alone (an http hook pointing there then fails,
+        which `onFailure: "block"` turns into a block); with `--port` it is an error."""
+        self.secret = load_or_create_secret(self.env)
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            tcp.bind(("127.0.0.1", default_port() if self.port is None else self.port))
+        except OSError as exc:
+            tcp.close()
+            if self.http_required:
+                raise
+            self.http, self.http_error = False, f"127.0.0.1:{default_port()}: {exc.strerror}"
+            return
+        tcp.listen(64)
+        self.port = tcp.getsockname()[1]
+        self._listeners.append(tcp)
 
     def _write_state(self) -> None:
         state = {
@@ -389,7 +405,7 @@ class Daemon:
             f"pid={os.getpid()}\nport={self.port if self.http else ''}\n"
             f"socket={self.socket_path}\nversion={self.version}\n"
             f"uptime={time.time() - self.started:.0f}\nrequests={self.requests}\n"
-            f"policies_loaded={self.cache.loads}\n"
+            f"policies_loaded={self.cache.loads}\nhttp_error={self.http_error}\n"
         )
 
 
