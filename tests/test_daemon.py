@@ -604,3 +604,27 @@ def test_a_taken_port_leaves_the_relay_working(
                 strict.bind()
         finally:
             strict.close()
+
+
+def test_the_relay_imports_almost_nothing(tmp_path: Path, running: Running) -> None:
+    """With a daemon answering, the hook process loads no msgspec, policy or parser."""
+    script = (
+        "import io, json, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
+        "from askgate.entry import main\n"
+        "code = main(['hook', 'claude-code'])\n"
+        "heavy = ('msgspec', 'askgate.policy.engine', 'tree_sitter', 'typing', 'socket')\n"
+        "loaded = sorted(m for m in heavy if m in sys.modules)\n"
+        "print(json.dumps({'code': code, 'loaded': loaded}), file=sys.stderr)\n"
+    )
+    env = {**os.environ, **running.daemon.env}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, payload(tmp_path, "rm -rf x").decode()],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
+    assert report == {"code": 0, "loaded": []}
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert running.daemon.requests == 1

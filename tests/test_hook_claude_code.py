@@ -285,3 +285,38 @@ def test_one_shot_tuning_gives_the_same_analysis_on_the_corpus(monkeypatch) -> N
     assert shell._tools is not None and shell._tools[1] is None  # no query compiled
     assert shell._BIG_TREE == 0
     assert [shell.analyze(c) for c in commands] == default
+
+
+def test_one_shot_hook_skips_what_one_decision_does_not_need(tmp_path) -> None:
+    """The in-process path imports msgspec without typing_extensions (and so without
+    inspect), and builds no tree-sitter query; the relay path imports no msgspec at all."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    script = (
+        "import io, json, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
+        "from askgate.entry import main\n"
+        "code = main(['hook', 'claude-code', '--config', sys.argv[2]])\n"
+        "import askgate.policy.shell as shell\n"
+        "names = ('typing_extensions', 'inspect', 'msgspec')\n"
+        "loaded = sorted(m for m in names if m in sys.modules)\n"
+        "query = shell._tools is not None and shell._tools[1] is not None\n"
+        "print(json.dumps({'code': code, 'loaded': loaded, 'query': query}), file=sys.stderr)\n"
+    )
+    payload = json.dumps(hook_payload(tmp_path, command="git status"))
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "ASKGATE_AUDIT_LOG": "off",
+        "ASKGATE_DAEMON": "off",
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", script, payload, str(policy)],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
+    assert report == {"code": 0, "loaded": ["msgspec"], "query": False}
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"

@@ -396,6 +396,7 @@ def one_line_logging() -> None:
 
 
 def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+    import_msgspec_lean()  # first: everything below imports msgspec
     one_line_logging()
     tune_for_one_shot()
     return respond(data, config_files=config_files, env=env)
