@@ -521,7 +521,9 @@ def test_the_command_hook_starts_a_daemon_and_then_uses_it(
     assert wait_for(lambda: daemon_cli(env, "status").returncode == 0)
     second = hook_process(env, data)  # through the relay
     assert second.stdout == first.stdout and second.returncode == 0
-    assert ", 1 requests" in daemon_cli(env, "status").stdout
+    status = daemon_cli(env, "status").stdout
+    assert ", 1 requests" in status
+    assert "idle exit 1800" in status  # started for the hook: goes away when unused
     records = audit_lines(log)
     assert len(records) == 2 and records[0] == records[1]
 
@@ -548,6 +550,7 @@ def test_daemon_cli_start_status_stop(cli_env: dict[str, str]) -> None:
     started = daemon_cli(cli_env, "start")
     assert started.returncode == 0, started.stderr
     assert started.stdout.startswith("running: pid ")
+    assert "idle exit never" in started.stdout  # an http hook cannot restart it
     assert daemon_cli(cli_env, "start").returncode == 0  # idempotent
     assert daemon_cli(cli_env, "status").returncode == 0
     stopped = daemon_cli(cli_env, "stop")

@@ -96,7 +96,8 @@ def start_detached(env: Mapping[str, str]) -> None:
     """Start `askgate daemon run` in its own session, stdio on /dev/null, and do not wait:
     it serves the next call. Any failure is ignored (this call is already decided)."""
     try:
-        argv = [sys.executable, "-m", "askgate", "daemon", "run", "--quiet"]
+        # Started for the command hook's sake: it goes away after 30 idle minutes.
+        argv = [sys.executable, "-m", "askgate", "daemon", "run", "--quiet", "--idle-exit", "1800"]
         devnull = os.devnull
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),

@@ -12,7 +12,8 @@ Never a stale decision: every request rereads the bytes of each file its policy 
 from (policy files, the managed file, the trust store) and the project root, and rebuilds
 the policy when anything differs (`PolicyCache`). Decisions run one at a time under a lock
 (each takes about a millisecond), so nothing in the policy or parser is shared between
-threads. The daemon exits after `idle_exit_s` without a request.
+threads. The daemon exits after `idle_exit_s` without a request (None: never, for the one
+an http hook depends on).
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ class Daemon:
         port: int | None = None,
         http: bool = True,
         http_required: bool = False,
-        idle_exit_s: float = IDLE_EXIT_S,
+        idle_exit_s: float | None = IDLE_EXIT_S,
     ) -> None:
         self.env: dict[str, str] = dict(os.environ if env is None else env)
         self.port = port
@@ -255,8 +256,9 @@ class Daemon:
         ]
         for thread in threads:
             thread.start()
-        while not self.stopping.wait(timeout=min(5.0, self.idle_exit_s)):
-            if time.monotonic() - self.last_request > self.idle_exit_s:
+        idle = self.idle_exit_s
+        while not self.stopping.wait(timeout=5.0 if idle is None else min(5.0, idle)):
+            if idle is not None and time.monotonic() - self.last_request > idle:
                 break
         self.close()
 
@@ -406,6 +408,7 @@ class Daemon:
             f"socket={self.socket_path}\nversion={self.version}\n"
             f"uptime={time.time() - self.started:.0f}\nrequests={self.requests}\n"
             f"policies_loaded={self.cache.loads}\nhttp_error={self.http_error}\n"
+            f"idle_exit={'never' if self.idle_exit_s is None else f'{self.idle_exit_s:g}'}\n"
         )
 
 
