@@ -63,12 +63,13 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
-def watched_files(cwd: str, config_files: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    """Every file a policy for `cwd` is built from, as the loader finds them."""
+def watched_files(root: str, config_files: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """Every file a policy for project `root` is built from, as the loader finds them
+    (discovery from the root itself finds the same files as from any cwd below it)."""
     from askgate.policy.config import discover_paths, managed_policy_path
     from askgate.policy.trust import trust_store_path
 
-    files = list(config_files) or [path for _, path in discover_paths(cwd, env)]
+    files = list(config_files) or [path for _, path in discover_paths(root, env)]
     files.append(managed_policy_path(env))
     with contextlib.suppress(ValueError):
         files.append(trust_store_path(env))
@@ -91,7 +92,7 @@ class PolicyCache:
 
         root = find_project_root(cwd)
         key = (root, tuple(config_files), agent, tuple(sorted(env.items())))
-        files = watched_files(cwd, config_files, env)
+        files = watched_files(root, config_files, env)
         fingerprint = tuple((path, _read(path)) for path in files)
         cached = self._entries.get(key)
         if cached is not None and cached[0] == fingerprint:
