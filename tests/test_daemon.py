@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from askgate.adapters.claude_code import Reply, respond
+from askgate.adapters.claude_code import respond
 from askgate.daemon import paths, protocol, relay
 from askgate.daemon.server import Daemon, http_body
 
@@ -170,7 +170,7 @@ def test_every_path_answers_the_corpus_identically(tmp_path: Path, env: dict[str
             local = respond(data, env=inproc_env)
             via_relay = relay.relay(data, [], relay_env)
             status, via_http = http_post(running.daemon, data, running.daemon.secret)
-            assert via_relay == local, command
+            assert via_relay == (local.code, local.stdout, local.stderr.encode()), command
             assert status == 200
             assert via_http == http_body(local, data), command
             decisions.add(local.stdout[:90])
@@ -194,8 +194,10 @@ def test_policy_is_compiled_once_and_reused(tmp_path: Path, running: Running) ->
 
 
 def _decision(reply: Any) -> str:
-    assert isinstance(reply, Reply), reply
-    return json.loads(reply.stdout)["hookSpecificOutput"]["permissionDecision"]
+    assert isinstance(reply, tuple), reply
+    code, stdout, _ = reply
+    assert code == 0, reply
+    return json.loads(stdout)["hookSpecificOutput"]["permissionDecision"]
 
 
 def test_an_edited_policy_file_applies_to_the_next_call(
@@ -435,7 +437,7 @@ def test_a_misbehaving_daemon_falls_back_in_process(
         assert isinstance(relay.relay(data, [], env), str)
         reply = hook_answer(data, [], env)
         assert reply == respond(data, env=env)
-        assert _decision(reply) == "deny"
+        assert _decision((reply.code, reply.stdout, reply.stderr)) == "deny"
     finally:
         release.set()
         server.close()

@@ -410,8 +410,9 @@ def answer(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> 
     from askgate.daemon import relay
 
     relayed = relay.relay(data, config_files, env)
-    if isinstance(relayed, Reply):
-        return relayed
+    if not isinstance(relayed, str):
+        code, stdout, stderr = relayed
+        return Reply(code, stdout, stderr.decode("utf-8", "replace"))
     reply = decide_in_process(data, config_files, env)
     if relayed == relay.NO_DAEMON:
         relay.start_detached(env)

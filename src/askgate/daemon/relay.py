@@ -17,7 +17,6 @@ from askgate.daemon import paths, protocol
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import Any
 
 NO_DAEMON = "no-daemon"  # nothing listens: start one for the next call
 FAILED = "failed"  # a daemon is there but did not answer properly: just decide in-process
@@ -79,17 +78,13 @@ def exchange(sock_path: str, frame: bytes, timeout: float) -> tuple[int, bytes, 
         sock.close()
 
 
-def relay(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Any:
-    """The daemon's Reply for this hook call, or NO_DAEMON / FAILED."""
+def relay(
+    data: bytes, config_files: Sequence[str], env: Mapping[str, str]
+) -> tuple[int, bytes, bytes] | str:
+    """The daemon's (exit code, stdout, stderr) for this hook call, or NO_DAEMON / FAILED."""
     sock_path = paths.socket_path(env)
     frame = protocol.encode_request(b"decide", request_fields(config_files, env), data)
-    answer = exchange(sock_path, frame, _timeout(env))
-    if isinstance(answer, str):
-        return answer
-    from askgate.adapters.claude_code import Reply
-
-    code, stdout, stderr = answer
-    return Reply(code, stdout, stderr.decode("utf-8", "replace"))
+    return exchange(sock_path, frame, _timeout(env))
 
 
 def start_detached(env: Mapping[str, str]) -> None:
