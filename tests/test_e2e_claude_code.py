@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -606,3 +607,192 @@ def test_daemon_killed_mid_session_calls_are_still_decided(
     assert [r["value"] for r in run.audit] == [f"kill -9 {daemon['pid']}", f"touch {MARKER}"]
     results = fake_api.tool_results()
     assert len(results) == 2 and all(r.get("is_error") is not True for r in results)
+
+
+# --- PermissionRequest against a real prompt (the SDK's stdio prompt channel) -----------------
+
+
+@dataclass
+class PromptRun:
+    marker_written: bool
+    prompts: list[dict[str, Any]]  # can_use_tool requests: the prompts Claude Code showed
+    cancelled: list[str]  # request ids Claude Code withdrew (a hook answered first)
+    audit: list[dict[str, Any]]
+
+
+def run_with_prompt_channel(
+    claude: Path,
+    fake: FakeAnthropic,
+    tmp_path: Path,
+    *,
+    command: str,
+    policy: str,
+    human: str,
+) -> PromptRun:
+    """`claude -p --permission-prompt-tool stdio`: Claude Code asks its host (this test,
+    standing in for the person at the prompt) on stdout, so a permission prompt really
+    exists. askgate is registered as a PermissionRequest hook; the host answers `human`
+    ("allow" or "deny") only when asked and only if Claude Code has not withdrawn it."""
+    import selectors
+
+    project = make_project(tmp_path)
+    policy_file = tmp_path / "pr-policy.toml"
+    policy_file.write_text(policy)
+    settings = tmp_path / "pr-settings.json"
+    hook = {"type": "command", "command": hook_command(policy_file), "timeout": 30}
+    settings.write_text(
+        json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
+    )
+    env = {
+        **askgate_env(tmp_path),
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-dummy",
+    }
+    fake.script(command, final_text="Finished.")
+    argv = [str(claude), "-p", "--input-format", "stream-json", "--output-format", "stream-json"]
+    argv += ["--verbose", "--permission-prompt-tool", "stdio", "--settings", str(settings)]
+    argv += ["--no-session-persistence"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=project,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(frame: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(frame) + "\n")
+        proc.stdin.flush()
+
+    send(
+        {
+            "type": "control_request",
+            "request_id": "init-1",
+            "request": {"subtype": "initialize", "hooks": None},
+        }
+    )
+    send(
+        {
+            "type": "user",
+            "session_id": "",
+            "parent_tool_use_id": None,
+            "message": {"role": "user", "content": "run it"},
+        }
+    )
+    prompts: list[dict[str, Any]] = []
+    cancelled: list[str] = []
+    pending: list[str] = []
+    deadline = time.monotonic() + RUN_TIMEOUT
+    done = False
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        try:
+            while not done and time.monotonic() < deadline:
+                # Answer an open prompt only once Claude Code has had the chance to withdraw
+                # it (the hook's answer arrives within its own process run).
+                ready = selector.select(timeout=5.0 if pending else deadline - time.monotonic())
+                if not ready:
+                    for request_id in pending:
+                        behavior = {"behavior": human}
+                        if human == "deny":
+                            behavior["message"] = "E2E the person said no"
+                        send(
+                            {
+                                "type": "control_response",
+                                "response": {
+                                    "subtype": "success",
+                                    "request_id": request_id,
+                                    "response": behavior,
+                                },
+                            }
+                        )
+                    pending.clear()
+                    continue
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                frame = json.loads(line)
+                if frame.get("type") == "control_request":
+                    prompts.append(frame["request"])
+                    pending.append(frame["request_id"])
+                elif frame.get("type") == "control_cancel_request":
+                    cancelled.append(frame["request_id"])
+                    pending = [r for r in pending if r != frame["request_id"]]
+                elif frame.get("type") == "result":
+                    done = True
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert done, "no result frame from claude"
+    audit_log = tmp_path / "review.jsonl"
+    audit = (
+        [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
+    )
+    return PromptRun((project / MARKER).exists(), prompts, cancelled, audit)
+
+
+@pytest.mark.parametrize(
+    ("policy", "ran", "resolution"),
+    [
+        pytest.param(ALLOW_ECHO_TEE, True, "policy_allow", id="allow"),
+        pytest.param(
+            '[bash]\n"tee *" = { action = "deny", reason = "E2E prompt denied" }\n',
+            False,
+            "policy_deny",
+            id="deny",
+        ),
+    ],
+)
+def test_permission_request_answers_a_real_prompt(
+    claude_bin: Path,
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    policy: str,
+    ran: bool,
+    resolution: str,
+) -> None:
+    """Claude Code opens its prompt; askgate's answer wins and the prompt is withdrawn, even
+    though the person at the prompt would have said the opposite."""
+    run = run_with_prompt_channel(
+        claude_bin,
+        fake_api,
+        tmp_path,
+        command=TEE_COMMAND,
+        policy=policy,
+        human="deny" if ran else "allow",
+    )
+    assert run.marker_written is ran
+    assert [p["subtype"] for p in run.prompts] == ["can_use_tool"]
+    assert len(run.cancelled) == 1  # askgate answered before the person did
+    [record] = run.audit
+    assert record["resolution"] == resolution
+    if not ran:
+        result = the_tool_result(fake_api)
+        assert result["is_error"] is True and "E2E prompt denied" in tool_result_text(result)
+
+
+def test_permission_request_ask_leaves_the_prompt_to_the_person(
+    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    run = run_with_prompt_channel(
+        claude_bin,
+        fake_api,
+        tmp_path,
+        command=TEE_COMMAND,
+        policy='default = "ask"\n',
+        human="deny",
+    )
+    assert not run.marker_written
+    assert len(run.prompts) == 1 and run.cancelled == []  # the person answered
+    [record] = run.audit
+    assert record["event"] == "ask_delegated"
+    assert "E2E the person said no" in tool_result_text(the_tool_result(fake_api))
