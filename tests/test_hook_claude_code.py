@@ -320,3 +320,30 @@ def test_one_shot_hook_skips_what_one_decision_does_not_need(tmp_path) -> None:
     report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
     assert report == {"code": 0, "loaded": ["msgspec"], "query": False}
     assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_broken_msgspec_still_answers_a_permission_request_with_deny(tmp_path) -> None:
+    """A half-upgraded install (msgspec fails to import) during a PermissionRequest: the
+    answer is a deny decision, since Claude Code ignores exit 2 for this event."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "msgspec.py").write_text("raise ImportError('half-upgraded msgspec')\n")
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(shadow), src]),
+        "HOME": str(tmp_path),
+        "ASKGATE_DAEMON": "off",
+        "ASKGATE_AUDIT_LOG": "off",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "askgate", "hook", "claude-code"],
+        input=json.dumps(permission_payload(tmp_path, command="git status")).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["decision"]["behavior"] == "deny"
+    assert "half-upgraded msgspec" in out["decision"]["message"]

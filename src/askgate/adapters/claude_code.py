@@ -396,9 +396,12 @@ def one_line_logging() -> None:
 
 
 def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
-    import_msgspec_lean()  # first: everything below imports msgspec
-    one_line_logging()
-    tune_for_one_shot()
+    try:
+        import_msgspec_lean()  # first: everything below imports msgspec
+        one_line_logging()
+        tune_for_one_shot()
+    except BaseException:  # a broken install: respond() meets it too and answers per event
+        pass
     return respond(data, config_files=config_files, env=env)
 
 
