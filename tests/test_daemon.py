@@ -573,8 +573,11 @@ def test_agents_may_not_write_the_daemons_socket_or_secret(env: dict[str, str]) 
     directory and the secret are askgate state, denied to agents like the trust store."""
     from askgate.policy.engine import Policy
 
+    env = {k: v for k, v in env.items() if k != "ASKGATE_RUNTIME_DIR"}  # a test seam only
+    env["XDG_RUNTIME_DIR"] = str(Path(env["HOME"]).parent / "xdg-run")
     policy = Policy.load("/", env=env)
     sock = paths.socket_path(env)
+    assert sock.startswith(env["XDG_RUNTIME_DIR"] + "/askgate/")
     for surface, value in (
         ("write", sock),
         ("write", paths.secret_path(env)),

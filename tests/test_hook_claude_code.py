@@ -288,8 +288,8 @@ def test_one_shot_tuning_gives_the_same_analysis_on_the_corpus(monkeypatch) -> N
 
 
 def test_one_shot_hook_skips_what_one_decision_does_not_need(tmp_path) -> None:
-    """The in-process path imports msgspec without typing_extensions (and so without
-    inspect), and builds no tree-sitter query; the relay path imports no msgspec at all."""
+    """The in-process path imports msgspec without typing_extensions and builds no
+    tree-sitter query (the relay path imports no msgspec at all: tests/test_daemon.py)."""
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
     script = (
@@ -298,7 +298,7 @@ def test_one_shot_hook_skips_what_one_decision_does_not_need(tmp_path) -> None:
         "from askgate.entry import main\n"
         "code = main(['hook', 'claude-code', '--config', sys.argv[2]])\n"
         "import askgate.policy.shell as shell\n"
-        "names = ('typing_extensions', 'inspect', 'msgspec')\n"
+        "names = ('typing_extensions', 'msgspec')\n"
         "loaded = sorted(m for m in names if m in sys.modules)\n"
         "query = shell._tools is not None and shell._tools[1] is not None\n"
         "print(json.dumps({'code': code, 'loaded': loaded, 'query': query}), file=sys.stderr)\n"
