@@ -39,6 +39,9 @@ VERSIONS = (OLD_VERSION, NEW_VERSION)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT = 60.0  # a run takes 1-3 s; the deadline only stops a hung CLI from hanging pytest
 MARKER = "marker.txt"
+# How long the stand-in person waits before answering a prompt Claude Code opened: a hook
+# that answers first makes Claude Code withdraw it. Generous for a loaded machine.
+PROMPT_GRACE_S = 10.0
 QUIET_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no DNS lookups, no telemetry at all
     "DISABLE_TELEMETRY": "1",
@@ -628,6 +631,7 @@ def run_with_prompt_channel(
     command: str,
     policy: str,
     human: str,
+    settings: Path | None = None,
 ) -> PromptRun:
     """`claude -p --permission-prompt-tool stdio`: Claude Code asks its host (this test,
     standing in for the person at the prompt) on stdout, so a permission prompt really
@@ -636,13 +640,14 @@ def run_with_prompt_channel(
     import selectors
 
     project = make_project(tmp_path)
-    policy_file = tmp_path / "pr-policy.toml"
-    policy_file.write_text(policy)
-    settings = tmp_path / "pr-settings.json"
-    hook = {"type": "command", "command": hook_command(policy_file), "timeout": 30}
-    settings.write_text(
-        json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
-    )
+    if settings is None:
+        policy_file = tmp_path / "pr-policy.toml"
+        policy_file.write_text(policy)
+        settings = tmp_path / "pr-settings.json"
+        hook = {"type": "command", "command": hook_command(policy_file), "timeout": 30}
+        settings.write_text(
+            json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
+        )
     env = {
         **askgate_env(tmp_path),
         "ANTHROPIC_BASE_URL": fake.base_url,
@@ -695,7 +700,8 @@ def run_with_prompt_channel(
             while not done and time.monotonic() < deadline:
                 # Answer an open prompt only once Claude Code has had the chance to withdraw
                 # it (the hook's answer arrives within its own process run).
-                ready = selector.select(timeout=5.0 if pending else deadline - time.monotonic())
+                wait = PROMPT_GRACE_S if pending else deadline - time.monotonic()
+                ready = selector.select(timeout=wait)
                 if not ready:
                     for request_id in pending:
                         behavior = {"behavior": human}
@@ -796,3 +802,43 @@ def test_permission_request_ask_leaves_the_prompt_to_the_person(
     [record] = run.audit
     assert record["event"] == "ask_delegated"
     assert "E2E the person said no" in tool_result_text(the_tool_result(fake_api))
+
+
+@pytest.mark.parametrize(
+    ("policy", "ran", "asked"),
+    [
+        pytest.param(ALLOW_ECHO_TEE, True, False, id="allow"),
+        pytest.param('[bash]\n"tee *" = "deny"\n', False, False, id="deny"),
+        pytest.param('default = "ask"\n', False, True, id="ask"),
+    ],
+)
+def test_installed_http_permission_request_hook_answers_the_prompt(
+    new_claude_bin: Path,
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    daemon: dict[str, Any],
+    policy: str,
+    ran: bool,
+    asked: bool,
+) -> None:
+    """`askgate install --event PermissionRequest` on 2.1.332: the daemon answers Claude
+    Code's prompt over http; an ask (`{}`) leaves it to the person, who says no here."""
+    user_policy(tmp_path, policy)
+    settings = tmp_path / "installed-settings.json"
+    settings.write_text("{}")
+    install(tmp_path, new_claude_bin, "--event", "PermissionRequest", "--port", str(daemon["port"]))
+    [group] = json.loads(settings.read_text())["hooks"]["PermissionRequest"]
+    assert group["hooks"][0]["type"] == "http"
+    run = run_with_prompt_channel(
+        new_claude_bin,
+        fake_api,
+        tmp_path,
+        command=TEE_COMMAND,
+        policy="",
+        human="deny",
+        settings=settings,
+    )
+    assert run.marker_written is ran
+    assert len(run.cancelled) == (0 if asked else 1)
+    [record] = run.audit
+    assert record["event"] == ("ask_delegated" if asked else "decision")
