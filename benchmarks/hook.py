@@ -29,11 +29,9 @@ from benchmarks.harness import (
     NOT_BUILT,
     AreaReport,
     Figure,
-    ProcessFailed,
     Row,
     Stats,
     run_process,
-    sample_process,
 )
 from benchmarks.peers import available
 
@@ -111,34 +109,63 @@ def _expect(decision: str) -> Callable[[subprocess.CompletedProcess[bytes]], str
     return check
 
 
-def _figure(
-    name: str,
-    argv: Sequence[str],
-    runs: int,
-    *,
-    warmup: int = 1,
-    env: dict[str, str],
-    stdin: bytes = b"",
-    cwd: str | None = None,
-    check: Callable[[subprocess.CompletedProcess[bytes]], str | None] | None = None,
-    note: str = "",
-) -> Figure:
-    try:
-        stats = sample_process(
-            argv,
-            runs=runs,
-            warmup=warmup,
-            stdin=stdin,
-            env=env,
-            cwd=cwd,
-            timeout=TIMEOUT_S,
-            check=check,
-        )
-    except ProcessFailed as exc:
-        return Figure(name=name, note=f"failed: {exc}"[:100])
-    except subprocess.TimeoutExpired:
-        return Figure(name=name, note=f"timed out after {TIMEOUT_S:.0f} s")
-    return Figure(name=name, stats=stats, note=note)
+class _Child:
+    """One contender of the process rows: argv, environment and what it must answer."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: dict[str, str],
+        *,
+        stdin: bytes = b"",
+        cwd: str | None = None,
+        expect: str | None = None,
+        note: str = "",
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.env = env
+        self.stdin = stdin
+        self.cwd = cwd
+        self.check = _expect(expect) if expect else None
+        self.note = note
+        self.samples: list[float] = []
+        self.failure = ""
+
+    def once(self) -> float | None:
+        start = time.perf_counter_ns()
+        try:
+            done = run_process(
+                self.argv, stdin=self.stdin, env=self.env, cwd=self.cwd, timeout=TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            self.failure = f"timed out after {TIMEOUT_S:.0f} s"
+            return None
+        elapsed = time.perf_counter_ns() - start
+        problem = self.check(done) if self.check else (None if done.returncode == 0 else "exit")
+        if problem is not None:
+            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+            self.failure = f"failed: {problem}" + (f" ({tail[0]})" if tail else "")
+            return None
+        return float(elapsed)
+
+    def figure(self) -> Figure:
+        if self.failure:
+            return Figure(name=self.name, note=self.failure[:100])
+        return Figure(name=self.name, stats=Stats.of(self.samples), note=self.note)
+
+
+def _sample_children(children: Sequence[_Child], runs: int, warmup: int) -> None:
+    """Round robin: each round runs every child once, so a change in machine load during
+    the run lands on all of them alike instead of skewing their ratios."""
+    for round_ in range(warmup + runs):
+        for child in children:
+            if child.failure:
+                continue
+            elapsed = child.once()
+            if elapsed is not None and round_ >= warmup:
+                child.samples.append(elapsed)
 
 
 def _import_cost(module: str, runs: int, env: dict[str, str]) -> Figure:
@@ -284,12 +311,13 @@ def _http_figure(warm: _Warm, body: bytes, runs: int, warmup: int) -> Figure:
     return Figure(name=name, stats=Stats.of(samples))
 
 
-def _peer_figures(
-    files: dict[str, Path], runs: int, warmup: int, env: dict[str, str], stdin: bytes, cwd: str
-) -> list[Figure]:
-    peers = [
-        _figure("python -c pass", [sys.executable, "-c", "pass"], runs, warmup=warmup, env=env)
-    ]
+def _peer_children(
+    files: dict[str, Path], env: dict[str, str], stdin: bytes, cwd: str
+) -> tuple[_Child, list[_Child], list[Figure]]:
+    """(bare python, one-shot peers, peers that are not installed)."""
+    bare = _Child("python -c pass", [sys.executable, "-c", "pass"], env)
+    peers: list[_Child] = []
+    missing: list[Figure] = []
     for module, argv in (
         ("cedarpy", [sys.executable, str(files["cedar_cli"]), str(files["cedar"])]),
         (
@@ -299,21 +327,19 @@ def _peer_figures(
     ):
         if available(module):
             peers.append(
-                _figure(
+                _Child(
                     f"{module} one-shot",
                     argv,
-                    runs,
-                    warmup=warmup,
-                    note="no parse",
-                    env=env,
+                    env,
                     stdin=stdin,
                     cwd=cwd,
-                    check=_expect("allow"),
+                    expect="allow",
+                    note="no parse",
                 )
             )
         else:
-            peers.append(Figure(name=f"{module} one-shot", note="not installed"))
-    return peers
+            missing.append(Figure(name=f"{module} one-shot", note="not installed"))
+    return bare, peers, missing
 
 
 def run(quick: bool) -> AreaReport:
@@ -344,30 +370,26 @@ def run(quick: bool) -> AreaReport:
         hook_argv = [*_askgate_argv(), "hook", "claude-code"]
         built = _hook_built()
 
-        def ours(name: str, run_env: dict[str, str]) -> Figure:
-            if not built:
-                return Figure(name=name, note=NOT_BUILT)
-            return _figure(
-                name,
-                hook_argv,
-                runs,
-                warmup=warmup,
-                env=run_env,
-                stdin=stdin,
-                cwd=cwd,
-                check=_expect("allow"),
-            )
-
-        cold = ours("askgate in-process", cold_env)
-        peers = _peer_figures(files, runs, warmup, cold_env, stdin, cwd)
-        bare = peers[0]
+        bare, peer_children, missing = _peer_children(files, cold_env, stdin, cwd)
+        cold_child = _Child(
+            "askgate in-process", hook_argv, cold_env, stdin=stdin, cwd=cwd, expect="allow"
+        )
+        relay_child = _Child("askgate relay", hook_argv, env, stdin=stdin, cwd=cwd, expect="allow")
         with _Warm(env) as warm:
-            relayed = (
-                ours("askgate relay", env)
-                if warm.port is not None
-                else Figure(name="askgate relay", note=warm.note or NOT_BUILT)
-            )
+            children = [bare, *peer_children]
+            if built:
+                children.append(cold_child)
+                if warm.port is not None:
+                    children.append(relay_child)
+            _sample_children(children, runs, warmup)
             http_fig = _http_figure(warm, stdin, http_runs, 0 if quick else 20)
+        cold = cold_child.figure() if built else Figure(name="askgate", note=NOT_BUILT)
+        if not built or warm.port is None:
+            relayed = Figure(name="askgate relay", note=warm.note or NOT_BUILT)
+        else:
+            relayed = relay_child.figure()
+        peers = [bare.figure(), *(c.figure() for c in peer_children), *missing]
+        bare_fig = peers[0]
         measured = f"PreToolUse Bash {COMMAND!r}, {len(corpus.bash_rules())} rules"
         rows = [
             Row(
@@ -379,7 +401,7 @@ def run(quick: bool) -> AreaReport:
             Row(
                 measured=f"{measured}: command hook relay to a warm daemon",
                 ours=relayed,
-                peers=(bare,),
+                peers=(bare_fig,),
                 target="peer ÷ askgate ≥ 0.5× (≤ 2× bare python)",
             ),
             Row(

@@ -14,10 +14,11 @@ fake the house rules allow). It follows the documented Messages API contract:
 * ``HEAD /`` (Claude Code's connectivity preflight) answers 200.
 * Anything else gets the documented error envelope with ``not_found_error``.
 
-The "model" is scripted per test with the bash command it wants to run. It is stateless and
-decides from the request alone, like the real API: when the conversation ends with a
-``tool_result`` it reports back in text (``end_turn``); otherwise, if a tool named ``Bash`` is
-offered and a command is scripted, it calls that tool (``tool_use``); otherwise it answers text.
+The "model" is scripted per test with the bash commands it wants to run. It is stateless and
+decides from the request alone, like the real API: while the conversation holds fewer
+``tool_result`` blocks than scripted commands and a tool named ``Bash`` is offered, it calls
+that tool with the next command (``tool_use``); otherwise it reports back in text
+(``end_turn``).
 Every request is recorded (method, path, headers, decoded body) for the test to inspect.
 """
 
@@ -51,6 +52,10 @@ class Script:
     command: str | None = None
     description: str = "Run the scripted command"
     final_text: str = "Done."
+    then: tuple[str, ...] = ()  # further commands, one per turn after each tool_result
+
+    def commands(self) -> tuple[str, ...]:
+        return () if self.command is None else (self.command, *self.then)
 
 
 @dataclass
@@ -74,6 +79,18 @@ def _ends_with_tool_result(messages: Any) -> bool:
     content = last.get("content")
     return isinstance(content, list) and any(
         isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
+
+
+def _tool_results_so_far(messages: Any) -> int:
+    if not isinstance(messages, list):
+        return 0
+    return sum(
+        1
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
     )
 
 
@@ -139,16 +156,14 @@ class _Handler(BaseHTTPRequestHandler):
             serial = next(state.ids)
         model = str(body.get("model") or MODEL_FALLBACK)
         message_id = f"msg_fake{serial:06d}"
-        if (
-            script.command is not None
-            and not _ends_with_tool_result(body.get("messages"))
-            and _offers_tool(body, "Bash")
-        ):
+        commands = script.commands()
+        turn = _tool_results_so_far(body.get("messages"))
+        if turn < len(commands) and _offers_tool(body, "Bash"):
             block: dict[str, Any] = {
                 "type": "tool_use",
                 "id": f"toolu_fake{serial:06d}",
                 "name": "Bash",
-                "input": {"command": script.command, "description": script.description},
+                "input": {"command": commands[turn], "description": script.description},
             }
             stop_reason = "tool_use"
         else:
@@ -284,10 +299,15 @@ class FakeAnthropic:
         self._server.server_close()
         self._thread.join(timeout=10)
 
-    def script(self, command: str | None, *, final_text: str = "Done.") -> None:
-        """Make the model call Bash with `command` (None: answer text only)."""
+    def script(
+        self, command: str | None, *, final_text: str = "Done.", then: tuple[str, ...] = ()
+    ) -> None:
+        """Make the model call Bash with `command` (None: answer text only), then with each
+        of `then` in turn, one per reply after a tool_result."""
         with self._server.state.lock:
-            self._server.state.script = Script(command=command, final_text=final_text)
+            self._server.state.script = Script(
+                command=command, final_text=final_text, then=tuple(then)
+            )
 
     @property
     def requests(self) -> list[RecordedRequest]:

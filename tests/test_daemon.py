@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import socket
@@ -24,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from askgate.adapters.claude_code import Reply, respond
+from askgate.adapters.claude_code import respond
 from askgate.daemon import paths, protocol, relay
 from askgate.daemon.server import Daemon, http_body
 
@@ -169,7 +170,7 @@ def test_every_path_answers_the_corpus_identically(tmp_path: Path, env: dict[str
             local = respond(data, env=inproc_env)
             via_relay = relay.relay(data, [], relay_env)
             status, via_http = http_post(running.daemon, data, running.daemon.secret)
-            assert via_relay == local, command
+            assert via_relay == (local.code, local.stdout, local.stderr.encode()), command
             assert status == 200
             assert via_http == http_body(local, data), command
             decisions.add(local.stdout[:90])
@@ -193,8 +194,10 @@ def test_policy_is_compiled_once_and_reused(tmp_path: Path, running: Running) ->
 
 
 def _decision(reply: Any) -> str:
-    assert isinstance(reply, Reply), reply
-    return json.loads(reply.stdout)["hookSpecificOutput"]["permissionDecision"]
+    assert isinstance(reply, tuple), reply
+    code, stdout, _ = reply
+    assert code == 0, reply
+    return json.loads(stdout)["hookSpecificOutput"]["permissionDecision"]
 
 
 def test_an_edited_policy_file_applies_to_the_next_call(
@@ -413,11 +416,19 @@ def _fake_listener(env: dict[str, str], answer: bytes | None) -> tuple[socket.so
     ids=["hung", "garbage", "short", "exit-1", "trailing"],
 )
 def test_a_misbehaving_daemon_falls_back_in_process(
-    tmp_path: Path, env: dict[str, str], answer: bytes | None
+    tmp_path: Path, env: dict[str, str], answer: bytes | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The relay never trusts a bad answer: the hook decides in-process (same answer as
     without any daemon)."""
+    import askgate.policy.shell as shell
     from askgate.adapters.claude_code import answer as hook_answer
+
+    # The in-process path tunes the analyser and logging for a one-shot process: undo it.
+    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)
+    monkeypatch.setattr(shell, "_tools", shell._tools)
+    logger = logging.getLogger("askgate")
+    monkeypatch.setattr(logger, "handlers", list(logger.handlers))
+    monkeypatch.setattr(logger, "propagate", logger.propagate)
 
     env = {**env, "ASKGATE_RELAY_TIMEOUT": "0.5"}
     server, release = _fake_listener(env, answer)
@@ -426,7 +437,7 @@ def test_a_misbehaving_daemon_falls_back_in_process(
         assert isinstance(relay.relay(data, [], env), str)
         reply = hook_answer(data, [], env)
         assert reply == respond(data, env=env)
-        assert _decision(reply) == "deny"
+        assert _decision((reply.code, reply.stdout, reply.stderr)) == "deny"
     finally:
         release.set()
         server.close()
@@ -512,7 +523,9 @@ def test_the_command_hook_starts_a_daemon_and_then_uses_it(
     assert wait_for(lambda: daemon_cli(env, "status").returncode == 0)
     second = hook_process(env, data)  # through the relay
     assert second.stdout == first.stdout and second.returncode == 0
-    assert ", 1 requests" in daemon_cli(env, "status").stdout
+    status = daemon_cli(env, "status").stdout
+    assert ", 1 requests" in status
+    assert "idle exit 1800" in status  # started for the hook: goes away when unused
     records = audit_lines(log)
     assert len(records) == 2 and records[0] == records[1]
 
@@ -539,6 +552,7 @@ def test_daemon_cli_start_status_stop(cli_env: dict[str, str]) -> None:
     started = daemon_cli(cli_env, "start")
     assert started.returncode == 0, started.stderr
     assert started.stdout.startswith("running: pid ")
+    assert "idle exit never" in started.stdout  # an http hook cannot restart it
     assert daemon_cli(cli_env, "start").returncode == 0  # idempotent
     assert daemon_cli(cli_env, "status").returncode == 0
     stopped = daemon_cli(cli_env, "stop")
@@ -552,3 +566,73 @@ def test_daemon_cli_bad_usage(cli_env: dict[str, str]) -> None:
         proc = daemon_cli(cli_env, *args)
         assert proc.returncode == 2
         assert "Traceback" not in proc.stderr
+
+
+def test_agents_may_not_write_the_daemons_socket_or_secret(env: dict[str, str]) -> None:
+    """A fake daemon bound at the socket path would answer every hook: the runtime
+    directory and the secret are askgate state, denied to agents like the trust store."""
+    from askgate.policy.engine import Policy
+
+    env = {k: v for k, v in env.items() if k != "ASKGATE_RUNTIME_DIR"}  # a test seam only
+    env["XDG_RUNTIME_DIR"] = str(Path(env["HOME"]).parent / "xdg-run")
+    policy = Policy.load("/", env=env)
+    sock = paths.socket_path(env)
+    assert sock.startswith(env["XDG_RUNTIME_DIR"] + "/askgate/")
+    for surface, value in (
+        ("write", sock),
+        ("write", paths.secret_path(env)),
+        ("bash", f"rm -f {sock}"),
+    ):
+        assert str(policy.decide(surface, value, cwd="/").action) == "deny", value
+
+
+def test_a_taken_port_leaves_the_relay_working(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Auto-started without a port, a daemon whose http port is taken still serves the
+    relay; asked for that port explicitly, it refuses to start."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("ASKGATE_DAEMON_PORT", str(port))
+        daemon = Daemon(env, port=None)
+        daemon.bind()
+        thread = threading.Thread(target=daemon.serve_forever, daemon=True)
+        thread.start()
+        try:
+            assert daemon.http is False and str(port) in daemon.http_error
+            assert _decision(relay.relay(payload("/", "rm -rf x"), [], env)) == "deny"
+        finally:
+            daemon.stopping.set()
+            thread.join(timeout=30)
+        strict = Daemon(env, port=port, http_required=True)
+        try:
+            with pytest.raises(OSError):
+                strict.bind()
+        finally:
+            strict.close()
+
+
+def test_the_relay_imports_almost_nothing(tmp_path: Path, running: Running) -> None:
+    """With a daemon answering, the hook process loads no msgspec, policy or parser."""
+    script = (
+        "import io, json, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
+        "from askgate.entry import main\n"
+        "code = main(['hook', 'claude-code'])\n"
+        "heavy = ('msgspec', 'askgate.policy.engine', 'tree_sitter', 'typing', 'socket')\n"
+        "loaded = sorted(m for m in heavy if m in sys.modules)\n"
+        "print(json.dumps({'code': code, 'loaded': loaded}), file=sys.stderr)\n"
+    )
+    env = {**os.environ, **running.daemon.env}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, payload(tmp_path, "rm -rf x").decode()],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
+    assert report == {"code": 0, "loaded": []}
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert running.daemon.requests == 1

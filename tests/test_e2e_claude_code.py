@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,14 +30,18 @@ from typing import Any
 
 import pytest
 
-from clients import client_bin, require_client
+from clients import require_client
 from fake_anthropic import FakeAnthropic, tool_result_text
 
-CLAUDE_CODE_VERSION = "2.1.197"
+OLD_VERSION = "2.1.197"  # no onFailure: a failed hook lets the call through
+NEW_VERSION = "2.1.332"  # onFailure: "block"
+VERSIONS = (OLD_VERSION, NEW_VERSION)
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CLAUDE_BIN = client_bin("claude-code", CLAUDE_CODE_VERSION, "claude")
 RUN_TIMEOUT = 60.0  # a run takes 1-3 s; the deadline only stops a hung CLI from hanging pytest
 MARKER = "marker.txt"
+# How long the stand-in person waits before answering a prompt Claude Code opened: a hook
+# that answers first makes Claude Code withdraw it. Generous for a loaded machine.
+PROMPT_GRACE_S = 10.0
 QUIET_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no DNS lookups, no telemetry at all
     "DISABLE_TELEMETRY": "1",
@@ -77,27 +82,39 @@ def isolated_env(tmp_path: Path) -> dict[str, str]:
         "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
         "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
         "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
+        # Hooks decide in-process unless a test runs a daemon (in its own runtime dir).
+        "ASKGATE_DAEMON": "off",
+        "ASKGATE_RUNTIME_DIR": str(tmp_path / "run"),
         **QUIET_ENV,
     }
 
 
-@pytest.fixture(scope="module")
-def claude_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    require_client("claude-code", CLAUDE_CODE_VERSION, "claude")
+def _checked_bin(version: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    binary = require_client("claude-code", version, "claude")
     env = isolated_env(tmp_path_factory.mktemp("claude-version"))
     proc = subprocess.run(
-        [str(CLAUDE_BIN), "--version"],
+        [str(binary), "--version"],
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
     )
-    assert proc.returncode == 0 and proc.stdout.startswith(CLAUDE_CODE_VERSION), (
-        f"{CLAUDE_BIN} is not Claude Code {CLAUDE_CODE_VERSION} (rerun scripts/install-clients): "
+    assert proc.returncode == 0 and proc.stdout.startswith(version), (
+        f"{binary} is not Claude Code {version} (rerun scripts/install-clients): "
         f"{(proc.stdout + proc.stderr).strip()[:500]}"
     )
-    return CLAUDE_BIN
+    return binary
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def claude_bin(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _checked_bin(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def new_claude_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _checked_bin(NEW_VERSION, tmp_path_factory)
 
 
 @pytest.fixture
@@ -124,6 +141,15 @@ def hook_command(policy: Path, *extra: str) -> str:
     return shlex.join([*args, *extra])
 
 
+def askgate_env(tmp_path: Path) -> dict[str, str]:
+    """What askgate sees in a run (the hook's environment, and a daemon's)."""
+    return {
+        **isolated_env(tmp_path),
+        "ASKGATE_AUDIT_LOG": str(tmp_path / "review.jsonl"),
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed-policy.toml"),
+    }
+
+
 def run_claude(
     claude: Path,
     fake: FakeAnthropic,
@@ -133,13 +159,18 @@ def run_claude(
     policy: str,
     hook_args: tuple[str, ...] = (),
     with_hook: bool = True,
+    settings_file: Path | None = None,
+    env_extra: dict[str, str] | None = None,
+    then: tuple[str, ...] = (),
 ) -> ClaudeRun:
+    """One `claude -p` run. `settings_file` replaces the generated settings (the policy is
+    then also the user policy file, where a daemon's discovery finds it)."""
     project = make_project(tmp_path)
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy)
     audit_log = tmp_path / "review.jsonl"
     settings: dict[str, Any] = {"permissions": {"allow": ["Bash"]}}
-    if with_hook:
+    if with_hook and settings_file is None:
         settings["hooks"] = {
             "PreToolUse": [
                 {
@@ -154,16 +185,16 @@ def run_claude(
                 }
             ]
         }
-    settings_file = tmp_path / "settings.json"
-    settings_file.write_text(json.dumps(settings, indent=2))
+    if settings_file is None:
+        settings_file = tmp_path / "settings.json"
+        settings_file.write_text(json.dumps(settings, indent=2))
     env = {
-        **isolated_env(tmp_path),
+        **askgate_env(tmp_path),
         "ANTHROPIC_BASE_URL": fake.base_url,
         "ANTHROPIC_API_KEY": "sk-ant-dummy",
-        "ASKGATE_AUDIT_LOG": str(audit_log),
-        "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed-policy.toml"),
+        **(env_extra or {}),
     }
-    fake.script(command, final_text="Finished.")
+    fake.script(command, final_text="Finished.", then=then)
     argv = [str(claude), "-p", "run it", "--output-format", "stream-json", "--verbose"]
     argv += ["--settings", str(settings_file)]
     # Own process group: on a timeout the CLI, its shell and our hook all go down together.
@@ -350,3 +381,464 @@ def test_broken_hook_fails_closed(
     assert "askgate hook claude-code: unknown argument '--confg'" in tool_result_text(result)
     assert denied_ids(run) == [result["tool_use_id"]]
     assert run.audit == []
+
+
+# --- installed through `askgate install`, the daemon, PermissionRequest -----------------------
+
+ASKGATE = str(Path(sys.executable).parent / "askgate")
+
+
+def user_policy(tmp_path: Path, policy: str) -> None:
+    """The policy as the user policy file, where discovery (the http hook's daemon) finds it."""
+    target = tmp_path / "xdg-config" / "askgate" / "policy.toml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(policy)
+
+
+def version_of(claude: Path) -> str:
+    return next(v for v in VERSIONS if f"claude-code-{v}" in str(claude))
+
+
+def askgate_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [ASKGATE, *args], capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT
+    )
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A resident daemon with the run's environment; its state (pid, port) is yielded."""
+    env = {**askgate_env(tmp_path), "ASKGATE_DAEMON": "on", "ASKGATE_DAEMON_PORT": "0"}
+    (tmp_path / "run").mkdir(mode=0o700, exist_ok=True)
+    started = askgate_cli(env, "daemon", "start")
+    assert started.returncode == 0, started.stderr
+    state = json.loads((tmp_path / "run" / "daemon.json").read_text())
+    try:
+        yield {**state, "env": env}
+    finally:
+        askgate_cli(env, "daemon", "stop")
+
+
+def install(tmp_path: Path, claude: Path, *args: str) -> Path:
+    settings = tmp_path / "installed-settings.json"
+    if not settings.exists():
+        settings.write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
+    done = askgate_cli(
+        askgate_env(tmp_path),
+        "install",
+        "claude-code",
+        "--settings",
+        str(settings),
+        "--claude",
+        str(claude),
+        "--timeout",
+        "150",
+        *args,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "budget: approval budget" in done.stdout
+    return settings
+
+
+def the_handler(settings: Path) -> dict[str, Any]:
+    [group] = json.loads(settings.read_text())["hooks"]["PreToolUse"]
+    [handler] = group["hooks"]
+    return handler
+
+
+@pytest.mark.parametrize("allowed", [True, False], ids=["allow", "deny"])
+def test_installed_command_hook_decides(
+    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path, allowed: bool
+) -> None:
+    policy = (
+        ALLOW_ECHO_TEE
+        if allowed
+        else '[bash]\n"tee *" = { action = "deny", reason = "E2E no tee" }\n'
+    )
+    user_policy(tmp_path, policy)
+    settings = install(tmp_path, claude_bin, "--command")
+    handler = the_handler(settings)
+    assert handler["type"] == "command" and handler["command"].endswith("|| exit 2")
+    assert ("onFailure" in handler) == (version_of(claude_bin) == NEW_VERSION)
+    run = run_claude(
+        claude_bin, fake_api, tmp_path, command=TEE_COMMAND, policy="", settings_file=settings
+    )
+    assert run.marker_written is allowed
+    result = the_tool_result(fake_api)
+    if allowed:
+        assert "E2E_TOOL_RAN" in tool_result_text(result)
+    else:
+        assert result["is_error"] is True and "E2E no tee" in tool_result_text(result)
+    [record] = run.audit
+    assert record["resolution"] == ("policy_allow" if allowed else "policy_deny")
+
+
+def test_installed_command_hook_blocks_when_askgate_is_missing(
+    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """`|| exit 2`: an uninstalled askgate (exit 127) still blocks, on both versions."""
+    settings = install(tmp_path, claude_bin, "--command")
+    data = json.loads(settings.read_text())
+    handler = data["hooks"]["PreToolUse"][0]["hooks"][0]
+    handler["command"] = handler["command"].replace(ASKGATE, str(tmp_path / "gone" / "askgate"))
+    settings.write_text(json.dumps(data))
+    run = run_claude(
+        claude_bin, fake_api, tmp_path, command=f"touch {MARKER}", policy="", settings_file=settings
+    )
+    assert not run.marker_written
+    assert the_tool_result(fake_api)["is_error"] is True
+
+
+@pytest.mark.parametrize("allowed", [True, False], ids=["allow", "deny"])
+def test_installed_http_hook_decides_through_the_daemon(
+    new_claude_bin: Path,
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    daemon: dict[str, Any],
+    allowed: bool,
+) -> None:
+    policy = (
+        ALLOW_ECHO_TEE
+        if allowed
+        else '[bash]\n"tee *" = { action = "deny", reason = "E2E no tee" }\n'
+    )
+    user_policy(tmp_path, policy)
+    settings = install(tmp_path, new_claude_bin, "--port", str(daemon["port"]))
+    handler = the_handler(settings)
+    assert handler["type"] == "http" and handler["onFailure"] == "block"
+    run = run_claude(
+        new_claude_bin, fake_api, tmp_path, command=TEE_COMMAND, policy="", settings_file=settings
+    )
+    assert run.marker_written is allowed
+    result = the_tool_result(fake_api)
+    if not allowed:
+        assert result["is_error"] is True and "E2E no tee" in tool_result_text(result)
+    [record] = run.audit
+    assert record["resolution"] == ("policy_allow" if allowed else "policy_deny")
+    assert record["request_id"] == result["tool_use_id"]
+    status = askgate_cli(daemon["env"], "daemon", "status")
+    assert ", 1 requests" in status.stdout
+
+
+def test_http_hook_blocks_when_the_daemon_is_stopped(
+    new_claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """onFailure: "block": no daemon listening means no call runs."""
+    user_policy(tmp_path, ALLOW_ECHO_TEE)
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = install(tmp_path, new_claude_bin, "--port", str(port))
+    run = run_claude(
+        new_claude_bin, fake_api, tmp_path, command=TEE_COMMAND, policy="", settings_file=settings
+    )
+    assert not run.marker_written
+    assert the_tool_result(fake_api)["is_error"] is True
+    assert run.audit == []
+
+
+@pytest.mark.parametrize("allowed", [True, False], ids=["allow", "deny"])
+def test_permission_request_answers_the_prompt(
+    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path, allowed: bool
+) -> None:
+    """No Claude Code rule allows Bash, so it would prompt; askgate's PermissionRequest
+    hook answers instead (in -p mode, with no answer the call would be refused)."""
+    policy_file = tmp_path / "pr-policy.toml"
+    policy_file.write_text(
+        ALLOW_ECHO_TEE
+        if allowed
+        else '[bash]\n"tee *" = { action = "deny", reason = "E2E prompt denied" }\n'
+    )
+    settings = tmp_path / "pr-settings.json"
+    hook = {"type": "command", "command": hook_command(policy_file), "timeout": 30}
+    settings.write_text(
+        json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
+    )
+    run = run_claude(
+        claude_bin, fake_api, tmp_path, command=TEE_COMMAND, policy="", settings_file=settings
+    )
+    result = the_tool_result(fake_api)
+    if version_of(claude_bin) == OLD_VERSION:
+        # 2.1.197 runs no PermissionRequest hook in -p mode: it refuses the call itself
+        # (still closed; askgate answers its prompts in interactive sessions only).
+        assert not run.marker_written and result["is_error"] is True
+        assert run.audit == []
+        return
+    assert run.marker_written is allowed
+    if allowed:
+        assert "E2E_TOOL_RAN" in tool_result_text(result)
+    else:
+        assert result["is_error"] is True
+        assert "E2E prompt denied" in tool_result_text(result)
+    [record] = run.audit
+    assert record["resolution"] == ("policy_allow" if allowed else "policy_deny")
+
+
+def test_daemon_killed_mid_session_calls_are_still_decided(
+    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path, daemon: dict[str, Any]
+) -> None:
+    """The command hook relays to the daemon; the first command kills it (-9); the second
+    call is still decided (in-process) and runs."""
+    policy_file = tmp_path / "relay-policy.toml"
+    policy_file.write_text(
+        '[bash]\n"kill *" = "allow"\n"touch *" = "allow"\n[write]\n"marker.txt" = "allow"\n'
+    )
+    settings = tmp_path / "relay-settings.json"
+    hook = {"type": "command", "command": hook_command(policy_file) + " || exit 2", "timeout": 30}
+    settings.write_text(
+        json.dumps(
+            {
+                "permissions": {"allow": ["Bash"]},
+                "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [hook]}]},
+            }
+        )
+    )
+    run = run_claude(
+        claude_bin,
+        fake_api,
+        tmp_path,
+        command=f"kill -9 {daemon['pid']}",
+        then=(f"touch {MARKER}",),
+        policy="",
+        settings_file=settings,
+        env_extra={"ASKGATE_DAEMON": "on"},
+    )
+    assert run.marker_written
+    assert [r["resolution"] for r in run.audit] == ["policy_allow", "policy_allow"]
+    assert [r["value"] for r in run.audit] == [f"kill -9 {daemon['pid']}", f"touch {MARKER}"]
+    results = fake_api.tool_results()
+    assert len(results) == 2 and all(r.get("is_error") is not True for r in results)
+
+
+# --- PermissionRequest against a real prompt (the SDK's stdio prompt channel) -----------------
+
+
+@dataclass
+class PromptRun:
+    marker_written: bool
+    prompts: list[dict[str, Any]]  # can_use_tool requests: the prompts Claude Code showed
+    cancelled: list[str]  # request ids Claude Code withdrew (a hook answered first)
+    audit: list[dict[str, Any]]
+
+
+def run_with_prompt_channel(
+    claude: Path,
+    fake: FakeAnthropic,
+    tmp_path: Path,
+    *,
+    command: str,
+    policy: str,
+    human: str,
+    settings: Path | None = None,
+) -> PromptRun:
+    """`claude -p --permission-prompt-tool stdio`: Claude Code asks its host (this test,
+    standing in for the person at the prompt) on stdout, so a permission prompt really
+    exists. askgate is registered as a PermissionRequest hook; the host answers `human`
+    ("allow" or "deny") only when asked and only if Claude Code has not withdrawn it."""
+    import selectors
+
+    project = make_project(tmp_path)
+    if settings is None:
+        policy_file = tmp_path / "pr-policy.toml"
+        policy_file.write_text(policy)
+        settings = tmp_path / "pr-settings.json"
+        hook = {"type": "command", "command": hook_command(policy_file), "timeout": 30}
+        settings.write_text(
+            json.dumps({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [hook]}]}})
+        )
+    env = {
+        **askgate_env(tmp_path),
+        "ANTHROPIC_BASE_URL": fake.base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-dummy",
+    }
+    fake.script(command, final_text="Finished.")
+    argv = [str(claude), "-p", "--input-format", "stream-json", "--output-format", "stream-json"]
+    argv += ["--verbose", "--permission-prompt-tool", "stdio", "--settings", str(settings)]
+    argv += ["--no-session-persistence"]
+    proc = subprocess.Popen(
+        argv,
+        cwd=project,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(frame: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(frame) + "\n")
+        proc.stdin.flush()
+
+    send(
+        {
+            "type": "control_request",
+            "request_id": "init-1",
+            "request": {"subtype": "initialize", "hooks": None},
+        }
+    )
+    send(
+        {
+            "type": "user",
+            "session_id": "",
+            "parent_tool_use_id": None,
+            "message": {"role": "user", "content": "run it"},
+        }
+    )
+    prompts: list[dict[str, Any]] = []
+    cancelled: list[str] = []
+    pending: list[str] = []
+    deadline = time.monotonic() + RUN_TIMEOUT
+    done = False
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        try:
+            while not done and time.monotonic() < deadline:
+                # Answer an open prompt only once Claude Code has had the chance to withdraw
+                # it (the hook's answer arrives within its own process run).
+                wait = PROMPT_GRACE_S if pending else deadline - time.monotonic()
+                ready = selector.select(timeout=wait)
+                if not ready:
+                    for request_id in pending:
+                        behavior = {"behavior": human}
+                        if human == "deny":
+                            behavior["message"] = "E2E the person said no"
+                        send(
+                            {
+                                "type": "control_response",
+                                "response": {
+                                    "subtype": "success",
+                                    "request_id": request_id,
+                                    "response": behavior,
+                                },
+                            }
+                        )
+                    pending.clear()
+                    continue
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                frame = json.loads(line)
+                if frame.get("type") == "control_request":
+                    prompts.append(frame["request"])
+                    pending.append(frame["request_id"])
+                elif frame.get("type") == "control_cancel_request":
+                    cancelled.append(frame["request_id"])
+                    pending = [r for r in pending if r != frame["request_id"]]
+                elif frame.get("type") == "result":
+                    done = True
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert done, "no result frame from claude"
+    audit_log = tmp_path / "review.jsonl"
+    audit = (
+        [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
+    )
+    return PromptRun((project / MARKER).exists(), prompts, cancelled, audit)
+
+
+@pytest.mark.parametrize(
+    ("policy", "ran", "resolution"),
+    [
+        pytest.param(ALLOW_ECHO_TEE, True, "policy_allow", id="allow"),
+        pytest.param(
+            '[bash]\n"tee *" = { action = "deny", reason = "E2E prompt denied" }\n',
+            False,
+            "policy_deny",
+            id="deny",
+        ),
+    ],
+)
+def test_permission_request_answers_a_real_prompt(
+    claude_bin: Path,
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    policy: str,
+    ran: bool,
+    resolution: str,
+) -> None:
+    """Claude Code opens its prompt; askgate's answer wins and the prompt is withdrawn, even
+    though the person at the prompt would have said the opposite."""
+    run = run_with_prompt_channel(
+        claude_bin,
+        fake_api,
+        tmp_path,
+        command=TEE_COMMAND,
+        policy=policy,
+        human="deny" if ran else "allow",
+    )
+    assert run.marker_written is ran
+    assert [p["subtype"] for p in run.prompts] == ["can_use_tool"]
+    assert len(run.cancelled) == 1  # askgate answered before the person did
+    [record] = run.audit
+    assert record["resolution"] == resolution
+    if not ran:
+        result = the_tool_result(fake_api)
+        assert result["is_error"] is True and "E2E prompt denied" in tool_result_text(result)
+
+
+def test_permission_request_ask_leaves_the_prompt_to_the_person(
+    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    run = run_with_prompt_channel(
+        claude_bin,
+        fake_api,
+        tmp_path,
+        command=TEE_COMMAND,
+        policy='default = "ask"\n',
+        human="deny",
+    )
+    assert not run.marker_written
+    assert len(run.prompts) == 1 and run.cancelled == []  # the person answered
+    [record] = run.audit
+    assert record["event"] == "ask_delegated"
+    assert "E2E the person said no" in tool_result_text(the_tool_result(fake_api))
+
+
+@pytest.mark.parametrize(
+    ("policy", "ran", "asked"),
+    [
+        pytest.param(ALLOW_ECHO_TEE, True, False, id="allow"),
+        pytest.param('[bash]\n"tee *" = "deny"\n', False, False, id="deny"),
+        pytest.param('default = "ask"\n', False, True, id="ask"),
+    ],
+)
+def test_installed_http_permission_request_hook_answers_the_prompt(
+    new_claude_bin: Path,
+    fake_api: FakeAnthropic,
+    tmp_path: Path,
+    daemon: dict[str, Any],
+    policy: str,
+    ran: bool,
+    asked: bool,
+) -> None:
+    """`askgate install --event PermissionRequest` on 2.1.332: the daemon answers Claude
+    Code's prompt over http; an ask (`{}`) leaves it to the person, who says no here."""
+    user_policy(tmp_path, policy)
+    settings = tmp_path / "installed-settings.json"
+    settings.write_text("{}")
+    install(tmp_path, new_claude_bin, "--event", "PermissionRequest", "--port", str(daemon["port"]))
+    [group] = json.loads(settings.read_text())["hooks"]["PermissionRequest"]
+    assert group["hooks"][0]["type"] == "http"
+    run = run_with_prompt_channel(
+        new_claude_bin,
+        fake_api,
+        tmp_path,
+        command=TEE_COMMAND,
+        policy="",
+        human="deny",
+        settings=settings,
+    )
+    assert run.marker_written is ran
+    assert len(run.cancelled) == (0 if asked else 1)
+    [record] = run.audit
+    assert record["event"] == ("ask_delegated" if asked else "decision")

@@ -278,7 +278,72 @@ def test_one_shot_tuning_gives_the_same_analysis_on_the_corpus(monkeypatch) -> N
     spec.loader.exec_module(module)
     commands = [case.command for case in module.CASES]
     default = [shell.analyze(c) for c in commands]
-    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)  # restored after the test
+    # Restored after the test; a fresh process state (no parser built yet) for the tuning.
+    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)
+    monkeypatch.setattr(shell, "_tools", None)
     tune_for_one_shot()
+    assert shell._tools is not None and shell._tools[1] is None  # no query compiled
     assert shell._BIG_TREE == 0
     assert [shell.analyze(c) for c in commands] == default
+
+
+def test_one_shot_hook_skips_what_one_decision_does_not_need(tmp_path) -> None:
+    """The in-process path imports msgspec without typing_extensions and builds no
+    tree-sitter query (the relay path imports no msgspec at all: tests/test_daemon.py)."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)
+    script = (
+        "import io, json, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
+        "from askgate.entry import main\n"
+        "code = main(['hook', 'claude-code', '--config', sys.argv[2]])\n"
+        "import askgate.policy.shell as shell\n"
+        "names = ('typing_extensions', 'msgspec')\n"
+        "loaded = sorted(m for m in names if m in sys.modules)\n"
+        "query = shell._tools is not None and shell._tools[1] is not None\n"
+        "print(json.dumps({'code': code, 'loaded': loaded, 'query': query}), file=sys.stderr)\n"
+    )
+    payload = json.dumps(hook_payload(tmp_path, command="git status"))
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "ASKGATE_AUDIT_LOG": "off",
+        "ASKGATE_DAEMON": "off",
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", script, payload, str(policy)],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
+    assert report == {"code": 0, "loaded": ["msgspec"], "query": False}
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_broken_msgspec_still_answers_a_permission_request_with_deny(tmp_path) -> None:
+    """A half-upgraded install (msgspec fails to import) during a PermissionRequest: the
+    answer is a deny decision, since Claude Code ignores exit 2 for this event."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "msgspec.py").write_text("raise ImportError('half-upgraded msgspec')\n")
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(shadow), src]),
+        "HOME": str(tmp_path),
+        "ASKGATE_DAEMON": "off",
+        "ASKGATE_AUDIT_LOG": "off",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "askgate", "hook", "claude-code"],
+        input=json.dumps(permission_payload(tmp_path, command="git status")).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["decision"]["behavior"] == "deny"
+    assert "half-upgraded msgspec" in out["decision"]["message"]

@@ -33,6 +33,7 @@ import sys
 TYPE_CHECKING = False  # not `typing`: the relay path must stay this lean
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+    from contextlib import AbstractContextManager
     from typing import Any
 
     from askgate.policy.engine import Policy
@@ -138,24 +139,52 @@ def sniff_event(data: bytes) -> str:
 # --- deciding (in-process, and inside the daemon) -----------------------------------------
 
 
-def _hook_input_type() -> type:
-    import msgspec
+class HookInput:
+    """The fields of Claude Code's hook input that askgate reads (others are ignored).
 
-    class HookInput(msgspec.Struct, kw_only=True):
-        hook_event_name: str
-        tool_name: str
-        tool_input: dict  # str -> any JSON value (annotations resolve in module globals)
-        cwd: str
-        session_id: str | None = None
-        tool_use_id: str | None = None
-        agent_type: str | None = None
-        agent_id: str | None = None
-        permission_mode: str | None = None
+    Checked by hand rather than by a msgspec Struct: resolving a Struct's annotations costs
+    a one-shot hook process more than the whole check."""
 
-    return HookInput
+    __slots__ = (
+        "agent_id",
+        "agent_type",
+        "cwd",
+        "hook_event_name",
+        "permission_mode",
+        "session_id",
+        "tool_input",
+        "tool_name",
+        "tool_use_id",
+    )
+
+    def __init__(self, raw: dict[str, Any], event: str) -> None:
+        self.hook_event_name = event
+        self.tool_name = _field(raw, "tool_name", str, event)
+        self.tool_input = _field(raw, "tool_input", dict, event)
+        self.cwd = _field(raw, "cwd", str, event)
+        self.session_id = _optional(raw, "session_id", event)
+        self.tool_use_id = _optional(raw, "tool_use_id", event)
+        self.agent_type = _optional(raw, "agent_type", event)
+        self.agent_id = _optional(raw, "agent_id", event)
+        self.permission_mode = _optional(raw, "permission_mode", event)
 
 
-_HOOK_INPUT: type | None = None
+def _field(raw: dict[str, Any], key: str, kind: type, event: str) -> Any:
+    if key not in raw:
+        raise HookError(f"hook input is not a {event} object: missing `{key}`", event)
+    value = raw[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise HookError(
+            f"hook input is not a {event} object: `{key}` must be"
+            f" {'an object' if kind is dict else 'a string'}, got {type(value).__name__}",
+            event,
+        )
+    return value
+
+
+def _optional(raw: dict[str, Any], key: str, event: str) -> str | None:
+    value = raw.get(key)
+    return None if value is None else _field(raw, key, str, event)
 
 
 def import_msgspec_lean() -> Any:
@@ -178,7 +207,6 @@ def import_msgspec_lean() -> Any:
 
 def parse_input(data: bytes, process_cwd: str | None = None) -> Any:
     """The validated hook input; HookError (naming the event when known) otherwise."""
-    global _HOOK_INPUT
     msgspec = import_msgspec_lean()
 
     if len(data) > MAX_INPUT_BYTES:
@@ -196,12 +224,7 @@ def parse_input(data: bytes, process_cwd: str | None = None) -> Any:
         raise HookError(
             f"askgate hook claude-code handles PreToolUse and PermissionRequest, got {event!r}"
         )
-    if _HOOK_INPUT is None:
-        _HOOK_INPUT = _hook_input_type()
-    try:
-        hook = msgspec.convert(raw, _HOOK_INPUT)
-    except msgspec.ValidationError as exc:
-        raise HookError(f"hook input is not a {event} object: {exc}", event) from None
+    hook = HookInput(raw, event)
     if not os.path.isabs(hook.cwd):
         # Relative to the hook process (what Claude Code would mean), never the daemon's.
         hook.cwd = os.path.normpath(os.path.join(process_cwd or os.getcwd(), hook.cwd))
@@ -223,11 +246,13 @@ def respond(
     env: Mapping[str, str] | None = None,
     process_cwd: str | None = None,
     policy_loader: PolicyLoader | None = None,
+    lock: AbstractContextManager[Any] | None = None,
 ) -> Reply:
     """Decide one hook call. Never raises: every failure is the event's blocking reply.
 
     `config_files` must already be absolute (relative to the hook process, not to the
-    cwd the agent reports: see `main`)."""
+    cwd the agent reports: see `main`). `lock` (the daemon's) is held while the policy is
+    loaded and consulted, and released before anything that may wait for a human."""
     try:
         return _respond(
             data,
@@ -235,6 +260,7 @@ def respond(
             os.environ if env is None else env,
             process_cwd,
             policy_loader or load_policy,
+            lock,
         )
     except HookError as exc:
         return failure(exc.event, f"askgate: blocked: {exc}")
@@ -248,18 +274,25 @@ def _respond(
     env: Mapping[str, str],
     process_cwd: str | None,
     policy_loader: PolicyLoader,
+    lock: AbstractContextManager[Any] | None,
 ) -> Reply:
     hook = parse_input(data, process_cwd)
     event = hook.hook_event_name
     try:
-        return _decide(hook, config_files, env, policy_loader)
+        return _decide(hook, config_files, env, policy_loader, lock)
     except BaseException as exc:
         return failure(event, f"askgate: blocked by an internal error: {exc!r}")
 
 
 def _decide(
-    hook: Any, config_files: Sequence[str], env: Mapping[str, str], policy_loader: PolicyLoader
+    hook: Any,
+    config_files: Sequence[str],
+    env: Mapping[str, str],
+    policy_loader: PolicyLoader,
+    lock: AbstractContextManager[Any] | None,
 ) -> Reply:
+    from contextlib import nullcontext
+
     from askgate.audit import AuditLog, default_log_path, delegated_record
     from askgate.gate import Gate, Pending
     from askgate.locations import review_log_disabled
@@ -267,10 +300,6 @@ def _decide(
     from askgate.prompters.server import resolve_with_server
 
     event = hook.hook_event_name
-    policy = policy_loader(hook.cwd, config_files, hook.agent_type, env)
-    # "off" cannot silence the log while a managed policy file exists (askgate.locations).
-    audit = None if review_log_disabled(env) else AuditLog(default_log_path(env))
-    gate = Gate(policy, audit=audit, session=hook.session_id)
     request = ToolRequest(
         tool=hook.tool_name,
         input=hook.tool_input,
@@ -279,8 +308,14 @@ def _decide(
         session=hook.session_id,
         request_id=hook.tool_use_id,
     )
-    result = gate.preflight(request)
-    # An ask goes to the approval server when one is configured (user/managed file or env).
+    # "off" cannot silence the log while a managed policy file exists (askgate.locations).
+    audit = None if review_log_disabled(env) else AuditLog(default_log_path(env))
+    with lock if lock is not None else nullcontext():
+        policy = policy_loader(hook.cwd, config_files, hook.agent_type, env)
+        gate = Gate(policy, audit=audit, session=hook.session_id)
+        result = gate.preflight(request)
+    # An ask goes to the approval server when one is configured (user/managed file or env):
+    # outside the lock, since that can wait for a human.
     result = resolve_with_server(gate, result, env=env)
     if isinstance(result, Pending):
         # Claude Code asks its user itself; its answer never reaches us, so nothing is
@@ -349,18 +384,47 @@ def daemon_enabled(env: Mapping[str, str]) -> bool:
 def tune_for_one_shot() -> None:
     """This process decides one call and exits: find a command's nodes by walking the
     tree (microseconds) instead of compiling tree-sitter's query first (milliseconds, and
-    only worth it when many commands are parsed). Same nodes, same answers
-    (tests/test_hook_claude_code.py runs the bash corpus both ways)."""
+    only worth it when many commands are parsed), so build the parser alone. Same nodes,
+    same answers (tests/test_hook_claude_code.py runs the bash corpus both ways)."""
     try:
         import askgate.policy.shell as shell
 
-        shell._BIG_TREE = 0
-    except Exception:  # an analyser without the knob: the default path is as correct
+        if not isinstance(getattr(shell, "_BIG_TREE", None), int):
+            return
+        shell._BIG_TREE = 0  # never reach for the query cursor
+        if shell._tools is None:
+            from tree_sitter import Language, Parser
+
+            shell._tools = (Parser(Language(shell._bash_language())), None)
+    except Exception:  # an analyser without these knobs: its default path is as correct
         return
 
 
+def one_line_logging() -> None:
+    """askgate's log records (an internal error the gate caught and turned into a deny)
+    as single stderr lines: Python's fallback handler would print a traceback."""
+    import logging
+
+    class OneLine(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                sys.stderr.write(f"askgate: {one_line(record.getMessage())}\n")
+            except Exception:  # stderr gone: the decision stands
+                return
+
+    logger = logging.getLogger("askgate")
+    if not logger.handlers:
+        logger.addHandler(OneLine(logging.WARNING))
+        logger.propagate = False
+
+
 def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
-    tune_for_one_shot()
+    try:
+        import_msgspec_lean()  # first: everything below imports msgspec
+        one_line_logging()
+        tune_for_one_shot()
+    except BaseException:  # a broken install: respond() meets it too and answers per event
+        pass
     return respond(data, config_files=config_files, env=env)
 
 
@@ -372,8 +436,9 @@ def answer(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> 
     from askgate.daemon import relay
 
     relayed = relay.relay(data, config_files, env)
-    if isinstance(relayed, Reply):
-        return relayed
+    if not isinstance(relayed, str):
+        code, stdout, stderr = relayed
+        return Reply(code, stdout, stderr.decode("utf-8", "replace"))
     reply = decide_in_process(data, config_files, env)
     if relayed == relay.NO_DAEMON:
         relay.start_detached(env)

@@ -1,6 +1,7 @@
 """`askgate daemon start | status | stop | run`.
 
-start   start the resident decider in the background (returns once it answers)
+start   start the resident decider in the background (returns once it answers); it keeps
+        running until `stop` (an http hook depends on it), unless --idle-exit S
 status  print the running daemon's pid, port, socket, uptime (exit 3 when none runs)
 stop    ask it to exit (exit 0 also when none was running)
 run     serve in the foreground (what `start` and the command hook launch)
@@ -43,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
             type=float,
             default=None,
             metavar="S",
-            help="exit after S seconds without a request (default 1800)",
+            help="exit after S seconds without a request (default: never; the daemon the"
+            " command hook starts for itself: 1800)",
         )
         if name == "run":
             p.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
@@ -71,15 +73,24 @@ def _print_status(status: dict[str, str]) -> None:
     port = status.get("port") or "-"
     print(
         f"running: pid {status.get('pid')}, http 127.0.0.1:{port}, socket {status.get('socket')},"
-        f" up {status.get('uptime')} s, {status.get('requests')} requests"
+        f" up {status.get('uptime')} s, {status.get('requests')} requests,"
+        f" idle exit {status.get('idle_exit')}"
     )
+    if status.get("http_error"):
+        print(f"askgate daemon: warning: no http listener ({status['http_error']})")
 
 
 def _run(args: argparse.Namespace) -> int:
-    from askgate.daemon.server import IDLE_EXIT_S, AlreadyRunning, Daemon
+    from askgate.daemon.server import AlreadyRunning, Daemon
 
-    idle = IDLE_EXIT_S if args.idle_exit is None else args.idle_exit
-    daemon = Daemon(port=args.port, http=not args.no_http, idle_exit_s=idle)
+    # An explicitly started daemon keeps running: an http hook cannot start it again.
+    idle = None if args.idle_exit is None or args.idle_exit <= 0 else args.idle_exit
+    daemon = Daemon(
+        port=args.port,
+        http=not args.no_http,
+        http_required=args.port is not None,
+        idle_exit_s=idle,
+    )
     try:
         daemon.bind()
     except AlreadyRunning:

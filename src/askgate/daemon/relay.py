@@ -17,7 +17,6 @@ from askgate.daemon import paths, protocol
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import Any
 
 NO_DAEMON = "no-daemon"  # nothing listens: start one for the next call
 FAILED = "failed"  # a daemon is there but did not answer properly: just decide in-process
@@ -88,24 +87,21 @@ def exchange(sock_path: str, frame: bytes, timeout: float) -> tuple[int, bytes, 
         sock.close()
 
 
-def relay(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Any:
-    """The daemon's Reply for this hook call, or NO_DAEMON / FAILED."""
+def relay(
+    data: bytes, config_files: Sequence[str], env: Mapping[str, str]
+) -> tuple[int, bytes, bytes] | str:
+    """The daemon's (exit code, stdout, stderr) for this hook call, or NO_DAEMON / FAILED."""
     sock_path = paths.socket_path(env)
     frame = protocol.encode_request(b"decide", request_fields(config_files, env), data)
-    answer = exchange(sock_path, frame, _timeout(env))
-    if isinstance(answer, str):
-        return answer
-    from askgate.adapters.claude_code import Reply
-
-    code, stdout, stderr = answer
-    return Reply(code, stdout, stderr.decode("utf-8", "replace"))
+    return exchange(sock_path, frame, _timeout(env))
 
 
 def start_detached(env: Mapping[str, str]) -> None:
     """Start `askgate daemon run` in its own session, stdio on /dev/null, and do not wait:
     it serves the next call. Any failure is ignored (this call is already decided)."""
     try:
-        argv = [sys.executable, "-m", "askgate", "daemon", "run", "--quiet"]
+        # Started for the command hook's sake: it goes away after 30 idle minutes.
+        argv = [sys.executable, "-m", "askgate", "daemon", "run", "--quiet", "--idle-exit", "1800"]
         devnull = os.devnull
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),

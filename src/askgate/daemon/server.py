@@ -12,7 +12,8 @@ Never a stale decision: every request rereads the bytes of each file its policy 
 from (policy files, the managed file, the trust store) and the project root, and rebuilds
 the policy when anything differs (`PolicyCache`). Decisions run one at a time under a lock
 (each takes about a millisecond), so nothing in the policy or parser is shared between
-threads. The daemon exits after `idle_exit_s` without a request.
+threads. The daemon exits after `idle_exit_s` without a request (None: never, for the one
+an http hook depends on).
 """
 
 from __future__ import annotations
@@ -62,12 +63,13 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
-def watched_files(cwd: str, config_files: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    """Every file a policy for `cwd` is built from, as the loader finds them."""
+def watched_files(root: str, config_files: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """Every file a policy for project `root` is built from, as the loader finds them
+    (discovery from the root itself finds the same files as from any cwd below it)."""
     from askgate.policy.config import discover_paths, managed_policy_path
     from askgate.policy.trust import trust_store_path
 
-    files = list(config_files) or [path for _, path in discover_paths(cwd, env)]
+    files = list(config_files) or [path for _, path in discover_paths(root, env)]
     files.append(managed_policy_path(env))
     with contextlib.suppress(ValueError):
         files.append(trust_store_path(env))
@@ -90,7 +92,7 @@ class PolicyCache:
 
         root = find_project_root(cwd)
         key = (root, tuple(config_files), agent, tuple(sorted(env.items())))
-        files = watched_files(cwd, config_files, env)
+        files = watched_files(root, config_files, env)
         fingerprint = tuple((path, _read(path)) for path in files)
         cached = self._entries.get(key)
         if cached is not None and cached[0] == fingerprint:
@@ -155,14 +157,17 @@ class Daemon:
         *,
         port: int | None = None,
         http: bool = True,
-        idle_exit_s: float = IDLE_EXIT_S,
+        http_required: bool = False,
+        idle_exit_s: float | None = IDLE_EXIT_S,
     ) -> None:
         self.env: dict[str, str] = dict(os.environ if env is None else env)
         self.port = port
         self.http = http
+        self.http_required = http_required
+        self.http_error = ""
         self.idle_exit_s = idle_exit_s
         self.cache = PolicyCache()
-        self.lock = threading.Lock()  # one decision at a time
+        self.lock = threading.Lock()  # one policy lookup at a time
         self.stopping = threading.Event()
         self.last_request = time.monotonic()
         self.started = time.time()
@@ -198,14 +203,27 @@ class Daemon:
         unix.listen(64)
         self._listeners.append(unix)
         if self.http:
-            self.secret = load_or_create_secret(self.env)
-            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            tcp.bind(("127.0.0.1", default_port() if self.port is None else self.port))
-            tcp.listen(64)
-            self.port = tcp.getsockname()[1]
-            self._listeners.append(tcp)
+            self._bind_http()
         self._write_state()
+
+    def _bind_http(self) -> None:
+        """The loopback listener. When its port is taken, a daemon started without an
+        explicit port serves the relay alone (an http hook pointing there then fails,
+        which `onFailure: "block"` turns into a block); with `--port` it is an error."""
+        self.secret = load_or_create_secret(self.env)
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            tcp.bind(("127.0.0.1", default_port() if self.port is None else self.port))
+        except OSError as exc:
+            tcp.close()
+            if self.http_required:
+                raise
+            self.http, self.http_error = False, f"127.0.0.1:{default_port()}: {exc.strerror}"
+            return
+        tcp.listen(64)
+        self.port = tcp.getsockname()[1]
+        self._listeners.append(tcp)
 
     def _write_state(self) -> None:
         state = {
@@ -239,8 +257,9 @@ class Daemon:
         ]
         for thread in threads:
             thread.start()
-        while not self.stopping.wait(timeout=min(5.0, self.idle_exit_s)):
-            if time.monotonic() - self.last_request > self.idle_exit_s:
+        idle = self.idle_exit_s
+        while not self.stopping.wait(timeout=5.0 if idle is None else min(5.0, idle)):
+            if idle is not None and time.monotonic() - self.last_request > idle:
                 break
         self.close()
 
@@ -280,15 +299,17 @@ class Daemon:
         process_cwd: str | None,
     ) -> Reply:
         self.last_request = time.monotonic()
-        with self.lock:
-            self.requests += 1
-            return claude_code.respond(
-                data,
-                config_files=config_files,
-                env=env,
-                process_cwd=process_cwd,
-                policy_loader=self.cache.load,
-            )
+        self.requests += 1
+        # The lock covers the policy cache and the parser (not thread-safe); respond()
+        # releases it before anything that may wait for a human.
+        return claude_code.respond(
+            data,
+            config_files=config_files,
+            env=env,
+            process_cwd=process_cwd,
+            policy_loader=self.cache.load,
+            lock=self.lock,
+        )
 
     # -- the relay (Unix socket) --
 
@@ -387,7 +408,8 @@ class Daemon:
             f"pid={os.getpid()}\nport={self.port if self.http else ''}\n"
             f"socket={self.socket_path}\nversion={self.version}\n"
             f"uptime={time.time() - self.started:.0f}\nrequests={self.requests}\n"
-            f"policies_loaded={self.cache.loads}\n"
+            f"policies_loaded={self.cache.loads}\nhttp_error={self.http_error}\n"
+            f"idle_exit={'never' if self.idle_exit_s is None else f'{self.idle_exit_s:g}'}\n"
         )
 
 

@@ -681,8 +681,10 @@ def _value_problem(surface: Surface, value: object) -> str | None:
 # One scan each: NUL and lone surrogates (undecodable bytes) anywhere; in names (tool,
 # mcp, skill) any control character too.
 _SURFACE_BY_NAME: dict[str, Surface] = {s.value: s for s in Surface}
-_UNSAFE_PATH = re.compile("[\x00\ud800-\udfff]")
-_UNSAFE_NAME = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+# Escapes for `re`, not literal characters: same classes, compiled in a tenth of the time
+# (every one-shot hook process compiles them).
+_UNSAFE_PATH = re.compile(r"[\x00\ud800-\udfff]")
+_UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def _printable(value: object) -> str:
