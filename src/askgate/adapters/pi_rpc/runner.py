@@ -144,11 +144,21 @@ class WorkerRun:
         counters["responsesUnmatched"] = self.client.responses_unmatched
         return counters
 
+    async def start(self) -> None:
+        """Start the worker and begin answering its UI requests (`run` does this; a host
+        that sends its own commands calls it, then `stop`)."""
+        self.client.subscribe(self._on_frame)
+        await self.client.start()
+
+    async def stop(self) -> int | None:
+        for task in self._dialogs:
+            task.cancel()
+        return await self.client.stop()
+
     async def run(self, message: str) -> RunSummary:
         error: str | None = None
-        self.client.subscribe(self._on_frame)
         try:
-            await self.client.start()
+            await self.start()
             response = await self.client.request(Prompt(message=message))
             if not response.success:
                 raise WorkerError(f"the worker refused the prompt: {response.error}")
@@ -157,9 +167,7 @@ class WorkerRun:
         except WorkerError as exc:
             error = str(exc)
         finally:
-            for task in self._dialogs:
-                task.cancel()
-            status = await self.client.stop()
+            status = await self.stop()
         if error is None and self.model_error is not None:
             error = f"the model call failed: {self.model_error}"
         if error is None and status not in (0, None):
