@@ -228,13 +228,12 @@ class FrameDecoder:
         tail = lines.pop()  # after the last newline: the start of the next line
         frames: list[Frame] = []
         if lines:
-            first = lines[0]
             if self._pending or self._discarding:
-                first = self._take_pending(first)
-            if first is not None:
-                self._line(first, frames)
-            for line in lines[1:]:
-                self._line(line, frames)
+                first = self._take_pending(lines[0])
+                if first is not None:
+                    self._line(first, frames)
+                del lines[0]
+            self._lines(lines, frames)
         self._hold(tail)
         return frames
 
@@ -272,6 +271,24 @@ class FrameDecoder:
         self._pending.clear()
         self._pending_size = 0
         return line
+
+    def _lines(self, lines: list[bytes], out: list[Frame]) -> None:
+        """The hot loop: well-formed known frames decode inline; anything else (blank,
+        CR-terminated, over-long, unknown or malformed) takes the careful path."""
+        decode = self._typed.decode
+        append = out.append
+        limit = self.max_line_bytes
+        decoded = 0
+        for line in lines:
+            if line and line[-1] != 13 and len(line) <= limit:
+                try:
+                    append(decode(line))
+                    decoded += 1
+                    continue
+                except (msgspec.DecodeError, RecursionError):
+                    pass  # ValidationError is a DecodeError: unknown types land here too
+            self._line(line, out)
+        self.decoded += decoded
 
     def _line(self, line: bytes, out: list[Frame]) -> None:
         if line.endswith(b"\r"):
