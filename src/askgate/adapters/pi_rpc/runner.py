@@ -23,11 +23,13 @@ from askgate.adapters.pi_rpc.frames import (
     GetLastAssistantText,
     MessageEnd,
     Prompt,
+    UnknownFrame,
 )
 from askgate.adapters.pi_rpc.ui_policy import (
     Answer,
     Ask,
     DialogPolicy,
+    UiAction,
     UiRequestPolicy,
 )
 from askgate.prompters.base import Prompter, PromptReply, PromptRequest, PromptState
@@ -194,6 +196,8 @@ class WorkerRun:
     def _on_frame(self, frame: Frame) -> None:
         if isinstance(frame, ExtensionUIRequest):
             self._on_ui_request(frame)
+        elif isinstance(frame, UnknownFrame) and frame.type == "extension_ui_request":
+            self._act(self.policy.handle_unparsed(frame.fields))
         elif isinstance(frame, MessageEnd):
             text, model_error = assistant_text(frame.message)
             if text is not None:
@@ -203,7 +207,14 @@ class WorkerRun:
             self.on_frame(frame)
 
     def _on_ui_request(self, request: ExtensionUIRequest) -> None:
-        action = self.policy.handle(request)
+        try:
+            action = self.policy.handle(request)
+        except Exception as exc:
+            # A dialog nobody answers hangs the worker: a bug here cancels it instead.
+            action = self.policy.abandon(request, f"{type(exc).__name__}: {exc}")
+        self._act(action)
+
+    def _act(self, action: UiAction) -> None:
         if isinstance(action, Answer):
             self._spawn(self._send(action))
         elif isinstance(action, Ask):
