@@ -8,7 +8,6 @@ made by `protocol.ServerCore`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import queue
@@ -144,8 +143,10 @@ class ForwardingServer:
         if current is not None and current.pid == os.getpid():
             # Left behind as "stopped", not removed: a child must tell a parent that
             # served and stopped (fail fast) from one without heartbeats (wait).
-            with contextlib.suppress(OSError):
+            try:
                 self._write_heartbeat(stopped=True)
+            except OSError as exc:
+                logger.warning("cannot mark the serving heartbeat stopped: %s", exc)
 
     def __enter__(self) -> ForwardingServer:
         self.start()
