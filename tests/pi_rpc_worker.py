@@ -44,7 +44,9 @@ def read_frame(log: str | None) -> dict[str, Any] | None:
 def options() -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("--line", default="0.73")
-    p.add_argument("--dialog", default="none", choices=["none", "confirm", "permission", "input"])
+    p.add_argument(
+        "--dialog", default="none", choices=["none", "confirm", "permission", "input", "malformed"]
+    )
     p.add_argument("--dialog-timeout", type=int, default=0)
     p.add_argument("--side-effect")
     p.add_argument("--log")
@@ -81,6 +83,8 @@ def dialog(args: argparse.Namespace) -> dict[str, Any] | None:
             title="Permission Required\nbash command 'touch x'",
             options=["Yes", "Yes, for this session", "No", "No, provide reason"],
         )
+    elif args.dialog == "malformed":  # documented fields with the wrong types
+        request.update(method="confirm", title=["not", "a", "string"], timeout="soon")
     else:
         request.update(method="input", title="Your name?")
     if args.dialog_timeout:

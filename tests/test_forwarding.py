@@ -18,7 +18,7 @@ import pytest
 
 from askgate.forwarding import ForwardingError, ForwardingPrompter, ForwardingServer
 from askgate.forwarding.io import HOST, atomic_write, now_ms
-from askgate.forwarding.protocol import Heartbeat, Layout, encode
+from askgate.forwarding.protocol import Heartbeat, Layout, decode_heartbeat, encode
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 from unprivileged import rerun_as_nobody
 
@@ -128,7 +128,8 @@ def test_round_trip_between_two_real_processes(tmp_path, parent_factory) -> None
     assert not (tmp_path / "sessions" / "parent%20session%2F1").exists()  # empty dirs removed
     parent.stop()
     assert parent.proc.returncode == 0
-    assert not heartbeat.exists()  # withdrawn on a clean stop
+    # Left as "stopped" on a clean stop: children fail fast instead of waiting blind.
+    assert decode_heartbeat(heartbeat.read_bytes()).stopped is True
 
 
 def test_denial_with_reason_crosses_processes(tmp_path, parent_factory) -> None:
@@ -189,14 +190,57 @@ def ask(prompter: ForwardingPrompter, timeout: float = 10.0) -> PromptReply:
     return prompter.prompt(request, timeout=timeout)
 
 
-def test_nobody_serving_fails_within_about_two_seconds(tmp_path) -> None:
+def test_a_parent_that_served_and_stopped_fails_within_about_two_seconds(tmp_path) -> None:
+    server = ForwardingServer("ghost", Approver(), root=tmp_path)
+    server.start()
+    server.stop()
+    prompter = ForwardingPrompter("ghost", root=tmp_path)
+    assert not prompter.available()
     started = time.monotonic()
-    reply = ask(ForwardingPrompter("ghost", root=tmp_path), timeout=600)
+    reply = ask(prompter, timeout=600)
     elapsed = time.monotonic() - started
     assert reply.state is PromptState.UNAVAILABLE
     assert reply.detail == "nobody is serving session ghost"
     assert 1.9 <= elapsed < 3.5
     assert leftovers(tmp_path) == []
+
+
+def test_a_parent_without_heartbeat_support_is_waited_for_within_the_budget(
+    tmp_path, caplog
+) -> None:
+    # What a real pi parent (20.7.3) looks like: no serving/ file at all. Before: the
+    # child failed at once with "nobody is serving". Now it waits, and says why.
+    prompter = ForwardingPrompter("pi-parent", root=tmp_path, serving_grace=0.2)
+    assert prompter.available()
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="askgate.forwarding"):
+        reply = ask(prompter, timeout=1.0)
+    assert time.monotonic() - started >= 1.0  # well past the 0.2 s grace
+    assert reply.state is PromptState.TIMED_OUT
+    assert any("cannot be checked" in r.getMessage() for r in caplog.records)
+    assert leftovers(tmp_path) == []
+
+
+def test_a_parent_without_heartbeat_support_answers_a_waiting_child(tmp_path) -> None:
+    layout = Layout(tmp_path)
+    answered = threading.Event()
+
+    def late_pi_parent() -> None:  # answers after the grace period has long passed
+        requests = layout.requests_dir("pi-parent")
+        wait_until(lambda: requests.exists() and any(requests.glob("*.json")), timeout=10)
+        answered.wait(0.6)
+        (path,) = requests.glob("*.json")
+        request_id = json.loads(path.read_bytes())["id"]
+        answer = {"approved": True, "state": "approved", "responderSessionId": "pi-parent"}
+        atomic_write(layout.response_path("pi-parent", request_id), json.dumps(answer).encode())
+        path.unlink()
+
+    thread = threading.Thread(target=late_pi_parent, daemon=True)
+    thread.start()
+    reply = ask(ForwardingPrompter("pi-parent", root=tmp_path, serving_grace=0.2), timeout=10)
+    thread.join(10)
+    assert reply.state is PromptState.APPROVED
+    assert reply.answered_by == "parent session pi-parent"
 
 
 def write_heartbeat(root: Path, session: str, *, pid: int, age_ms: int) -> None:
@@ -333,7 +377,8 @@ def test_server_survives_bad_files_and_keeps_serving(tmp_path) -> None:
             path = layout.response_path("parent-1", bad_id)
             wait_until(path.exists, what=f"the answer to {bad_id}")
             answer = json.loads(path.read_bytes())
-            assert answer["approved"] is False and answer["state"] == "unavailable"
+            assert answer["approved"] is False and answer["state"] == "denied"
+            assert answer["askgateState"] == "unavailable"
 
         # Still serving: a real child is answered.
         reply = ask(ForwardingPrompter("parent-1", root=tmp_path))

@@ -17,7 +17,7 @@ import pytest
 from askgate.forwarding import ForwardingPrompter, ForwardingServer
 from askgate.forwarding.cli import main, status
 from askgate.forwarding.io import HOST, atomic_write, now_ms
-from askgate.forwarding.protocol import Heartbeat, Layout, encode
+from askgate.forwarding.protocol import Heartbeat, Layout, decode_heartbeat, encode
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 
 
@@ -117,7 +117,7 @@ def test_serve_answers_a_real_child_from_its_input_and_stops_on_sigterm(tmp_path
         _, err = serve.communicate(timeout=10)
         assert serve.returncode == 0
         assert "Permission required" in err and "npm i?" in err
-        assert not heartbeat.exists()
+        assert decode_heartbeat(heartbeat.read_bytes()).stopped is True  # left as stopped
     finally:
         if serve.poll() is None:
             serve.kill()

@@ -7,6 +7,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,83 @@ def test_help(tmp_path):
     result = askgate_pi(tmp_path, "run", "--help")
     assert result.returncode == 0
     assert "--dialogs" in result.stdout
+
+
+class Terminal:
+    """A pseudo-terminal that becomes the controlling terminal of the askgate process, so
+    the terminal prompter (which opens /dev/tty) reaches the "human" typing here."""
+
+    def __init__(self) -> None:
+        import pty
+
+        self.master, self.slave = pty.openpty()
+        self.slave_name = os.ttyname(self.slave)
+        self.seen = b""
+
+    def preexec(self) -> None:  # runs in the child: new session, this tty as its terminal
+        os.setsid()
+        import fcntl
+        import termios
+
+        fcntl.ioctl(os.open(self.slave_name, os.O_RDWR), termios.TIOCSCTTY, 0)
+
+    def wait_for(self, text: bytes, timeout: float = 30) -> None:
+        import select
+
+        deadline = time.monotonic() + timeout
+        while text not in self.seen:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"the terminal never showed {text!r}: {self.seen!r}"
+            ready, _, _ = select.select([self.master], [], [], remaining)
+            if ready:
+                self.seen += os.read(self.master, 4096)
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def close(self) -> None:
+        os.close(self.master)
+        os.close(self.slave)
+
+
+@pytest.mark.parametrize(("typed", "ran", "value"), [("1\n", True, "Yes"), ("3\n", False, "No")])
+def test_ask_reaches_the_human_at_the_terminal(tmp_path, typed, ran, value):
+    side = tmp_path / "side"
+    log = tmp_path / "in.jsonl"
+    terminal = Terminal()
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "askgate.cli",
+                "pi",
+                "run",
+                "--json",
+                "--dialogs",
+                "ask",
+                "--pi-command",
+                worker_command(
+                    "--dialog", "permission", "--side-effect", str(side), "--log", str(log)
+                ),
+                "go",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=terminal.preexec,
+            env={**os.environ, "HOME": str(tmp_path)},
+        )
+        terminal.wait_for(b"4) No")
+        assert b"Permission Required" in terminal.seen
+        terminal.type(typed)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        terminal.close()
+    assert proc.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["counters"]["dialogsAsked"] == 1
+    assert side.exists() is ran
+    answers = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [a.get("value") for a in answers if a["type"] == "extension_ui_response"] == [value]

@@ -346,3 +346,15 @@ def test_dialog_timeout_caps_the_human_budget(tmp_path):
     )
     assert summary.ok
     assert not side.exists()
+
+
+@pytest.mark.parametrize("policy", [DialogPolicy.CANCEL, DialogPolicy.ASK])
+def test_a_malformed_dialog_is_cancelled_not_left_hanging(tmp_path, policy):
+    prompter = ScriptedPrompter([])  # must not be asked
+    summary, side, sent, _ = _run_worker(
+        tmp_path, "--dialog", "malformed", dialogs=policy, prompter=prompter, settle_timeout=20
+    )
+    assert summary.ok, summary.error
+    assert [f.get("cancelled") for f in sent if f["type"] == "extension_ui_response"] == [True]
+    assert summary.counters["dialogsCancelled"] == 1
+    assert not side.exists()

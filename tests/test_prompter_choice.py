@@ -21,9 +21,10 @@ def test_subagent_forwards_to_its_parent(tmp_path) -> None:
     }
     prompter = default_prompter(session="child-1", env=env, tty_path=str(tmp_path / "none"))
     assert isinstance(prompter, ForwardingPrompter)
-    # Nobody serves parent-1: the ask is unavailable (quickly), never approved.
-    reply = prompter.prompt(REQUEST, timeout=5)
-    assert reply.state is PromptState.UNAVAILABLE
+    # parent-1 publishes no heartbeat (as a real pi parent): waited for within the
+    # budget, then timed out — never approved, and not a fast "unavailable" (#8 item 9).
+    reply = prompter.prompt(REQUEST, timeout=1)
+    assert reply.state is PromptState.TIMED_OUT
     assert "parent-1" in (reply.detail or "")
 
 

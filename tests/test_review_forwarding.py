@@ -59,7 +59,8 @@ def test_a_prompter_returning_garbage_answers_unavailable_and_serving_goes_on(tm
     with ForwardingServer("parent-1", BrokenThenFine(), root=tmp_path, rescan_interval=0.1):
         atomic_write(layout.request_path("parent-1", "1-a-1"), _request("1-a-1"))
         answer = json.loads(_wait_for(layout.response_path("parent-1", "1-a-1")))
-        assert answer["approved"] is False and answer["state"] == "unavailable"
+        assert answer["approved"] is False and answer["state"] == "denied"
+        assert answer["askgateState"] == "unavailable"
         # The prompt thread survived: the next request still reaches the human.
         atomic_write(layout.request_path("parent-1", "1-b-1"), _request("1-b-1"))
         answer = json.loads(_wait_for(layout.response_path("parent-1", "1-b-1")))
@@ -74,7 +75,8 @@ def test_a_deeply_nested_request_is_refused_not_retried_forever(tmp_path) -> Non
         old = time.time() - 60
         os.utime(path, (old, old))
         answer = json.loads(_wait_for(layout.response_path("parent-1", "1-deep-1")))
-        assert answer["approved"] is False and answer["state"] == "unavailable"
+        assert answer["approved"] is False and answer["state"] == "denied"
+        assert answer["askgateState"] == "unavailable"
 
 
 def test_wall_clock_jumping_back_does_not_stretch_the_timeout(tmp_path, monkeypatch) -> None:

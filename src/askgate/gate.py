@@ -273,11 +273,12 @@ class Gate:
             return outcome(
                 Action.ALLOW,
                 Resolution.USER_APPROVED_FOR_SESSION,
-                "approved for this session by the user",
+                f"approved for this session by {reply.answered_by or 'the user'}",
                 session_pattern="; ".join(p for _, p in patterns),
             )
         if reply.approved:
-            return outcome(Action.ALLOW, Resolution.USER_APPROVED, "approved by the user")
+            by = reply.answered_by or "the user"
+            return outcome(Action.ALLOW, Resolution.USER_APPROVED, f"approved by {by}")
         if reply.state in (PromptState.DENIED, PromptState.DENIED_WITH_REASON):
             text = f"User denied {what}."
             if reply.denial_reason:

@@ -165,7 +165,9 @@ def status(root: Path, out: TextIO) -> int:
             print(f"serving: {name}: unreadable heartbeat", file=out)
             continue
         age = max(0, now - heartbeat.refreshed_at) / 1000
-        if heartbeat.host == HOST and not pid_alive(heartbeat.pid):
+        if heartbeat.stopped:
+            state = "stopped"
+        elif heartbeat.host == HOST and not pid_alive(heartbeat.pid):
             state = "dead (process gone)"
         elif heartbeat_is_fresh(heartbeat, now):
             state = "serving"

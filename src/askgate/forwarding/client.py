@@ -1,9 +1,11 @@
 """Child side: a Prompter that forwards each ask to the parent session's files.
 
 Writes `requests/<id>.json`, waits for `responses/<id>.json`, and gives up early when
-no fresh heartbeat says the parent is serving ("nobody is serving session X") rather
-than stalling for the full timeout. Whatever happens, both files are removed and the
-empty directories cleaned up before `prompt` returns.
+a parent that publishes heartbeats stops serving ("nobody is serving session X") rather
+than stalling for the full timeout. A parent that has never published a heartbeat (the
+real pi extension writes none) cannot be checked: the child waits for it within the
+prompt budget and logs that it cannot tell whether anybody is there. Whatever happens,
+both files are removed and the empty directories cleaned up before `prompt` returns.
 """
 
 from __future__ import annotations
@@ -130,7 +132,17 @@ class ForwardingPrompter:
             quote_session_id(self.target_session)
         except InvalidSessionId:
             return False
-        return not self.require_heartbeat or is_served(self.layout, self.target_session)
+        if not self.require_heartbeat:
+            return True
+        # A parent without heartbeat support may well be there: worth asking.
+        return self._serving(self.target_session) is not False
+
+    def _serving(self, target: str) -> bool | None:
+        """True: a fresh heartbeat; False: a stale or stopped one; None: none was ever
+        published for `target` (a parent without heartbeat support)."""
+        if not os.path.lexists(self.layout.heartbeat_path(target)):
+            return None
+        return is_served(self.layout, target)
 
     def unavailable_detail(self) -> str:
         """Why `available()` is false, in words the user can act on."""
@@ -226,6 +238,7 @@ class ForwardingPrompter:
         self, exchange: ClientExchange, waiter: ChangeWaiter, responses: tuple[str, ...], name: str
     ) -> Finished:
         target = exchange.request.target_session_id
+        warned = False
         while True:
             try:
                 data: bytes | None = read_in(self.layout.root, responses, name, MAX_RESPONSE_BYTES)
@@ -234,8 +247,16 @@ class ForwardingPrompter:
             except OSError as exc:
                 # There but unreadable (a symlink, a FIFO …): an unusable answer.
                 data = f"unreadable: {exc}".encode()
-            serving = self.require_heartbeat and is_served(self.layout, target)
+            serving = self._serving(target) if self.require_heartbeat else True
             step = exchange.step(_monotonic_ms(), response=data, serving=serving)
+            if exchange.unchecked and not warned:
+                warned = True
+                logger.warning(
+                    "session %s publishes no serving heartbeat (a pi parent?): it cannot be "
+                    "checked, waiting for its answer within the prompt budget",
+                    target,
+                    extra={"event": "forwarded_permission.parent_unchecked"},
+                )
             if isinstance(step, Finished):
                 return step
             remaining = (step.until_ms - _monotonic_ms()) / 1000

@@ -36,6 +36,22 @@ MAX_HEARTBEAT_BYTES = 4 * 1024
 # answered as malformed (pi writes atomically; a non-atomic writer may be mid-write).
 MALFORMED_GRACE_MS = 1000
 
+# What the pi permission extension accepts as a response state (20.7.3's
+# isPermissionDecisionState). It rejects anything else as invalid and reports it to its
+# model as a user denial, so askgate never writes any other state.
+PI_STATES = frozenset(
+    {
+        "approved",
+        "approved_for_session",
+        "approved_for_serving_session",
+        "denied",
+        "denied_with_reason",
+    }
+)
+# Outcomes pi has no state for: written as `denied` with a reason saying what happened,
+# plus `askgateState`, which askgate children read to recover the real outcome.
+_NOT_ANSWERED = frozenset({PromptState.UNAVAILABLE, PromptState.TIMED_OUT})
+
 _HUMAN_ANSWERS = frozenset(
     {
         PromptState.APPROVED,
@@ -142,12 +158,15 @@ class ForwardedRequest(_Wire):
 
 class ForwardedResponse(_Wire):
     approved: bool
-    # A human's answer, or askgate's "unavailable" / "timed_out" (a pi child reads an
-    # unknown state as a denial, so both stay fail-closed there).
+    # One of pi's states (PI_STATES). Older askgate parents wrote "unavailable" /
+    # "timed_out" here; askgate children still read those.
     state: str
     responder_session_id: str
     responded_at: int | float | None = None
     denial_reason: str | None = None
+    # askgate-only: "unavailable" or "timed_out" when nobody answered (state is then
+    # "denied"; pi ignores the field).
+    askgate_state: str | None = None
 
 
 class Heartbeat(_Wire):
@@ -156,6 +175,10 @@ class Heartbeat(_Wire):
     host: str
     refreshed_at: int
     interval_ms: int
+    # Written when the server stops: the session published heartbeats and no longer
+    # serves, so its children fail fast instead of taking it for a parent without
+    # heartbeat support (a real pi parent) and waiting out their whole budget.
+    stopped: bool = False
 
 
 def encode(payload: _Wire) -> bytes:
@@ -185,6 +208,8 @@ def decode_heartbeat(data: bytes) -> Heartbeat | None:
 
 def heartbeat_is_fresh(heartbeat: Heartbeat, now_ms: int) -> bool:
     """Refreshed within the last few intervals (interval clamped: the file is untrusted)."""
+    if heartbeat.stopped:
+        return False
     interval = min(max(heartbeat.interval_ms, 100), 60_000)
     window = interval * HEARTBEAT_MISSED_REFRESHES
     return -window <= now_ms - heartbeat.refreshed_at <= window
@@ -211,15 +236,36 @@ def prompt_for_request(request: ForwardedRequest) -> PromptRequest:
     )
 
 
-def response_for_reply(reply: PromptReply, *, responder: str, now_ms: int) -> ForwardedResponse:
+def not_answered_reason(reply: PromptReply, timeout: float | None = None) -> str:
+    """What a child's model is told when nobody answered (pi shows it as the reason)."""
+    if reply.state is PromptState.TIMED_OUT:
+        budget = DEFAULT_TIMEOUT if timeout is None else timeout
+        return f"nobody answered within {budget:g} s"
+    detail = reply.denial_reason or reply.detail
+    return f"no human could be asked ({detail})" if detail else "no human could be asked"
+
+
+def response_for_reply(
+    reply: PromptReply, *, responder: str, now_ms: int, timeout: float | None = None
+) -> ForwardedResponse:
+    """The response file for `reply`, in states a pi child accepts: an unanswered ask is
+    `denied` with a reason saying what happened (and `askgateState` for askgate
+    children), never pi-invalid "timed_out" / "unavailable"."""
+    if reply.state in _NOT_ANSWERED:
+        return ForwardedResponse(
+            approved=False,
+            state=PromptState.DENIED.value,
+            responder_session_id=responder,
+            responded_at=now_ms,
+            denial_reason=not_answered_reason(reply, timeout),
+            askgate_state=reply.state.value,
+        )
     return ForwardedResponse(
         approved=reply.approved,
         state=reply.state.value,
         responder_session_id=responder,
         responded_at=now_ms,
-        denial_reason=reply.denial_reason
-        if reply.state in _HUMAN_ANSWERS
-        else (reply.denial_reason or reply.detail),
+        denial_reason=reply.denial_reason,
     )
 
 
@@ -236,18 +282,44 @@ def reply_from_response(data: bytes, *, expected_responder: str) -> PromptReply:
         return unusable(str(exc))
     if response.responder_session_id != expected_responder:
         return unusable(f"answered by session {response.responder_session_id!r}")
+    wire_state = response.state
+    if wire_state == "approved_for_serving_session":
+        # pi: the parent's human granted it to the whole serving session, this child
+        # included; here that is an approval for this session.
+        wire_state = PromptState.APPROVED_FOR_SESSION.value
     try:
-        state = PromptState(response.state)
+        state = PromptState(wire_state)
     except ValueError:
         return unusable(f"unknown state {response.state!r}")
+    if state is PromptState.DENIED and not response.approved:
+        recovered = _askgate_state(response.askgate_state)
+        if recovered is not None:
+            # An askgate parent: nobody answered. Never a user's denial.
+            return PromptReply(state=recovered, detail=response.denial_reason)
     reply = PromptReply(
         state=state,
         denial_reason=response.denial_reason if state in _HUMAN_ANSWERS else None,
         detail=None if state in _HUMAN_ANSWERS else response.denial_reason,
+        # The response does not say who decided (20.7.3 has no decidedBy): the parent's
+        # human or the parent's own policy. Say what is known.
+        answered_by=f"parent session {expected_responder}" if state in _APPROVALS else None,
     )
     if reply.approved != response.approved:
         return unusable(f"approved={response.approved} contradicts state {response.state!r}")
     return reply
+
+
+_APPROVALS = frozenset({PromptState.APPROVED, PromptState.APPROVED_FOR_SESSION})
+
+
+def _askgate_state(value: str | None) -> PromptState | None:
+    if value is None:
+        return None
+    try:
+        state = PromptState(value)
+    except ValueError:
+        return None
+    return state if state in _NOT_ANSWERED else None
 
 
 # ------------------------------------------------------------------ parent core
@@ -294,9 +366,10 @@ class ServerCore:
     re-read nor re-logged until they change.
     """
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, *, prompt_timeout: float | None = None) -> None:
         quote_session_id(session_id)  # validate early
         self.session_id = session_id
+        self.prompt_timeout = prompt_timeout  # named in "nobody answered within N s"
         self._in_flight: set[str] = set()
         self._left_alone: dict[str, FileInfo] = {}
 
@@ -363,7 +436,9 @@ class ServerCore:
         ]
 
     def answered(self, request_id: str, reply: PromptReply, *, now_ms: int) -> list[Action]:
-        response = response_for_reply(reply, responder=self.session_id, now_ms=now_ms)
+        response = response_for_reply(
+            reply, responder=self.session_id, now_ms=now_ms, timeout=self.prompt_timeout
+        )
         return [
             Log("info", "response_sent", f"request {request_id}: {reply.state.value}"),
             Respond(request_id, encode(response)),
@@ -400,7 +475,10 @@ class ClientExchange:
 
     `step` is called on every wake-up with what the shell observed: the response
     file's bytes (if it exists) and whether a fresh heartbeat says the target is
-    being served.
+    being served — None when the target has never published one (a real pi parent:
+    20.7.3 writes no heartbeat). Such a parent cannot be checked, so the child waits
+    within its budget; a target that did publish heartbeats (now, or earlier in this
+    exchange) and stopped fails after the grace period.
     """
 
     def __init__(
@@ -417,13 +495,19 @@ class ClientExchange:
         self.grace_ms = grace_ms
         self.require_heartbeat = require_heartbeat
         self.last_served_ms = started_ms
+        self.heartbeat_seen = False
+        self.unchecked = False  # the target publishes no heartbeat: waiting blind
 
-    def step(self, now_ms: int, *, response: bytes | None, serving: bool) -> Wait | Finished:
+    def step(self, now_ms: int, *, response: bytes | None, serving: bool | None) -> Wait | Finished:
         target = self.request.target_session_id
         if response is not None:
             reply = reply_from_response(response, expected_responder=target)
             return Finished(reply, "response_received")
-        if serving or not self.require_heartbeat:
+        if serving is not None:
+            self.heartbeat_seen = True
+        elif not self.heartbeat_seen:
+            self.unchecked = True
+        if serving or not self.require_heartbeat or (serving is None and not self.heartbeat_seen):
             self.last_served_ms = now_ms
         elif now_ms - self.last_served_ms >= self.grace_ms:
             detail = f"nobody is serving session {target}"

@@ -75,7 +75,8 @@ class ForwardingServer:
         prompt_timeout: float | None = None,
         step_ms: int = 5,  # inotify check granularity: ~0.7 % CPU idle, ~10 ms round trips
     ) -> None:
-        self.core = ServerCore(session_id)  # validates the session id
+        # Validates the session id; the timeout is named in "nobody answered within N s".
+        self.core = ServerCore(session_id, prompt_timeout=prompt_timeout)
         self.session_id = session_id
         self.prompter = prompter
         self.layout = Layout(root if root is not None else default_forwarding_root())
@@ -147,11 +148,12 @@ class ForwardingServer:
             self._waiter.close()
         current = read_heartbeat(self.layout, self.session_id)
         if current is not None and current.pid == os.getpid():
+            # Left behind as "stopped", not removed: a child must tell a parent that
+            # served and stopped (fail fast) from one without heartbeats (wait).
             try:
-                with opened_directory(self.layout.root, ("serving",)) as serving:
-                    remove_at(serving, self._heartbeat_name)
+                self._write_heartbeat(stopped=True)
             except OSError as exc:
-                logger.warning("cannot withdraw the serving heartbeat: %s", exc)
+                logger.warning("cannot mark the serving heartbeat stopped: %s", exc)
 
     def __enter__(self) -> ForwardingServer:
         self.start()
@@ -194,13 +196,14 @@ class ForwardingServer:
         except OSError as exc:
             logger.warning("cannot refresh the serving heartbeat: %s", exc)
 
-    def _write_heartbeat(self) -> None:
+    def _write_heartbeat(self, *, stopped: bool = False) -> None:
         heartbeat = Heartbeat(
             session_id=self.session_id,
             pid=os.getpid(),
             host=HOST,
             refreshed_at=now_ms(),
             interval_ms=int(self.heartbeat_interval * 1000),
+            stopped=stopped,
         )
         with opened_directory(self.layout.root, ("serving",), create=True) as serving:
             atomic_write_at(serving, self._heartbeat_name, encode(heartbeat))

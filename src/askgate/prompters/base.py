@@ -47,6 +47,10 @@ class PromptReply(msgspec.Struct, frozen=True, kw_only=True):
     denial_reason: str | None = None
     # Free-form detail for logs ("nobody is serving session X", "no_ui" …).
     detail: str | None = None
+    # Who gave the answer when it may not have been a human at this prompter: a
+    # forwarding parent answers from its human or from its own policy and does not say
+    # which ("parent session X"). None: the prompter's human.
+    answered_by: str | None = None
 
     @property
     def approved(self) -> bool:

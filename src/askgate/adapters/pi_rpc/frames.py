@@ -31,7 +31,7 @@ class _Frame(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 # ------------------------------------------------------------------ worker -> host
 
 
-class Response(_Frame, tag="response"):
+class Response(_Frame, frozen=True, tag="response"):
     """The answer to a command; `id` echoes the command's id."""
 
     command: str = ""
@@ -41,7 +41,7 @@ class Response(_Frame, tag="response"):
     error: str | None = None
 
 
-class ExtensionUIRequest(_Frame, tag="extension_ui_request"):
+class ExtensionUIRequest(_Frame, frozen=True, tag="extension_ui_request"):
     """An extension wants the host's UI: a dialog (select, confirm, input, editor) that
     waits for an `extension_ui_response`, or a fire-and-forget update."""
 
@@ -60,55 +60,55 @@ class ExtensionUIRequest(_Frame, tag="extension_ui_request"):
     text: str | None = None
 
 
-class AgentStart(_Frame, tag="agent_start"):
+class AgentStart(_Frame, frozen=True, tag="agent_start"):
     pass
 
 
-class AgentEnd(_Frame, tag="agent_end"):
+class AgentEnd(_Frame, frozen=True, tag="agent_end"):
     messages: list[Any] = []
 
 
-class AgentSettled(_Frame, tag="agent_settled"):
+class AgentSettled(_Frame, frozen=True, tag="agent_settled"):
     """pi 1.6+: sent after `agent_end` once nothing more is queued."""
 
     aborted: bool = False
 
 
-class TurnStart(_Frame, tag="turn_start"):
+class TurnStart(_Frame, frozen=True, tag="turn_start"):
     pass
 
 
-class TurnEnd(_Frame, tag="turn_end"):
+class TurnEnd(_Frame, frozen=True, tag="turn_end"):
     message: Any = None
     toolResults: list[Any] = []
 
 
-class MessageStart(_Frame, tag="message_start"):
+class MessageStart(_Frame, frozen=True, tag="message_start"):
     message: Any = None
 
 
-class MessageEnd(_Frame, tag="message_end"):
+class MessageEnd(_Frame, frozen=True, tag="message_end"):
     message: Any = None
 
 
-class MessageUpdate(_Frame, tag="message_update"):
+class MessageUpdate(_Frame, frozen=True, tag="message_update"):
     message: Any = None
     assistantMessageEvent: Any = None
 
 
-class ToolExecutionStart(_Frame, tag="tool_execution_start"):
+class ToolExecutionStart(_Frame, frozen=True, tag="tool_execution_start"):
     toolCallId: str = ""
     toolName: str = ""
     args: Any = None
 
 
-class ToolExecutionUpdate(_Frame, tag="tool_execution_update"):
+class ToolExecutionUpdate(_Frame, frozen=True, tag="tool_execution_update"):
     toolCallId: str = ""
     toolName: str = ""
     partialResult: Any = None
 
 
-class ToolExecutionEnd(_Frame, tag="tool_execution_end"):
+class ToolExecutionEnd(_Frame, frozen=True, tag="tool_execution_end"):
     toolCallId: str = ""
     toolName: str = ""
     result: Any = None
@@ -116,7 +116,7 @@ class ToolExecutionEnd(_Frame, tag="tool_execution_end"):
     durationMs: float | None = None
 
 
-class ExtensionError(_Frame, tag="extension_error"):
+class ExtensionError(_Frame, frozen=True, tag="extension_error"):
     extensionPath: str | None = None
     event: str | None = None
     error: str | None = None
@@ -157,20 +157,20 @@ class _Command(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit
     id: str | None = None
 
 
-class Prompt(_Command, tag="prompt"):
+class Prompt(_Command, frozen=True, tag="prompt"):
     message: str
     streamingBehavior: str | None = None
 
 
-class Abort(_Command, tag="abort"):
+class Abort(_Command, frozen=True, tag="abort"):
     pass
 
 
-class GetState(_Command, tag="get_state"):
+class GetState(_Command, frozen=True, tag="get_state"):
     pass
 
 
-class GetLastAssistantText(_Command, tag="get_last_assistant_text"):
+class GetLastAssistantText(_Command, frozen=True, tag="get_last_assistant_text"):
     pass
 
 
@@ -228,13 +228,12 @@ class FrameDecoder:
         tail = lines.pop()  # after the last newline: the start of the next line
         frames: list[Frame] = []
         if lines:
-            first = lines[0]
             if self._pending or self._discarding:
-                first = self._take_pending(first)
-            if first is not None:
-                self._line(first, frames)
-            for line in lines[1:]:
-                self._line(line, frames)
+                first = self._take_pending(lines[0])
+                if first is not None:
+                    self._line(first, frames)
+                del lines[0]
+            self._lines(lines, frames)
         self._hold(tail)
         return frames
 
@@ -272,6 +271,24 @@ class FrameDecoder:
         self._pending.clear()
         self._pending_size = 0
         return line
+
+    def _lines(self, lines: list[bytes], out: list[Frame]) -> None:
+        """The hot loop: well-formed known frames decode inline; anything else (blank,
+        CR-terminated, over-long, unknown or malformed) takes the careful path."""
+        decode = self._typed.decode
+        append = out.append
+        limit = self.max_line_bytes
+        decoded = 0
+        for line in lines:
+            if line and line[-1] != 13 and len(line) <= limit:
+                try:
+                    append(decode(line))
+                    decoded += 1
+                    continue
+                except (msgspec.DecodeError, RecursionError):
+                    pass  # ValidationError is a DecodeError: unknown types land here too
+            self._line(line, out)
+        self.decoded += decoded
 
     def _line(self, line: bytes, out: list[Frame]) -> None:
         if line.endswith(b"\r"):

@@ -23,11 +23,13 @@ from askgate.adapters.pi_rpc.frames import (
     GetLastAssistantText,
     MessageEnd,
     Prompt,
+    UnknownFrame,
 )
 from askgate.adapters.pi_rpc.ui_policy import (
     Answer,
     Ask,
     DialogPolicy,
+    UiAction,
     UiRequestPolicy,
 )
 from askgate.prompters.base import Prompter, PromptReply, PromptRequest, PromptState
@@ -144,11 +146,21 @@ class WorkerRun:
         counters["responsesUnmatched"] = self.client.responses_unmatched
         return counters
 
+    async def start(self) -> None:
+        """Start the worker and begin answering its UI requests (`run` does this; a host
+        that sends its own commands calls it, then `stop`)."""
+        self.client.subscribe(self._on_frame)
+        await self.client.start()
+
+    async def stop(self) -> int | None:
+        for task in self._dialogs:
+            task.cancel()
+        return await self.client.stop()
+
     async def run(self, message: str) -> RunSummary:
         error: str | None = None
-        self.client.subscribe(self._on_frame)
         try:
-            await self.client.start()
+            await self.start()
             response = await self.client.request(Prompt(message=message))
             if not response.success:
                 raise WorkerError(f"the worker refused the prompt: {response.error}")
@@ -157,9 +169,7 @@ class WorkerRun:
         except WorkerError as exc:
             error = str(exc)
         finally:
-            for task in self._dialogs:
-                task.cancel()
-            status = await self.client.stop()
+            status = await self.stop()
         if error is None and self.model_error is not None:
             error = f"the model call failed: {self.model_error}"
         if error is None and status not in (0, None):
@@ -186,6 +196,8 @@ class WorkerRun:
     def _on_frame(self, frame: Frame) -> None:
         if isinstance(frame, ExtensionUIRequest):
             self._on_ui_request(frame)
+        elif isinstance(frame, UnknownFrame) and frame.type == "extension_ui_request":
+            self._act(self.policy.handle_unparsed(frame.fields))
         elif isinstance(frame, MessageEnd):
             text, model_error = assistant_text(frame.message)
             if text is not None:
@@ -195,7 +207,14 @@ class WorkerRun:
             self.on_frame(frame)
 
     def _on_ui_request(self, request: ExtensionUIRequest) -> None:
-        action = self.policy.handle(request)
+        try:
+            action = self.policy.handle(request)
+        except Exception as exc:
+            # A dialog nobody answers hangs the worker: a bug here cancels it instead.
+            action = self.policy.abandon(request, f"{type(exc).__name__}: {exc}")
+        self._act(action)
+
+    def _act(self, action: UiAction) -> None:
         if isinstance(action, Answer):
             self._spawn(self._send(action))
         elif isinstance(action, Ask):

@@ -164,6 +164,17 @@ class UiRequestPolicy:
         self.counters.dialogs_cancelled += 1
         return Answer(cancelled(request.id))
 
+    def handle_unparsed(self, fields: dict[str, object]) -> UiAction:
+        """A UI request whose fields do not have the documented types (it arrived as an
+        unknown frame). A dialog among them is still waited on: cancel it."""
+        method, request_id = fields.get("method"), fields.get("id")
+        if method in DIALOGS and isinstance(request_id, str):
+            logger.warning("malformed %s dialog %s: cancelled", method, request_id)
+            self.counters.dialogs_cancelled += 1
+            return Answer(cancelled(request_id))
+        self.counters.ui_requests_unknown += 1
+        return Drain()
+
     def answer_for_reply(self, request: ExtensionUIRequest, reply: PromptReply) -> Answer:
         """The response to an `Ask`ed dialog, given the human's reply (or a timeout)."""
         response = self._response_for(request, reply)
