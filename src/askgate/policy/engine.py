@@ -566,11 +566,12 @@ class Policy:
             return True
         if not unit.operands:
             return False
-        if unit.cwd is not None or unit.other_cwds or unit.globbed:
+        if unit.globbed or any(_names_path(word) for word in unit.operands):
             return True
-        if any(_names_path(word) for word in unit.operands):
+        directories = self._unit_directories(unit, cwd)
+        if isinstance(directories, Check):
             return True
-        return self._may_be_guarded(cwd)
+        return any(self._may_be_guarded(directory) for directory in directories)
 
     def _may_be_guarded(self, directory: str) -> bool:
         """Could a read/write deny or ask rule, or external_directory, apply to a file

@@ -698,7 +698,19 @@ class CommandMixin(RedirectMixin):
         if alternates:
             alternates = tuple(a for a in dict.fromkeys(alternates) if a != text)
         reason = "; ".join(dict.fromkeys(reasons)) if reasons else None
-        extras = paths is not None and not frame.remote and (paths.globbed or paths.may_run)
+        # The round-2 fields only when set (fewer keywords: a unit is made per command).
+        extra: dict[str, object] = {}
+        if len(known) > 1:
+            extra["other_cwds"] = _other_cwds(known)
+        if operands:
+            extra["operands"] = tuple(operands)
+        if recursive:
+            extra["recursive_reads"] = tuple(recursive)
+        if paths is not None and not frame.remote:
+            if paths.globbed:
+                extra["globbed"] = tuple(dict.fromkeys(paths.globbed))
+            if paths.may_run:
+                extra["may_run"] = tuple(dict.fromkeys(paths.may_run))
         self.sink.units.append(
             Unit(
                 command=text,
@@ -706,14 +718,10 @@ class CommandMixin(RedirectMixin):
                 reads=tuple(reads),
                 writes=tuple(writes),
                 cwd=known[0] if known else None,
-                other_cwds=_other_cwds(known) if len(known) > 1 else (),
-                operands=tuple(operands),
-                recursive_reads=tuple(recursive),
-                globbed=tuple(dict.fromkeys(paths.globbed)) if extras else (),  # type: ignore[union-attr]
-                may_run=tuple(dict.fromkeys(paths.may_run)) if extras else (),  # type: ignore[union-attr]
                 floor=Action.ASK if reason else None,
                 floor_reason=reason,
                 context=context or frame.context,
+                **extra,  # type: ignore[arg-type]
             )
         )
 

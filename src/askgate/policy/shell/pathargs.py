@@ -463,6 +463,9 @@ _WALKERS = names("find fd fdfind du tree")
 _COPIERS = names("cp rsync scp")
 RECURSIVE_NAMES = _GREPS | _SEARCHERS | _WALKERS | names("ls tar bsdtar gtar zip") | _COPIERS
 _RECURSIVE_FLAG = re.compile(r"^-[A-Za-z]*[rR]")
+# Readers that are recursive only with a flag (-r, -R, -a, --recursive, --archive,
+# --directories=recurse: each spelling holds an r, an R or an a).
+_NEEDS_FLAG = _GREPS | _COPIERS | names("ls zip")
 
 
 def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
@@ -472,6 +475,10 @@ def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
     only adds a check (a read deny/ask rule inside it makes the unit ask)."""
     if name not in RECURSIVE_NAMES:
         return
+    if name in _NEEDS_FLAG and not any(
+        w.text[:1] == "-" and ("r" in w.text or "R" in w.text or "a" in w.text) for w in args
+    ):
+        return  # `ls -la`, `grep x f`, `cp a b`: nothing read recursively
     texts = [w.text for w in args if w.static]
     operands = [t for t in texts if not t.startswith("-") or t == "-"]
     flagged = any(
