@@ -566,8 +566,13 @@ class Policy:
             return True
         if not unit.operands:
             return False
-        if unit.globbed or any(_names_path(word) for word in unit.operands):
+        if unit.globbed:
             return True
+        for word in unit.operands:
+            if _names_path(word):
+                return True
+        if unit.cwd is None and not unit.other_cwds:
+            return self._may_be_guarded(cwd)
         directories = self._unit_directories(unit, cwd)
         if isinstance(directories, Check):
             return True

@@ -180,12 +180,12 @@ class Paths:
             if (
                 previous[:1] == "-"
                 and _OUTPUT_OPTION.match(previous)
-                and word.static
+                and word.dynamic is None
                 and _BARE_NAME.match(word.text)
             ):
                 # `tool -o out`, `openssl rand -out hosts`: a file, whether it exists or not.
                 self.operand("./" + word.text)
-            previous = word.text if word.static else ""
+            previous = text if word.dynamic is None else ""
             value = operand_value(word)
             if value is not None and value not in self.operands:
                 self.operands.append(value)
