@@ -337,7 +337,8 @@ class Policy:
             # see the structure bash will run (`time if …; then rm …; fi`): never allow.
             note = f"the shell keyword {first_word!r} in command position was not understood"
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
-        consent = _literal_consent(primary)
+        # Only worth asking when there is something a literal rule could lift or vouch for.
+        consent = bool(unit.floor or unit.may_run or unit.writes) and _literal_consent(primary)
         if unit.floor is not None:
             if consent and not _path_floor(unit.floor_reason):
                 checks.append(_ignored(_floor(Surface.BASH, unit.command, unit.floor,

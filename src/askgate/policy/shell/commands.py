@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
+import msgspec
+
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import git
 from askgate.policy.shell.argv import names, scan
@@ -711,19 +713,19 @@ class CommandMixin(RedirectMixin):
                 extra["globbed"] = tuple(dict.fromkeys(paths.globbed))
             if paths.may_run:
                 extra["may_run"] = tuple(dict.fromkeys(paths.may_run))
-        self.sink.units.append(
-            Unit(
-                command=text,
-                alternates=tuple(alternates),
-                reads=tuple(reads),
-                writes=tuple(writes),
-                cwd=known[0] if known else None,
-                floor=Action.ASK if reason else None,
-                floor_reason=reason,
-                context=context or frame.context,
-                **extra,  # type: ignore[arg-type]
-            )
+        unit = Unit(
+            command=text,
+            alternates=tuple(alternates),
+            reads=tuple(reads),
+            writes=tuple(writes),
+            cwd=known[0] if known else None,
+            floor=Action.ASK if reason else None,
+            floor_reason=reason,
+            context=context or frame.context,
         )
+        if extra:  # (`**{}` would triple the cost of every unit)
+            unit = msgspec.structs.replace(unit, **extra)  # type: ignore[arg-type]
+        self.sink.units.append(unit)
 
     def after(self, argv: list[Word], state: Cwd) -> None:
         """Effects on the commands that follow: cd, pushd, popd, functions that cd."""
