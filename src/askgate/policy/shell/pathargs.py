@@ -189,10 +189,11 @@ class Paths:
             value = operand_value(word)
             if value is not None and value not in self.operands:
                 self.operands.append(value)
-                # `git show HEAD:.env`, `host:path`: the part after a colon may be a file.
-                _, colon, after = value.partition(":")
-                if colon and after and not after.startswith("//") and after not in self.operands:
-                    self.operands.append(after)
+                if ":" in value:
+                    # `git show HEAD:.env`, `host:path`: the part after a colon may be a file.
+                    after = value.partition(":")[2]
+                    if after and not after.startswith("//") and after not in self.operands:
+                        self.operands.append(after)
 
     def operand(self, text: str) -> None:
         if _is_path(text) and not _URL.match(text) and text not in self.operands:
