@@ -346,7 +346,8 @@ class Policy:
             # see the structure bash will run (`time if …; then rm …; fi`): never allow.
             note = f"the shell keyword {first_word!r} in command position was not understood"
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
-        consent = _literal_consent(primary)
+        # Only worth asking when there is something a literal rule could lift or vouch for.
+        consent = bool(unit.floor or unit.may_run or unit.writes) and _literal_consent(primary)
         if unit.floor is not None:
             if consent and not _path_floor(unit.floor_reason):
                 checks.append(_ignored(_floor(Surface.BASH, unit.command, unit.floor,
@@ -577,11 +578,17 @@ class Policy:
             return True
         if not unit.operands:
             return False
-        if unit.cwd is not None or unit.other_cwds or unit.globbed:
+        if unit.globbed:
             return True
-        if any(_names_path(word) for word in unit.operands):
+        for word in unit.operands:
+            if _names_path(word):
+                return True
+        if unit.cwd is None and not unit.other_cwds:
+            return self._may_be_guarded(cwd)
+        directories = self._unit_directories(unit, cwd)
+        if isinstance(directories, Check):
             return True
-        return self._may_be_guarded(cwd)
+        return any(self._may_be_guarded(directory) for directory in directories)
 
     def _may_be_guarded(self, directory: str) -> bool:
         """Could a read/write deny or ask rule, or external_directory, apply to a file

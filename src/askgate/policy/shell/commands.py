@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
+import msgspec
+
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import git
 from askgate.policy.shell.argv import names, scan
@@ -698,24 +700,32 @@ class CommandMixin(RedirectMixin):
         if alternates:
             alternates = tuple(a for a in dict.fromkeys(alternates) if a != text)
         reason = "; ".join(dict.fromkeys(reasons)) if reasons else None
-        extras = paths is not None and not frame.remote and (paths.globbed or paths.may_run)
-        self.sink.units.append(
-            Unit(
-                command=text,
-                alternates=tuple(alternates),
-                reads=tuple(reads),
-                writes=tuple(writes),
-                cwd=known[0] if known else None,
-                other_cwds=_other_cwds(known) if len(known) > 1 else (),
-                operands=tuple(operands),
-                recursive_reads=tuple(recursive),
-                globbed=tuple(dict.fromkeys(paths.globbed)) if extras else (),  # type: ignore[union-attr]
-                may_run=tuple(dict.fromkeys(paths.may_run)) if extras else (),  # type: ignore[union-attr]
-                floor=Action.ASK if reason else None,
-                floor_reason=reason,
-                context=context or frame.context,
-            )
+        # The round-2 fields only when set (fewer keywords: a unit is made per command).
+        extra: dict[str, object] = {}
+        if len(known) > 1:
+            extra["other_cwds"] = _other_cwds(known)
+        if operands:
+            extra["operands"] = tuple(operands)
+        if recursive:
+            extra["recursive_reads"] = tuple(recursive)
+        if paths is not None and not frame.remote:
+            if paths.globbed:
+                extra["globbed"] = tuple(dict.fromkeys(paths.globbed))
+            if paths.may_run:
+                extra["may_run"] = tuple(dict.fromkeys(paths.may_run))
+        unit = Unit(
+            command=text,
+            alternates=tuple(alternates),
+            reads=tuple(reads),
+            writes=tuple(writes),
+            cwd=known[0] if known else None,
+            floor=Action.ASK if reason else None,
+            floor_reason=reason,
+            context=context or frame.context,
         )
+        if extra:  # (`**{}` would triple the cost of every unit)
+            unit = msgspec.structs.replace(unit, **extra)  # type: ignore[arg-type]
+        self.sink.units.append(unit)
 
     def after(self, argv: list[Word], state: Cwd) -> None:
         """Effects on the commands that follow: cd, pushd, popd, functions that cd."""

@@ -39,6 +39,7 @@ class Config(NamedTuple):
 
 
 _START = Config(None)
+_START_CONFIGS = (_START,)
 _new_cwd = object.__new__  # copies skip __init__ (they are made for every pipeline stage)
 # configs -> their distinct paths (Cwd.paths is asked once per unit; the sets recur).
 _PATHS_MEMO: dict[tuple[Config, ...], tuple[Dir, ...]] = {}
@@ -112,11 +113,10 @@ class Cwd:
         configs: tuple[Config, ...] | None = None,
     ) -> None:
         if configs is None:
-            configs = (
-                (Config(UNKNOWN if unknown else path, stack),)
-                if (unknown or path is not None or stack)
-                else (_START,)
-            )
+            if unknown or path is not None or stack:
+                configs = (Config(UNKNOWN if unknown else path, stack),)
+            else:
+                configs = _START_CONFIGS
         self.configs = configs
         self.reason = unknown
         # How many directory changes so far may have failed (the walker keeps where the

@@ -180,19 +180,20 @@ class Paths:
             if (
                 previous[:1] == "-"
                 and _OUTPUT_OPTION.match(previous)
-                and word.static
+                and word.dynamic is None
                 and _BARE_NAME.match(word.text)
             ):
                 # `tool -o out`, `openssl rand -out hosts`: a file, whether it exists or not.
                 self.operand("./" + word.text)
-            previous = word.text if word.static else ""
+            previous = text if word.dynamic is None else ""
             value = operand_value(word)
             if value is not None and value not in self.operands:
                 self.operands.append(value)
-                # `git show HEAD:.env`, `host:path`: the part after a colon may be a file.
-                _, colon, after = value.partition(":")
-                if colon and after and not after.startswith("//") and after not in self.operands:
-                    self.operands.append(after)
+                if ":" in value:
+                    # `git show HEAD:.env`, `host:path`: the part after a colon may be a file.
+                    after = value.partition(":")[2]
+                    if after and not after.startswith("//") and after not in self.operands:
+                        self.operands.append(after)
 
     def operand(self, text: str) -> None:
         if _is_path(text) and not _URL.match(text) and text not in self.operands:
@@ -463,6 +464,9 @@ _WALKERS = names("find fd fdfind du tree")
 _COPIERS = names("cp rsync scp")
 RECURSIVE_NAMES = _GREPS | _SEARCHERS | _WALKERS | names("ls tar bsdtar gtar zip") | _COPIERS
 _RECURSIVE_FLAG = re.compile(r"^-[A-Za-z]*[rR]")
+# Readers that are recursive only with a flag (-r, -R, -a, --recursive, --archive,
+# --directories=recurse: each spelling holds an r, an R or an a).
+_NEEDS_FLAG = _GREPS | _COPIERS | names("ls zip")
 
 
 def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
@@ -472,6 +476,10 @@ def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
     only adds a check (a read deny/ask rule inside it makes the unit ask)."""
     if name not in RECURSIVE_NAMES:
         return
+    if name in _NEEDS_FLAG and not any(
+        w.text[:1] == "-" and ("r" in w.text or "R" in w.text or "a" in w.text) for w in args
+    ):
+        return  # `ls -la`, `grep x f`, `cp a b`: nothing read recursively
     texts = [w.text for w in args if w.static]
     operands = [t for t in texts if not t.startswith("-") or t == "-"]
     flagged = any(
