@@ -623,6 +623,13 @@ class PromptRun:
     audit: list[dict[str, Any]]
 
 
+def _has_text(frame: dict[str, Any]) -> bool:
+    content = frame.get("message", {}).get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "text" for block in content
+    )
+
+
 def run_with_prompt_channel(
     claude: Path,
     fake: FakeAnthropic,
@@ -692,6 +699,7 @@ def run_with_prompt_channel(
     prompts: list[dict[str, Any]] = []
     cancelled: list[str] = []
     pending: list[str] = []
+    seen: list[str] = []  # frame kinds, for the failure message
     deadline = time.monotonic() + RUN_TIMEOUT
     done = False
     with selectors.DefaultSelector() as selector:
@@ -723,6 +731,7 @@ def run_with_prompt_channel(
                 if not line:
                     break
                 frame = json.loads(line)
+                seen.append(f"{frame.get('type')}:{frame.get('subtype', '')}")
                 if frame.get("type") == "control_request":
                     prompts.append(frame["request"])
                     pending.append(frame["request_id"])
@@ -731,14 +740,21 @@ def run_with_prompt_channel(
                     pending = [r for r in pending if r != frame["request_id"]]
                 elif frame.get("type") == "result":
                     done = True
+                elif (
+                    frame.get("type") == "assistant" and _has_text(frame) and not proc.stdin.closed
+                ):
+                    # The model's last word: no more input, so Claude Code ends the turn (it
+                    # sometimes waits for more input before emitting the result otherwise).
+                    proc.stdin.close()
         finally:
-            proc.stdin.close()
+            if not proc.stdin.closed:
+                proc.stdin.close()
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-    assert done, "no result frame from claude"
+    assert done, f"no result frame from claude; frames: {seen}; prompts: {prompts}"
     audit_log = tmp_path / "review.jsonl"
     audit = (
         [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
