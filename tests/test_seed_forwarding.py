@@ -10,6 +10,7 @@ import pty
 from askgate.audit import AuditLog
 from askgate.forwarding.client import ForwardingPrompter
 from askgate.forwarding.env import resolve_forwarding, unresolved_message
+from askgate.forwarding.server import ForwardingServer
 from askgate.gate import Gate
 from askgate.outcome import Resolution, ToolRequest
 from askgate.prompters.choose import default_prompter
@@ -91,6 +92,11 @@ def test_a_parent_that_is_not_serving_is_named_in_the_reason(project, home) -> N
         "PI_SUBAGENT_PARENT_SESSION": "parent-1",
         "ASKGATE_FORWARDING_DIR": str(home / "fwd"),
     }
+    # A parent that served and stopped (its heartbeat says so): the child fails at once. (A
+    # parent that never published a heartbeat, like pi's extension, is waited for instead.)
+    server = ForwardingServer("parent-1", TerminalPrompter(tty_path=os.devnull), root=home / "fwd")
+    server.start()
+    server.stop()
     gate = _headless_child_gate(project, home, env, home / "review.jsonl")
     outcome = gate.decide(ToolRequest(tool="WebFetch", cwd=str(project)))
     assert outcome.resolution is Resolution.CONFIRMATION_UNAVAILABLE
