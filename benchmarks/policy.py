@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -377,6 +378,10 @@ def run(quick: bool) -> AreaReport:
     medians: dict[str, dict[str, float]] = {}
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="askgate-bench-") as root:
+        # A project like the one the commands were written for: `cd src` succeeds and
+        # `ls ../docs` stays inside it (the analysis looks at which directories exist).
+        for directory in ("src", "docs", ".git"):
+            os.makedirs(os.path.join(root, directory), exist_ok=True)
         rows.extend(_mcp_rows(root, s, notes, medians))
         rows.append(_bash_row("typical", corpus.typical_command, root, s, notes, "≤ 100 µs"))
         rows.append(_bash_row("long", corpus.long_command, root, s, notes, ""))

@@ -18,7 +18,7 @@ TIMEOUT = 120
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASKGATE_")}
     # Reuse this test run's virtualenv instead of creating one.
-    env["ASKGATE_VENV"] = str(Path(sys.executable).resolve().parents[1])
+    env["ASKGATE_VENV"] = sys.prefix  # the virtualenv (the executable may be a symlink out of it)
     env.update(extra)
     return env
 

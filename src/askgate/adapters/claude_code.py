@@ -345,6 +345,7 @@ def _decide(
             agent=hook.agent_type,
             config_files=config_files,
             env=env,
+            policy=policy,
         )
         if rewrite is not None and rewrite.ask_reason is not None:
             return Reply(0, pre_tool_use_output("ask", f"askgate: {rewrite.ask_reason}"))

@@ -30,6 +30,7 @@ from askgate.policy.model import (
     UnitDecision,
 )
 from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
+from askgate.policy.sandbox_table import SandboxSettings
 
 if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy
@@ -98,6 +99,7 @@ class Policy:
         # A policy file that failed to load could have constrained anything: while
         # any error stands, no answer may be "allow" (fail closed).
         self.errors = tuple(errors)
+        self.sandbox = SandboxSettings()  # from_loaded sets the merged [sandbox] tables
         self.warnings = tuple(warnings)
         # A managed file that failed to load: its floor is unknown, so nothing but deny.
         self.fatal_errors = tuple(fatal_errors)
@@ -129,7 +131,7 @@ class Policy:
         from askgate.policy.protected import protected_rules
 
         environ = os.environ if env is None else env
-        return cls(
+        policy = cls(
             [
                 *loaded.rules,
                 *loaded.builtin_rules,
@@ -146,6 +148,10 @@ class Policy:
             env=env,
             fatal_errors=[str(e) for e in loaded.fatal_errors],
         )
+        # The merged [sandbox] settings travel with the policy, so a hook that already
+        # loaded it can plan the sandbox without parsing every file again.
+        policy.sandbox = loaded.sandbox
+        return policy
 
     # --- public --------------------------------------------------------------------
 

@@ -18,7 +18,10 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from askgate.policy.engine import Policy
 
 import msgspec
 
@@ -74,19 +77,21 @@ def sandbox_rewrite(
     config_files: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     launcher: Sequence[str] | None = None,
+    policy: Policy | None = None,
 ) -> SandboxRewrite | None:
-    """The sandboxed form of an allowed shell call, a reason to ask, or None (unchanged)."""
+    """The sandboxed form of an allowed shell call, a reason to ask, or None (unchanged).
+    `policy`: the policy the caller already loaded for this cwd and agent (else loaded)."""
     command = tool_input.get("command")
     if tool_name not in SHELL_TOOLS or not isinstance(command, str) or not command.strip():
         return None
-    from askgate.policy.config import load_policy
     from askgate.policy.engine import Policy
     from askgate.sandbox.plan import build_plan
 
-    loaded = load_policy(cwd, config_files=config_files, agent=agent, env=env)
-    if loaded.sandbox.bash == "off":
+    if policy is None:
+        policy = Policy.load(cwd, config_files=config_files, agent=agent, env=env)
+    if policy.sandbox.bash == "off":
         return None
-    plan = build_plan(Policy.from_loaded(loaded, env=env), loaded.sandbox, cwd=cwd, agent=agent)
+    plan = build_plan(policy, policy.sandbox, cwd=cwd, agent=agent)
     if plan.refusals:
         return SandboxRewrite(ask_reason=f"the sandbox would refuse: {plan.refusals[0]}")
     if plan.ask_reason is not None:

@@ -1,10 +1,12 @@
 """`./scripts/demo`: the whole product in one command.
 
-Starts `askgate serve` on an embedded SQLite in a temporary data dir, adds a user, then drives a
-short scripted agent session through the gate with examples/policy.toml: one call the policy
-allows, one it denies, one it asks about. The ask goes to the approval server and waits there;
-the demo prints the URL of its page (with its `?k=` key) and keeps serving until Ctrl-C. When
-somebody answers on the page, the waiting session is released and prints the outcome.
+Starts `askgate serve` on an embedded SQLite in a temporary data dir, adds a user, writes a
+policy for a small Python project with `askgate init --yes` (a private HOME and XDG dirs, so
+nothing of yours is touched), then drives a short scripted agent session through the gate:
+one call the policy allows, one it denies, one it asks about. The ask goes to the approval
+server and waits there; the demo prints the URL of its page (with its `?k=` key) and keeps
+serving until Ctrl-C. When somebody answers on the page, the waiting session is released and
+prints the outcome.
 
 `ASKGATE_DEMO_EXIT_AFTER_READY=1` stops after printing the URL (for smoke tests). No stdin or
 terminal is needed.
@@ -22,12 +24,10 @@ import threading
 from pathlib import Path
 from typing import IO
 
-REPO = Path(__file__).resolve().parents[3]
-EXAMPLE_POLICY = REPO / "examples" / "policy.toml"
 SESSION = [
-    ("allowed", "git status"),
-    ("denied", "git push --force origin main"),
-    ("asked", "git push origin main"),
+    ("allowed: read-only profile", "git status && ls -la"),
+    ("denied: the read deny on ~/.ssh init writes", "cat ~/.ssh/id_ed25519"),
+    ("asked: git-local profile asks before a push", "git push origin main"),
 ]
 BUDGET = 24 * 3600.0  # the demo's ask waits as long as the server keeps it
 
@@ -62,6 +62,29 @@ def _add_user(data_dir: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def _private_env(data_dir: str) -> dict[str, str]:
+    home = os.path.join(data_dir, "home")
+    os.makedirs(os.path.join(home, ".ssh"), exist_ok=True)
+    return {
+        **os.environ,
+        "HOME": home,
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+        "XDG_STATE_HOME": os.path.join(home, ".local", "state"),
+        "ASKGATE_MANAGED_POLICY": os.path.join(data_dir, "no-managed"),
+    }
+
+
+def _init_policy(project: Path, env: dict[str, str]) -> str:
+    """`askgate init --yes` in the demo project, as a user would run it."""
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    argv = [sys.executable, "-m", "askgate", "init", "--yes", "--cwd", str(project)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"askgate demo: askgate init failed: {done.stderr.strip()}")
+    return str(project / ".askgate" / "policy.toml")
+
+
 def main() -> int:
     from askgate.gate import Gate
     from askgate.outcome import ToolRequest
@@ -76,10 +99,12 @@ def main() -> int:
     try:
         token = _add_user(os.path.join(data_dir, "server"))
         _say(f"approval server: {url}/  (embedded SQLite in {data_dir}/server)")
-        _say(f"policy: {EXAMPLE_POLICY.relative_to(REPO)}; a scripted agent session follows")
+        env = _private_env(data_dir)
+        policy_file = _init_policy(project, env)
+        _say(f"policy: {policy_file} (written by `askgate init --yes`)")
+        _say("a scripted agent session follows")
         _say()
-        env = {**os.environ, "ASKGATE_MANAGED_POLICY": os.path.join(data_dir, "no-managed")}
-        policy = Policy.load(str(project), config_files=[str(EXAMPLE_POLICY)], env=env)
+        policy = Policy.load(str(project), env=env)
         registered: list[dict[str, object]] = []
         seen = threading.Event()
 
@@ -90,7 +115,8 @@ def main() -> int:
         prompter = ServerPrompter(url, token, budget=BUDGET, on_registered=on_registered)
         gate = Gate(policy, prompter=prompter, session="demo-session")
         for label, command in SESSION[:2]:
-            outcome = gate.decide(ToolRequest(tool="Bash", input={"command": command}))
+            request = ToolRequest(tool="Bash", input={"command": command}, cwd=str(project))
+            outcome = gate.decide(request)
             _say(f"  $ {command}\n    -> {outcome.action} ({outcome.resolution}): {label}")
         ask = ToolRequest(tool="Bash", input={"command": SESSION[2][1]}, cwd=str(project))
         released = threading.Event()
