@@ -177,7 +177,7 @@ def _routed(word: str, rest: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
-        from askgate.entry import run_hook
+        from askgate.hooks import run_hook
 
         return run_hook(argv[1:])
     if argv[:1] and argv[0] in ROUTED:
