@@ -16,14 +16,11 @@ import re
 import stat
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-from askgate.outcome import Outcome
-
-if TYPE_CHECKING:
-    from askgate.gate import Pending
+from askgate.outcome import Outcome, Pending
 
 log = logging.getLogger("askgate.audit")
 

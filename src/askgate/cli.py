@@ -8,20 +8,20 @@ one-line error on bad usage or a bad policy file, 1 for an unexpected failure
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import stat
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from askgate.cli_support import error_line
+from askgate.cli_support import tolerate_undecodable_output as _tolerate_undecodable_output
+
 SURFACES = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
 COMMANDS = ("check", "explain", "config", "schema", "trust", "untrust", "hook")
 # A VALUE read with --stdin larger than this is refused outright; anything over the
 # engine's own limit (far smaller) is answered "ask" without being analysed.
 MAX_STDIN_BYTES = 16 * 1024 * 1024
-# Error lines are kept readable even when they quote a hostile 1,000-character key.
-MAX_ERROR_LINE = 600
 
 
 _INTERNAL = "  1  unexpected internal error (one line; ASKGATE_DEBUG=1 for the traceback)"
@@ -206,29 +206,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"askgate: internal error: {error_line(repr(exc))}", file=sys.stderr)
         return 1
-
-
-def error_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
-    """`text` on one line and at most `limit` characters, keeping both ends (where the
-    file name and the actual complaint are)."""
-    # Escape what is not printable (as policy_file.one_line does) without importing the
-    # policy machinery: a usage error should not pay for it.
-    text = "".join(
-        char if char.isprintable() else char.encode("unicode_escape", "backslashreplace").decode()
-        for char in text
-    )
-    if len(text) <= limit:
-        return text
-    tail = limit // 3
-    return f"{text[: limit - tail - 1]}…{text[-tail:]}"
-
-
-def _tolerate_undecodable_output() -> None:
-    # Arguments that are not valid UTF-8 arrive as lone surrogates; echoing one to a
-    # strict UTF-8 stream would crash after the answer was computed. Escape instead.
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
 
 
 def _dispatch(args: argparse.Namespace) -> int:

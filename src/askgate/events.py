@@ -6,7 +6,9 @@ Python sees exactly what a pi extension would. The msgspec Structs below are the
 view of the same payloads (and the source of the published JSON Schema).
 
 This module is imported by the gate on every tool call, so it imports msgspec and the
-standard library only; the RPC handlers live in `askgate.events_rpc` and load on demand.
+standard library only, and nothing else of askgate's: it reads an outcome through the
+`DecidedOutcome` protocol below (`askgate.outcome.Outcome` is one). The RPC handlers live
+in `askgate.events_rpc`, which the gate attaches on demand.
 """
 
 from __future__ import annotations
@@ -15,12 +17,9 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import msgspec
-
-if TYPE_CHECKING:
-    from askgate.outcome import Outcome
 
 __all__ = [
     "CHANNEL_DECISION",
@@ -31,6 +30,7 @@ __all__ = [
     "MAX_EVENT_VALUE_BYTES",
     "PERMISSIONS_PROTOCOL_VERSION",
     "SESSION_ORIGIN",
+    "DecidedOutcome",
     "EventBus",
     "Handler",
     "PermissionDecisionEvent",
@@ -43,7 +43,6 @@ __all__ = [
     "PermissionsReadyEvent",
     "RpcErrorReply",
     "RpcSuccessReply",
-    "attach_gate",
     "bound_event_value",
     "emit_decision",
     "emit_ready",
@@ -316,7 +315,45 @@ def bound_event_value(value: str, limit: int = MAX_EVENT_VALUE_BYTES) -> tuple[s
     return value, False
 
 
-def decision_event(outcome: Outcome, *, agent: str | None) -> PermissionDecisionEvent:
+class _RuleView(Protocol):
+    @property
+    def origin(self) -> object: ...
+
+    @property
+    def pattern(self) -> str: ...
+
+
+class _DecisionView(Protocol):
+    @property
+    def rule(self) -> _RuleView | None: ...
+
+    @property
+    def surface(self) -> object: ...
+
+    @property
+    def value(self) -> str: ...
+
+
+class DecidedOutcome(Protocol):
+    """What a decision event reads of an outcome (`askgate.outcome.Outcome` is one)."""
+
+    @property
+    def decision(self) -> _DecisionView: ...
+
+    @property
+    def action(self) -> object: ...
+
+    @property
+    def resolution(self) -> object: ...
+
+    @property
+    def session_pattern(self) -> str | None: ...
+
+    @property
+    def request_id(self) -> str: ...
+
+
+def decision_event(outcome: DecidedOutcome, *, agent: str | None) -> PermissionDecisionEvent:
     """The broadcast view of one outcome."""
     rule = outcome.decision.rule
     origin = str(rule.origin) if rule is not None else None
@@ -339,7 +376,7 @@ def decision_event(outcome: Outcome, *, agent: str | None) -> PermissionDecision
     )
 
 
-def emit_decision(bus: EventBus, outcome: Outcome, *, agent: str | None) -> None:
+def emit_decision(bus: EventBus, outcome: DecidedOutcome, *, agent: str | None) -> None:
     """Broadcast `permissions:decision` for one outcome. Never raises: a broken
     outcome or subscriber must not change what the gate already decided."""
     try:
@@ -348,17 +385,6 @@ def emit_decision(bus: EventBus, outcome: Outcome, *, agent: str | None) -> None
         logger.exception("could not build the decision event for request %r", outcome.request_id)
         return
     bus.emit(CHANNEL_DECISION, payload)
-
-
-def attach_gate(bus: EventBus, gate: Any) -> Callable[[], None]:
-    """Serve the RPC channels for `gate` on `bus` and emit `permissions:ready`.
-
-    Returns the detach function (idempotent). Implemented in `askgate.events_rpc`,
-    imported only here so that emitting decisions stays cheap.
-    """
-    from askgate.events_rpc import attach_gate as _attach
-
-    return _attach(bus, gate)
 
 
 # ------------------------------------------------------------------ caller helpers

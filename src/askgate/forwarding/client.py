@@ -48,7 +48,7 @@ from askgate.forwarding.protocol import (
     new_request_id,
     quote_session_id,
 )
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 logger = logging.getLogger("askgate.forwarding")
 

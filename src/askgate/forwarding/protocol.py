@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 POLL_INTERVAL = 0.25  # seconds: pi's PERMISSION_FORWARDING_POLL_INTERVAL_MS
 DEFAULT_TIMEOUT = 600.0  # seconds: pi's PERMISSION_FORWARDING_TIMEOUT_MS

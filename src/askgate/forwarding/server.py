@@ -48,7 +48,7 @@ from askgate.forwarding.protocol import (
     Show,
     encode,
 )
-from askgate.prompters.base import Prompter, PromptReply, PromptState
+from askgate.prompt import Prompter, PromptReply, PromptState
 
 logger = logging.getLogger("askgate.forwarding")
 

@@ -32,7 +32,7 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 if TYPE_CHECKING:
     import httpx

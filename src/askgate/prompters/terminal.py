@@ -15,7 +15,7 @@ import threading
 import time
 from typing import IO
 
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 MAX_ANSWER = 2_000
 MAX_ATTEMPTS = 3
