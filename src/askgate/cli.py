@@ -341,7 +341,10 @@ def _config(args: argparse.Namespace) -> int:
     if args.action == "paths":
         if files:
             # --config replaces user and project discovery; the managed file still applies.
-            found = [*(("config", p) for p in files), ("managed", managed_policy_path())]
+            found: Sequence[tuple[str, str]] = [
+                *(("config", p) for p in files),
+                ("managed", managed_policy_path()),
+            ]
         else:
             found = discover_paths(cwd)
         rows = [{"origin": str(o), "path": p, "exists": os.path.isfile(p)} for o, p in found]

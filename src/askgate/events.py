@@ -174,13 +174,13 @@ DecisionResolution = Literal[
 HumanAnswer = Literal["approved", "approved_for_session", "denied", "denied_with_reason"]
 
 
-class PermissionsReadyEvent(_Payload):
+class PermissionsReadyEvent(_Payload, frozen=True):
     """`permissions:ready`: a gate answering the RPC channels is attached to this bus."""
 
     protocol_version: int  # required (a default would be left out by omit_defaults)
 
 
-class PermissionDecisionEvent(_Payload):
+class PermissionDecisionEvent(_Payload, frozen=True):
     """`permissions:decision`: emitted once for every outcome of the gate."""
 
     surface: str
@@ -195,7 +195,7 @@ class PermissionDecisionEvent(_Payload):
     value_truncated: bool = False
 
 
-class PermissionsCheckRequest(_Payload):
+class PermissionsCheckRequest(_Payload, frozen=True):
     """`permissions:rpc:check`: evaluate the policy (session approvals included), no prompt."""
 
     request_id: str
@@ -204,13 +204,13 @@ class PermissionsCheckRequest(_Payload):
     agent_name: str | None = None
 
 
-class PermissionsCheckReplyData(_Payload):
+class PermissionsCheckReplyData(_Payload, frozen=True):
     result: CheckResult
     matched_pattern: str | None
     origin: str | None
 
 
-class PermissionsPromptRequest(_Payload):
+class PermissionsPromptRequest(_Payload, frozen=True):
     """`permissions:rpc:prompt`: ask the human behind the receiving gate."""
 
     request_id: str
@@ -224,32 +224,32 @@ class PermissionsPromptRequest(_Payload):
     session_pattern: str | None = None
 
 
-class PermissionsPromptReplyData(_Payload):
+class PermissionsPromptReplyData(_Payload, frozen=True):
     approved: bool
     state: HumanAnswer
     denial_reason: str | None = None
 
 
-class PermissionsPingRequest(_Payload):
+class PermissionsPingRequest(_Payload, frozen=True):
     """`permissions:rpc:ping`: is a gate listening, and which protocol does it speak?"""
 
     request_id: str
 
 
-class PermissionsPingReplyData(_Payload):
+class PermissionsPingReplyData(_Payload, frozen=True):
     protocol_version: int
 
 
 T = TypeVar("T")
 
 
-class RpcSuccessReply(_Payload, Generic[T]):
+class RpcSuccessReply(_Payload, Generic[T], frozen=True):
     success: Literal[True]
     protocol_version: int
     data: T | None = None
 
 
-class RpcErrorReply(_Payload):
+class RpcErrorReply(_Payload, frozen=True):
     success: Literal[False]
     protocol_version: int
     error: str
@@ -264,7 +264,8 @@ def to_json(payload: Any) -> bytes:
 
 
 def _wire(payload: msgspec.Struct) -> dict[str, Any]:
-    return msgspec.to_builtins(payload)
+    wire: dict[str, Any] = msgspec.to_builtins(payload)  # a Struct becomes a dict
+    return wire
 
 
 def ok_reply(data: msgspec.Struct | dict[str, Any] | None = None) -> dict[str, Any]:

@@ -120,14 +120,14 @@ class _Wire(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defa
 _W = TypeVar("_W", bound=_Wire)
 
 
-class SessionApproval(_Wire):
+class SessionApproval(_Wire, frozen=True):
     """What "Yes, for this session" would record on the child (pi ko's field)."""
 
     surface: str
     patterns: tuple[str, ...] = ()
 
 
-class ForwardedRequest(_Wire):
+class ForwardedRequest(_Wire, frozen=True):
     id: str
     created_at: int | float
     requester_session_id: str
@@ -140,7 +140,7 @@ class ForwardedRequest(_Wire):
     session_approval: SessionApproval | None = None
 
 
-class ForwardedResponse(_Wire):
+class ForwardedResponse(_Wire, frozen=True):
     approved: bool
     # A human's answer, or askgate's "unavailable" / "timed_out" (a pi child reads an
     # unknown state as a denial, so both stay fail-closed there).
@@ -150,7 +150,7 @@ class ForwardedResponse(_Wire):
     denial_reason: str | None = None
 
 
-class Heartbeat(_Wire):
+class Heartbeat(_Wire, frozen=True):
     session_id: str
     pid: int
     host: str
@@ -282,7 +282,8 @@ class Log(msgspec.Struct, frozen=True):
     message: str
 
 
-Action = Show | Respond | Log
+# What the core asks its shell to do (not the policy's allow/deny/ask `Action`).
+Effect = Show | Respond | Log
 
 
 class ServerCore:
@@ -321,7 +322,7 @@ class ServerCore:
 
     def received(
         self, info: FileInfo, data: bytes | None, *, now_ms: int, error: str | None = None
-    ) -> list[Action]:
+    ) -> list[Effect]:
         """The content of a request file (None with `error` when it could not be read)."""
         request_id = info.name[: -len(".json")]
         if not is_valid_request_id(request_id):
@@ -362,7 +363,7 @@ class ServerCore:
             Show(request, prompt_for_request(request)),
         ]
 
-    def answered(self, request_id: str, reply: PromptReply, *, now_ms: int) -> list[Action]:
+    def answered(self, request_id: str, reply: PromptReply, *, now_ms: int) -> list[Effect]:
         response = response_for_reply(reply, responder=self.session_id, now_ms=now_ms)
         return [
             Log("info", "response_sent", f"request {request_id}: {reply.state.value}"),
@@ -373,7 +374,7 @@ class ServerCore:
         """The Respond for `request_id` has been carried out (or abandoned)."""
         self._in_flight.discard(request_id)
 
-    def _refuse(self, request_id: str, why: str, now_ms: int) -> list[Action]:
+    def _refuse(self, request_id: str, why: str, now_ms: int) -> list[Effect]:
         self._in_flight.add(request_id)
         reply = PromptReply(state=PromptState.UNAVAILABLE, detail=why)
         response = response_for_reply(reply, responder=self.session_id, now_ms=now_ms)

@@ -38,7 +38,7 @@ from askgate.forwarding.protocol import (
     HEARTBEAT_INTERVAL,
     MAX_REQUEST_BYTES,
     POLL_INTERVAL,
-    Action,
+    Effect,
     FileInfo,
     Heartbeat,
     Layout,
@@ -159,11 +159,6 @@ class ForwardingServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    @property
-    def watching(self) -> Mode:
-        """The mode actually in use (watch falls back to poll when inotify fails)."""
-        return self._waiter.mode if self._waiter is not None else self.mode
 
     # -- watch thread
 
@@ -299,7 +294,7 @@ class ForwardingServer:
 
     # -- actions
 
-    def _perform(self, actions: list[Action]) -> None:
+    def _perform(self, actions: list[Effect]) -> None:
         for action in actions:
             if isinstance(action, Log):
                 logger.log(

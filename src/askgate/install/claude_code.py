@@ -114,7 +114,7 @@ def approval_budget() -> float:
     try:
         from askgate.prompters import server  # built by the approval-server work
 
-        settings = server.load_settings(os.environ)  # type: ignore[attr-defined]
+        settings = server.load_settings(os.environ)
         if settings is not None:
             return float(settings.budget)
     except Exception:

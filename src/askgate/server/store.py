@@ -15,6 +15,7 @@ PostgreSQL through asyncpg.
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
 from collections.abc import Mapping
@@ -262,7 +263,7 @@ class Store:
         """Insert a pending approval (raises keys.CanonicalError for a non-canonical input)."""
         now = time.time() if now is None else now
         canonical = keys.canonical_json(input_value)
-        values = {
+        values: dict[str, Any] = {
             "id": keys.new_approval_id(),
             "tenant": tenant,
             "created_by": created_by,
@@ -457,12 +458,12 @@ class Store:
             row = (await conn.execute(users.select().where(users.c.name == name))).first()
         return None if row is None else _user(row)
 
-    async def users_of(self, tenant: str) -> list[User]:
+    async def users_of(self, tenant: str) -> builtins.list[User]:  # `list` here is Store.list
         async with self.engine.connect() as conn:
             rows = (await conn.execute(users.select().where(users.c.tenant == tenant))).all()
         return [_user(r) for r in rows]
 
-    async def list_users(self) -> list[User]:
+    async def list_users(self) -> builtins.list[User]:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(users.select().order_by(users.c.name))).all()
         return [_user(r) for r in rows]

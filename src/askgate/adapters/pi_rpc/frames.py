@@ -31,7 +31,7 @@ class _Frame(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 # ------------------------------------------------------------------ worker -> host
 
 
-class Response(_Frame, tag="response"):
+class Response(_Frame, tag="response", frozen=True):
     """The answer to a command; `id` echoes the command's id."""
 
     command: str = ""
@@ -41,7 +41,7 @@ class Response(_Frame, tag="response"):
     error: str | None = None
 
 
-class ExtensionUIRequest(_Frame, tag="extension_ui_request"):
+class ExtensionUIRequest(_Frame, tag="extension_ui_request", frozen=True):
     """An extension wants the host's UI: a dialog (select, confirm, input, editor) that
     waits for an `extension_ui_response`, or a fire-and-forget update."""
 
@@ -60,55 +60,55 @@ class ExtensionUIRequest(_Frame, tag="extension_ui_request"):
     text: str | None = None
 
 
-class AgentStart(_Frame, tag="agent_start"):
+class AgentStart(_Frame, tag="agent_start", frozen=True):
     pass
 
 
-class AgentEnd(_Frame, tag="agent_end"):
+class AgentEnd(_Frame, tag="agent_end", frozen=True):
     messages: list[Any] = []
 
 
-class AgentSettled(_Frame, tag="agent_settled"):
+class AgentSettled(_Frame, tag="agent_settled", frozen=True):
     """pi 1.6+: sent after `agent_end` once nothing more is queued."""
 
     aborted: bool = False
 
 
-class TurnStart(_Frame, tag="turn_start"):
+class TurnStart(_Frame, tag="turn_start", frozen=True):
     pass
 
 
-class TurnEnd(_Frame, tag="turn_end"):
+class TurnEnd(_Frame, tag="turn_end", frozen=True):
     message: Any = None
     toolResults: list[Any] = []
 
 
-class MessageStart(_Frame, tag="message_start"):
+class MessageStart(_Frame, tag="message_start", frozen=True):
     message: Any = None
 
 
-class MessageEnd(_Frame, tag="message_end"):
+class MessageEnd(_Frame, tag="message_end", frozen=True):
     message: Any = None
 
 
-class MessageUpdate(_Frame, tag="message_update"):
+class MessageUpdate(_Frame, tag="message_update", frozen=True):
     message: Any = None
     assistantMessageEvent: Any = None
 
 
-class ToolExecutionStart(_Frame, tag="tool_execution_start"):
+class ToolExecutionStart(_Frame, tag="tool_execution_start", frozen=True):
     toolCallId: str = ""
     toolName: str = ""
     args: Any = None
 
 
-class ToolExecutionUpdate(_Frame, tag="tool_execution_update"):
+class ToolExecutionUpdate(_Frame, tag="tool_execution_update", frozen=True):
     toolCallId: str = ""
     toolName: str = ""
     partialResult: Any = None
 
 
-class ToolExecutionEnd(_Frame, tag="tool_execution_end"):
+class ToolExecutionEnd(_Frame, tag="tool_execution_end", frozen=True):
     toolCallId: str = ""
     toolName: str = ""
     result: Any = None
@@ -116,7 +116,7 @@ class ToolExecutionEnd(_Frame, tag="tool_execution_end"):
     durationMs: float | None = None
 
 
-class ExtensionError(_Frame, tag="extension_error"):
+class ExtensionError(_Frame, tag="extension_error", frozen=True):
     extensionPath: str | None = None
     event: str | None = None
     error: str | None = None
@@ -157,20 +157,20 @@ class _Command(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit
     id: str | None = None
 
 
-class Prompt(_Command, tag="prompt"):
+class Prompt(_Command, tag="prompt", frozen=True):
     message: str
     streamingBehavior: str | None = None
 
 
-class Abort(_Command, tag="abort"):
+class Abort(_Command, tag="abort", frozen=True):
     pass
 
 
-class GetState(_Command, tag="get_state"):
+class GetState(_Command, tag="get_state", frozen=True):
     pass
 
 
-class GetLastAssistantText(_Command, tag="get_last_assistant_text"):
+class GetLastAssistantText(_Command, tag="get_last_assistant_text", frozen=True):
     pass
 
 
@@ -229,10 +229,10 @@ class FrameDecoder:
         frames: list[Frame] = []
         if lines:
             first = lines[0]
-            if self._pending or self._discarding:
-                first = self._take_pending(first)
-            if first is not None:
-                self._line(first, frames)
+            held = self._pending or self._discarding
+            joined = self._take_pending(first) if held else first
+            if joined is not None:
+                self._line(joined, frames)
             for line in lines[1:]:
                 self._line(line, frames)
         self._hold(tail)

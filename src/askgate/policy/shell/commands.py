@@ -18,6 +18,7 @@ from askgate.policy.shell.inline import (
 )
 from askgate.policy.shell.links import LINK_MAKERS, made_links
 from askgate.policy.shell.pathargs import COLLECT_NAMES, Paths, collect
+from askgate.policy.shell.peeling import Peel
 from askgate.policy.shell.programs import (
     FOREIGN_SHELLS,
     INLINE_INTERPRETERS,
@@ -49,7 +50,7 @@ from askgate.policy.shell.variables import (
     name_floors,
 )
 from askgate.policy.shell.words import Node, Word
-from askgate.policy.shell.wrappers import WRAPPERS, Peel, peel
+from askgate.policy.shell.wrappers import WRAPPERS, peel
 
 # Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
 STATEMENT_TYPES = names(

@@ -214,11 +214,11 @@ class Cwd:
                 f"runs after `{command} {operand.source}` to a directory only known at run time"
             )
             return
-        text = None if operand is None else _static_target(operand)
+        target = None if operand is None else _static_target(operand)
         step = {"cd": _cd, "pushd": _pushd, "popd": _popd}[command]
         result: list[Config] = []
         for config in self.configs:
-            moved = step(config, text, no_cd)
+            moved = step(config, target, no_cd)
             if moved is None:
                 self.reason = self.reason or f"runs after `{command}` to a place not tracked"
                 moved = Config(UNKNOWN)
