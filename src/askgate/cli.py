@@ -12,10 +12,14 @@ import os
 import stat
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from askgate.cli_support import error_line
 from askgate.cli_support import tolerate_undecodable_output as _tolerate_undecodable_output
+
+if TYPE_CHECKING:
+    from askgate.policy.config import LoadedPolicy
+    from askgate.policy.engine import Policy
 
 SURFACES = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
 COMMANDS = ("check", "explain", "config", "schema", "trust", "untrust", "hook")
@@ -275,7 +279,7 @@ def _require_config_files(files: Sequence[str]) -> None:
             raise UsageError(f"--config {path!r} is not a regular file")
 
 
-def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _load(args: argparse.Namespace) -> tuple[str, LoadedPolicy, Policy]:
     from askgate.policy.config import load_policy
     from askgate.policy.engine import Policy
 

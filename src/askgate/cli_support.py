@@ -70,4 +70,5 @@ def tolerate_undecodable_output() -> None:
     # strict UTF-8 stream would crash after the answer was computed. Escape instead.
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):
+            # Typed TextIO (no reconfigure); a replaced stream without it is suppressed.
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]

@@ -369,6 +369,7 @@ def decision_event(outcome: DecidedOutcome, *, agent: str | None) -> PermissionD
         value_truncated=cut,
         # An outcome is allow or deny; anything else is reported as deny (fail closed).
         result="allow" if str(outcome.action) == "allow" else "deny",
+        # A Resolution value is one of the DecisionResolution literals (test_events).
         resolution=str(outcome.resolution),  # type: ignore[arg-type]
         origin=origin,
         agent_name=agent,

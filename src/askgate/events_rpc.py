@@ -127,6 +127,7 @@ def prompt_reply_envelope(reply: PromptReply) -> dict[str, Any]:
         return ok_reply(
             PermissionsPromptReplyData(
                 approved=reply.approved,
+                # Inside _HUMAN_ANSWERS: the value is one of the HumanAnswer literals.
                 state=reply.state.value,  # type: ignore[arg-type]
                 denial_reason=reply.denial_reason,
             )
@@ -255,6 +256,7 @@ class _GateRpc:
         rule = decision.rule
         return ok_reply(
             PermissionsCheckReplyData(
+                # An Action value is "allow", "deny" or "ask": the CheckResult literals.
                 result=str(decision.action),  # type: ignore[arg-type]
                 matched_pattern=rule.pattern if rule is not None else None,
                 origin=str(rule.origin) if rule is not None else None,

@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from askgate.forwarding.env import (
     default_forwarding_root,
@@ -99,7 +100,7 @@ class ForwardingPrompter:
         env: Mapping[str, str] | None = None,
         session_dir: str | os.PathLike[str] | None = None,
         root: str | Path | None = None,
-        **options: object,
+        **options: Any,
     ) -> ForwardingPrompter:
         """A prompter for this process as a headless child: target from the
         environment (seed 001). When no parent resolves, every prompt is unavailable
@@ -120,7 +121,7 @@ class ForwardingPrompter:
             requester_session=current_session_id,
             root=root if root is not None else default_forwarding_root(env),
             unresolved_detail=detail,
-            **options,  # type: ignore[arg-type]
+            **options,  # the constructor's own keyword arguments
         )
 
     def available(self) -> bool:
