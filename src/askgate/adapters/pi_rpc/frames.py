@@ -31,7 +31,7 @@ class _Frame(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 # ------------------------------------------------------------------ worker -> host
 
 
-class Response(_Frame, tag="response", frozen=True):
+class Response(_Frame, frozen=True, tag="response"):
     """The answer to a command; `id` echoes the command's id."""
 
     command: str = ""
@@ -41,7 +41,7 @@ class Response(_Frame, tag="response", frozen=True):
     error: str | None = None
 
 
-class ExtensionUIRequest(_Frame, tag="extension_ui_request", frozen=True):
+class ExtensionUIRequest(_Frame, frozen=True, tag="extension_ui_request"):
     """An extension wants the host's UI: a dialog (select, confirm, input, editor) that
     waits for an `extension_ui_response`, or a fire-and-forget update."""
 
@@ -60,55 +60,55 @@ class ExtensionUIRequest(_Frame, tag="extension_ui_request", frozen=True):
     text: str | None = None
 
 
-class AgentStart(_Frame, tag="agent_start", frozen=True):
+class AgentStart(_Frame, frozen=True, tag="agent_start"):
     pass
 
 
-class AgentEnd(_Frame, tag="agent_end", frozen=True):
+class AgentEnd(_Frame, frozen=True, tag="agent_end"):
     messages: list[Any] = []
 
 
-class AgentSettled(_Frame, tag="agent_settled", frozen=True):
+class AgentSettled(_Frame, frozen=True, tag="agent_settled"):
     """pi 1.6+: sent after `agent_end` once nothing more is queued."""
 
     aborted: bool = False
 
 
-class TurnStart(_Frame, tag="turn_start", frozen=True):
+class TurnStart(_Frame, frozen=True, tag="turn_start"):
     pass
 
 
-class TurnEnd(_Frame, tag="turn_end", frozen=True):
+class TurnEnd(_Frame, frozen=True, tag="turn_end"):
     message: Any = None
     toolResults: list[Any] = []
 
 
-class MessageStart(_Frame, tag="message_start", frozen=True):
+class MessageStart(_Frame, frozen=True, tag="message_start"):
     message: Any = None
 
 
-class MessageEnd(_Frame, tag="message_end", frozen=True):
+class MessageEnd(_Frame, frozen=True, tag="message_end"):
     message: Any = None
 
 
-class MessageUpdate(_Frame, tag="message_update", frozen=True):
+class MessageUpdate(_Frame, frozen=True, tag="message_update"):
     message: Any = None
     assistantMessageEvent: Any = None
 
 
-class ToolExecutionStart(_Frame, tag="tool_execution_start", frozen=True):
+class ToolExecutionStart(_Frame, frozen=True, tag="tool_execution_start"):
     toolCallId: str = ""
     toolName: str = ""
     args: Any = None
 
 
-class ToolExecutionUpdate(_Frame, tag="tool_execution_update", frozen=True):
+class ToolExecutionUpdate(_Frame, frozen=True, tag="tool_execution_update"):
     toolCallId: str = ""
     toolName: str = ""
     partialResult: Any = None
 
 
-class ToolExecutionEnd(_Frame, tag="tool_execution_end", frozen=True):
+class ToolExecutionEnd(_Frame, frozen=True, tag="tool_execution_end"):
     toolCallId: str = ""
     toolName: str = ""
     result: Any = None
@@ -116,7 +116,7 @@ class ToolExecutionEnd(_Frame, tag="tool_execution_end", frozen=True):
     durationMs: float | None = None
 
 
-class ExtensionError(_Frame, tag="extension_error", frozen=True):
+class ExtensionError(_Frame, frozen=True, tag="extension_error"):
     extensionPath: str | None = None
     event: str | None = None
     error: str | None = None
@@ -157,20 +157,20 @@ class _Command(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit
     id: str | None = None
 
 
-class Prompt(_Command, tag="prompt", frozen=True):
+class Prompt(_Command, frozen=True, tag="prompt"):
     message: str
     streamingBehavior: str | None = None
 
 
-class Abort(_Command, tag="abort", frozen=True):
+class Abort(_Command, frozen=True, tag="abort"):
     pass
 
 
-class GetState(_Command, tag="get_state", frozen=True):
+class GetState(_Command, frozen=True, tag="get_state"):
     pass
 
 
-class GetLastAssistantText(_Command, tag="get_last_assistant_text", frozen=True):
+class GetLastAssistantText(_Command, frozen=True, tag="get_last_assistant_text"):
     pass
 
 
