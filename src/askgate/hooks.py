@@ -9,10 +9,6 @@ agent treats exit 1 (an uncaught exception, an import error of a half-upgraded i
 a non-blocking error and runs the tool. So `run_hook` catches everything, `BaseException`
 included (a module that calls `sys.exit(0)` at import would otherwise "succeed" silently),
 and turns it into exit 2 with one line on stderr.
-
-`Reply` is what a hook process does (exit code, stdout, one stderr line): the Claude Code
-adapter builds one, and so do the daemon and its relay, which therefore need not import
-the adapter.
 """
 
 from __future__ import annotations
@@ -30,28 +26,6 @@ HOOKS: dict[str, str] = {
 HOOK_FAILURE_STDOUT: dict[str, bytes] = {
     "gemini": b'{"decision":"deny","reason":"askgate: blocked: the hook could not load"}\n',
 }
-
-
-class Reply:
-    """What the hook process does: exit code, stdout bytes, one stderr line (or none)."""
-
-    __slots__ = ("code", "stderr", "stdout")
-
-    def __init__(self, code: int, stdout: bytes = b"", stderr: str = "") -> None:
-        self.code = code
-        self.stdout = stdout
-        self.stderr = stderr
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Reply) and (self.code, self.stdout, self.stderr) == (
-            other.code,
-            other.stdout,
-            other.stderr,
-        )
-
-    def __repr__(self) -> str:
-        return f"Reply({self.code}, {self.stdout!r}, {self.stderr!r})"
-
 
 BLOCK = 2  # the exit code that blocks the tool call in every agent that honours one
 MAX_ERROR_LINE = 600

@@ -30,9 +30,6 @@ from __future__ import annotations
 import os
 import sys
 
-# Re-exported: the daemon and the relay build the same Reply (askgate.hooks, already loaded).
-from askgate.hooks import Reply
-
 TYPE_CHECKING = False  # not `typing`: the relay path must stay this lean
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -58,6 +55,27 @@ class HookError(Exception):
     def __init__(self, message: str, event: str = PRE_TOOL_USE) -> None:
         super().__init__(message)
         self.event = event
+
+
+class Reply:
+    """What the hook process does: exit code, stdout bytes, one stderr line (or none)."""
+
+    __slots__ = ("code", "stderr", "stdout")
+
+    def __init__(self, code: int, stdout: bytes = b"", stderr: str = "") -> None:
+        self.code = code
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reply) and (self.code, self.stdout, self.stderr) == (
+            other.code,
+            other.stdout,
+            other.stderr,
+        )
+
+    def __repr__(self) -> str:
+        return f"Reply({self.code}, {self.stdout!r}, {self.stderr!r})"
 
 
 def one_line(text: str, limit: int = MAX_ERROR_LINE) -> str:

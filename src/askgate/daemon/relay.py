@@ -95,7 +95,7 @@ def relay(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> A
     answer = exchange(sock_path, frame, _timeout(env))
     if isinstance(answer, str):
         return answer
-    from askgate.hooks import Reply
+    from askgate.adapters.claude_code import Reply
 
     code, stdout, stderr = answer
     return Reply(code, stdout, stderr.decode("utf-8", "replace"))
