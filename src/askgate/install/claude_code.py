@@ -112,8 +112,10 @@ def claude_version(claude: str | None) -> tuple[tuple[int, int, int] | None, str
 def approval_budget() -> float:
     """The approval server's budget as configured for this user, else its default."""
     try:
-        from askgate.prompters import server  # built by the approval-server work
+        import importlib
 
+        # Built by the approval-server work; absent in builds without it.
+        server = importlib.import_module("askgate.prompters.server")
         settings = server.load_settings(os.environ)
         if settings is not None:
             return float(settings.budget)

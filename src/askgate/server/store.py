@@ -15,7 +15,6 @@ PostgreSQL through asyncpg.
 
 from __future__ import annotations
 
-import builtins
 import os
 import time
 from collections.abc import Mapping
@@ -148,6 +147,10 @@ SCOPES = ("user", "agent")
 
 def _approval(row: Any) -> Approval:
     return Approval(**dict(row._mapping))
+
+
+# Inside Store, `list` names its method `Store.list`: its annotations use this alias.
+UserList = list[User]
 
 
 def _user(row: Any) -> User:
@@ -458,12 +461,12 @@ class Store:
             row = (await conn.execute(users.select().where(users.c.name == name))).first()
         return None if row is None else _user(row)
 
-    async def users_of(self, tenant: str) -> builtins.list[User]:  # `list` here is Store.list
+    async def users_of(self, tenant: str) -> UserList:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(users.select().where(users.c.tenant == tenant))).all()
         return [_user(r) for r in rows]
 
-    async def list_users(self) -> builtins.list[User]:
+    async def list_users(self) -> UserList:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(users.select().order_by(users.c.name))).all()
         return [_user(r) for r in rows]
