@@ -226,3 +226,94 @@ def test_bad_usage_is_one_line_and_exit_2(
     assert len(lines) == 1 and lines[0].startswith("askgate sandbox: error: ")
     assert message in lines[0]
     assert b"Traceback" not in done.stderr
+
+
+# --- Codex and Gemini hooks ------------------------------------------------------------------
+
+
+def _agent_hook(world: World, agent: str, payload: dict) -> bytes:
+    done = subprocess.run(
+        [sys.executable, "-m", "askgate.cli", "hook", agent, "--config", str(world.policy)],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=world.env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _codex(world: World, command: str) -> bytes:
+    payload = {
+        "session_id": "s1",
+        "turn_id": "t1",
+        "transcript_path": None,
+        "cwd": str(world.project),
+        "hook_event_name": "PreToolUse",
+        "model": "m",
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": "call_1",
+    }
+    return _agent_hook(world, "codex", payload)
+
+
+def _gemini(world: World, command: str) -> dict:
+    payload = {
+        "session_id": "s1",
+        "transcript_path": "/dev/null",
+        "cwd": str(world.project),
+        "hook_event_name": "BeforeTool",
+        "timestamp": "2026-12-01T00:00:00Z",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": command},
+    }
+    return json.loads(_agent_hook(world, "gemini", payload))
+
+
+def _runs_sandboxed(world: World, wrapped: str, command: str) -> None:
+    assert wrapped.endswith(" -- '" + command + "'") and " sandbox --config " in wrapped
+    done = subprocess.run(
+        ["/bin/bash", "-c", wrapped], capture_output=True, cwd=world.project, env=world.env,
+        timeout=60,
+    )  # fmt: skip
+    assert done.stdout == b"done\n"
+    assert SECRET.encode() not in done.stdout + done.stderr
+    assert b"Permission denied" in done.stderr
+
+
+def test_codex_pre_tool_use_rewrites_an_allowed_command_into_the_sandbox(tmp_path: Path) -> None:
+    require_bwrap()
+    world = World(tmp_path)
+    assert _codex(world, "echo hi") == b"", "sandbox off: silence, Codex's own flow goes on"
+    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nbash = "on"\n')
+    (world.project / "Makefile").write_text(f"ssh:\n\t@cat {world.ssh_key}\n")
+    command = "make -s ssh; echo done"
+    out = json.loads(_codex(world, command))["hookSpecificOutput"]
+    assert out["permissionDecision"] == "allow", "Codex accepts allow only with updatedInput"
+    _runs_sandboxed(world, out["updatedInput"]["command"], command)
+
+
+def test_codex_denies_when_the_sandbox_would_refuse(tmp_path: Path) -> None:
+    world = World(tmp_path)
+    (world.base / "real" / "ssh").mkdir(parents=True)
+    (world.project / "keys").symlink_to(world.base / "real")
+    world.policy.write_text(
+        world.policy.read_text() + '\n[sandbox]\nbash = "on"\nhidden = ["keys/ssh/**"]\n'
+    )
+    out = json.loads(_codex(world, "echo hi"))["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny", "PreToolUse cannot ask: refusing is the safe side"
+    assert "passes through the symlink" in out["permissionDecisionReason"]
+
+
+def test_gemini_before_tool_rewrites_an_allowed_command_into_the_sandbox(tmp_path: Path) -> None:
+    require_bwrap()
+    world = World(tmp_path)
+    assert "hookSpecificOutput" not in _gemini(world, "echo hi")
+    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nbash = "on"\n')
+    (world.project / "Makefile").write_text(f"ssh:\n\t@cat {world.ssh_key}\n")
+    command = "make -s ssh; echo done"
+    out = _gemini(world, command)
+    assert out["decision"] == "allow"
+    _runs_sandboxed(world, out["hookSpecificOutput"]["tool_input"]["command"], command)

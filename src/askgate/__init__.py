@@ -21,13 +21,13 @@ _LAZY = {
     "Decision": "askgate.policy.model",
     "EventBus": "askgate.events",
     "Gate": "askgate.gate",
-    "NoPrompter": "askgate.prompters.base",
+    "NoPrompter": "askgate.prompt",
     "Outcome": "askgate.outcome",
     "Policy": "askgate.policy.engine",
-    "PromptReply": "askgate.prompters.base",
-    "PromptRequest": "askgate.prompters.base",
-    "PromptState": "askgate.prompters.base",
-    "Prompter": "askgate.prompters.base",
+    "PromptReply": "askgate.prompt",
+    "PromptRequest": "askgate.prompt",
+    "PromptState": "askgate.prompt",
+    "Prompter": "askgate.prompt",
     "Resolution": "askgate.outcome",
     "Surface": "askgate.policy.model",
     "ToolRequest": "askgate.outcome",
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from askgate.policy.engine import Policy
     from askgate.policy.model import Action, Decision, Surface
     from askgate.policy.shell import analyze
-    from askgate.prompters.base import NoPrompter, Prompter, PromptReply, PromptRequest, PromptState
+    from askgate.prompt import NoPrompter, Prompter, PromptReply, PromptRequest, PromptState
     from askgate.prompters.choose import default_prompter
 
 

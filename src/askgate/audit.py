@@ -16,14 +16,11 @@ import re
 import stat
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-from askgate.outcome import Outcome
-
-if TYPE_CHECKING:
-    from askgate.gate import Pending
+from askgate.outcome import Outcome, Pending
 
 log = logging.getLogger("askgate.audit")
 
@@ -37,7 +34,8 @@ _SECRET_KEY = re.compile(
 )
 # Inline secrets in free text: "Authorization: Bearer x", "--password=x", "API_KEY=x".
 _SECRET_INLINE = re.compile(
-    r"(?i)(bearer\s+|(?:token|secret|passw(?:or)?d|api[_-]?key|authorization)\s*[=:]\s*)"
+    r"(?i)(bearer\s+|(?:token|secret|passw(?:or)?d|api[_-]?key|authorization)\s*[=:]\s*"
+    r"(?:bearer\s+)?)"  # "Authorization: Bearer X": X is the secret, not the scheme word
     r"(['\"]?)[^\s'\"]{4,}"
 )
 REDACTED = "[redacted]"

@@ -8,20 +8,24 @@ one-line error on bad usage or a bad policy file, 1 for an unexpected failure
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import stat
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from askgate.cli_support import error_line
+from askgate.cli_support import tolerate_undecodable_output as _tolerate_undecodable_output
+
+if TYPE_CHECKING:
+    from askgate.policy.config import LoadedPolicy
+    from askgate.policy.engine import Policy
 
 SURFACES = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
 COMMANDS = ("check", "explain", "config", "schema", "trust", "untrust", "hook")
 # A VALUE read with --stdin larger than this is refused outright; anything over the
 # engine's own limit (far smaller) is answered "ask" without being analysed.
 MAX_STDIN_BYTES = 16 * 1024 * 1024
-# Error lines are kept readable even when they quote a hostile 1,000-character key.
-MAX_ERROR_LINE = 600
 
 
 _INTERNAL = "  1  unexpected internal error (one line; ASKGATE_DEBUG=1 for the traceback)"
@@ -177,7 +181,7 @@ def _routed(word: str, rest: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
-        from askgate.entry import run_hook
+        from askgate.hooks import run_hook
 
         return run_hook(argv[1:])
     if argv[:1] and argv[0] in ROUTED:
@@ -206,29 +210,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"askgate: internal error: {error_line(repr(exc))}", file=sys.stderr)
         return 1
-
-
-def error_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
-    """`text` on one line and at most `limit` characters, keeping both ends (where the
-    file name and the actual complaint are)."""
-    # Escape what is not printable (as policy_file.one_line does) without importing the
-    # policy machinery: a usage error should not pay for it.
-    text = "".join(
-        char if char.isprintable() else char.encode("unicode_escape", "backslashreplace").decode()
-        for char in text
-    )
-    if len(text) <= limit:
-        return text
-    tail = limit // 3
-    return f"{text[: limit - tail - 1]}…{text[-tail:]}"
-
-
-def _tolerate_undecodable_output() -> None:
-    # Arguments that are not valid UTF-8 arrive as lone surrogates; echoing one to a
-    # strict UTF-8 stream would crash after the answer was computed. Escape instead.
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -298,7 +279,7 @@ def _require_config_files(files: Sequence[str]) -> None:
             raise UsageError(f"--config {path!r} is not a regular file")
 
 
-def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _load(args: argparse.Namespace) -> tuple[str, LoadedPolicy, Policy]:
     from askgate.policy.config import load_policy
     from askgate.policy.engine import Policy
 
@@ -364,7 +345,10 @@ def _config(args: argparse.Namespace) -> int:
     if args.action == "paths":
         if files:
             # --config replaces user and project discovery; the managed file still applies.
-            found = [*(("config", p) for p in files), ("managed", managed_policy_path())]
+            found: Sequence[tuple[str, str]] = [
+                *(("config", p) for p in files),
+                ("managed", managed_policy_path()),
+            ]
         else:
             found = discover_paths(cwd)
         rows = [{"origin": str(o), "path": p, "exists": os.path.isfile(p)} for o, p in found]

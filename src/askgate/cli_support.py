@@ -1,14 +1,19 @@
 """Small pieces every routed command (`askgate init`, `suggest`, …) needs: an argparse
-parser whose errors are one line and exit 2, a terminal yes/no question, and an atomic
-file write."""
+parser whose errors are one line and exit 2, an error message cut to one line, output
+that survives undecodable arguments, a terminal yes/no question, and an atomic file
+write."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 from typing import NoReturn
+
+# Error lines are kept readable even when they quote a hostile 1,000-character key.
+MAX_ERROR_LINE = 600
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -43,3 +48,27 @@ def write_atomically(path: str, text: str, *, mode: int = 0o644) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def error_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
+    """`text` on one line and at most `limit` characters, keeping both ends (where the
+    file name and the actual complaint are)."""
+    # Escape what is not printable (as policy_file.one_line does) without importing the
+    # policy machinery: a usage error should not pay for it.
+    text = "".join(
+        char if char.isprintable() else char.encode("unicode_escape", "backslashreplace").decode()
+        for char in text
+    )
+    if len(text) <= limit:
+        return text
+    tail = limit // 3
+    return f"{text[: limit - tail - 1]}…{text[-tail:]}"
+
+
+def tolerate_undecodable_output() -> None:
+    # Arguments that are not valid UTF-8 arrive as lone surrogates; echoing one to a
+    # strict UTF-8 stream would crash after the answer was computed. Escape instead.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            # Typed TextIO (no reconfigure); a replaced stream without it is suppressed.
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]

@@ -1,100 +1,23 @@
 """The console script: routes `askgate hook …` before the full CLI (and argparse) loads.
 
-A hook runs once per tool call, so its process imports only what deciding needs.
-
-For a hook, nothing may escape as a traceback or an exit code other than 0 and 2: every
-agent treats exit 1 (an uncaught exception, an import error of a half-upgraded install) as
-a non-blocking error and runs the tool. So `run_hook` catches everything, `BaseException`
-included (a module that calls `sys.exit(0)` at import would otherwise "succeed" silently),
-and turns it into exit 2 with one line on stderr. What this module cannot catch (the
-`askgate` package itself failing to import, a missing executable: exit 127) is why the
-installed hook command ends in `|| exit 2`.
+A hook runs once per tool call, so its process imports only what deciding needs: this
+module and `askgate.hooks` (the routing table and the fail-closed runner, see there).
+What neither can catch (the `askgate` package itself failing to import, a missing
+executable: exit 127) is why the installed hook command ends in `|| exit 2`.
 """
 
 from __future__ import annotations
 
 import sys
 
+# Re-exported: `askgate.entry.HOOKS` is where the hook table has always been looked up.
+from askgate.hooks import BLOCK, HOOK_FAILURE_STDOUT, HOOKS, run_hook
+
 TYPE_CHECKING = False  # not `typing` or `collections.abc`: imported on every tool call
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-# agent -> "module:function"; the function takes the arguments after the agent name.
-HOOKS: dict[str, str] = {
-    "claude-code": "askgate.adapters.claude_code:main",
-    "codex": "askgate.adapters.codex:main",
-    "gemini": "askgate.adapters.gemini:main",
-}
-# Agents that read a verdict on stdout even from a failed hook, and fail open without one:
-# what to print when the adapter itself cannot be loaded.
-HOOK_FAILURE_STDOUT: dict[str, bytes] = {
-    "gemini": b'{"decision":"deny","reason":"askgate: blocked: the hook could not load"}\n',
-}
-
-BLOCK = 2  # the exit code that blocks the tool call in every agent that honours one
-MAX_ERROR_LINE = 600
-
-
-def _one_line(text: str) -> str:
-    text = " ".join(text.split())  # no newline may split the reason into a traceback look-alike
-    return text[:MAX_ERROR_LINE]
-
-
-def _blocked(text: str, agent: str | None = None) -> int:
-    try:
-        sys.stderr.write(_one_line(text) + "\n")
-        sys.stderr.flush()
-    except BaseException:  # stderr gone: the exit code alone still blocks
-        pass
-    if agent in HOOK_FAILURE_STDOUT:  # an agent that fails open without a verdict
-        try:
-            sys.stdout.buffer.write(HOOK_FAILURE_STDOUT[agent])
-            sys.stdout.buffer.flush()
-        except BaseException:
-            pass
-    return BLOCK
-
-
-HOOK_HELP = """\
-usage: askgate hook AGENT [--config FILE]... < the agent's hook JSON on stdin
-
-Decide one tool call for AGENT's hook (claude-code | codex | gemini): prints the agent's
-decision JSON. See docs/hooks.md.
-
-exit codes:
-  0  the decision JSON was printed (allow, deny or ask: read it)
-  2  the call is blocked: bad input, an unknown agent, or anything askgate could not decide
-     (one line on stderr)"""
-
-
-def run_hook(args: list[str]) -> int:
-    """`askgate hook AGENT …`. Exit 2 blocks the tool call in every agent that honours it."""
-    if args in (["--help"], ["-h"]):
-        print(HOOK_HELP)
-        return 0
-    if not args or args[0] not in HOOKS:
-        known = " | ".join(HOOKS)
-        return _blocked(f"askgate: error: usage: askgate hook {known} [--config FILE]...")
-    try:
-        import importlib
-
-        module_name, _, function = HOOKS[args[0]].partition(":")
-        hook = getattr(importlib.import_module(module_name), function)
-    except BaseException as exc:  # a missing or broken adapter blocks the call, loudly
-        return _blocked(f"askgate: error: hook {args[0]} is unavailable: {exc!r}", args[0])
-    try:
-        result = hook(args[1:])
-    except SystemExit as exc:
-        # Adapters return their code; one that exits instead may not have printed a
-        # decision, so only an explicit block keeps its meaning.
-        if exc.code == BLOCK:
-            return BLOCK
-        return _blocked(f"askgate: blocked: hook {args[0]} exited with {exc.code!r}", args[0])
-    except BaseException as exc:
-        return _blocked(f"askgate: blocked by an internal error: {exc!r}", args[0])
-    if result in (0, BLOCK) and isinstance(result, int):
-        return result
-    return _blocked(f"askgate: blocked: hook {args[0]} returned {result!r}", args[0])
+__all__ = ["BLOCK", "HOOKS", "HOOK_FAILURE_STDOUT", "main", "run_hook"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

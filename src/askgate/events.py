@@ -6,7 +6,9 @@ Python sees exactly what a pi extension would. The msgspec Structs below are the
 view of the same payloads (and the source of the published JSON Schema).
 
 This module is imported by the gate on every tool call, so it imports msgspec and the
-standard library only; the RPC handlers live in `askgate.events_rpc` and load on demand.
+standard library only, and nothing else of askgate's: it reads an outcome through the
+`DecidedOutcome` protocol below (`askgate.outcome.Outcome` is one). The RPC handlers live
+in `askgate.events_rpc`, which the gate attaches on demand.
 """
 
 from __future__ import annotations
@@ -15,12 +17,9 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import msgspec
-
-if TYPE_CHECKING:
-    from askgate.outcome import Outcome
 
 __all__ = [
     "CHANNEL_DECISION",
@@ -31,6 +30,7 @@ __all__ = [
     "MAX_EVENT_VALUE_BYTES",
     "PERMISSIONS_PROTOCOL_VERSION",
     "SESSION_ORIGIN",
+    "DecidedOutcome",
     "EventBus",
     "Handler",
     "PermissionDecisionEvent",
@@ -43,7 +43,6 @@ __all__ = [
     "PermissionsReadyEvent",
     "RpcErrorReply",
     "RpcSuccessReply",
-    "attach_gate",
     "bound_event_value",
     "emit_decision",
     "emit_ready",
@@ -175,13 +174,13 @@ DecisionResolution = Literal[
 HumanAnswer = Literal["approved", "approved_for_session", "denied", "denied_with_reason"]
 
 
-class PermissionsReadyEvent(_Payload):
+class PermissionsReadyEvent(_Payload, frozen=True):
     """`permissions:ready`: a gate answering the RPC channels is attached to this bus."""
 
     protocol_version: int  # required (a default would be left out by omit_defaults)
 
 
-class PermissionDecisionEvent(_Payload):
+class PermissionDecisionEvent(_Payload, frozen=True):
     """`permissions:decision`: emitted once for every outcome of the gate."""
 
     surface: str
@@ -196,7 +195,7 @@ class PermissionDecisionEvent(_Payload):
     value_truncated: bool = False
 
 
-class PermissionsCheckRequest(_Payload):
+class PermissionsCheckRequest(_Payload, frozen=True):
     """`permissions:rpc:check`: evaluate the policy (session approvals included), no prompt."""
 
     request_id: str
@@ -205,13 +204,13 @@ class PermissionsCheckRequest(_Payload):
     agent_name: str | None = None
 
 
-class PermissionsCheckReplyData(_Payload):
+class PermissionsCheckReplyData(_Payload, frozen=True):
     result: CheckResult
     matched_pattern: str | None
     origin: str | None
 
 
-class PermissionsPromptRequest(_Payload):
+class PermissionsPromptRequest(_Payload, frozen=True):
     """`permissions:rpc:prompt`: ask the human behind the receiving gate."""
 
     request_id: str
@@ -225,32 +224,32 @@ class PermissionsPromptRequest(_Payload):
     session_pattern: str | None = None
 
 
-class PermissionsPromptReplyData(_Payload):
+class PermissionsPromptReplyData(_Payload, frozen=True):
     approved: bool
     state: HumanAnswer
     denial_reason: str | None = None
 
 
-class PermissionsPingRequest(_Payload):
+class PermissionsPingRequest(_Payload, frozen=True):
     """`permissions:rpc:ping`: is a gate listening, and which protocol does it speak?"""
 
     request_id: str
 
 
-class PermissionsPingReplyData(_Payload):
+class PermissionsPingReplyData(_Payload, frozen=True):
     protocol_version: int
 
 
 T = TypeVar("T")
 
 
-class RpcSuccessReply(_Payload, Generic[T]):
+class RpcSuccessReply(_Payload, Generic[T], frozen=True):
     success: Literal[True]
     protocol_version: int
     data: T | None = None
 
 
-class RpcErrorReply(_Payload):
+class RpcErrorReply(_Payload, frozen=True):
     success: Literal[False]
     protocol_version: int
     error: str
@@ -265,7 +264,8 @@ def to_json(payload: Any) -> bytes:
 
 
 def _wire(payload: msgspec.Struct) -> dict[str, Any]:
-    return msgspec.to_builtins(payload)
+    wire: dict[str, Any] = msgspec.to_builtins(payload)  # a Struct becomes a dict
+    return wire
 
 
 def ok_reply(data: msgspec.Struct | dict[str, Any] | None = None) -> dict[str, Any]:
@@ -324,7 +324,45 @@ def bound_event_value(value: str, limit: int = MAX_EVENT_VALUE_BYTES) -> tuple[s
     return value[:low], True
 
 
-def decision_event(outcome: Outcome, *, agent: str | None) -> PermissionDecisionEvent:
+class _RuleView(Protocol):
+    @property
+    def origin(self) -> object: ...
+
+    @property
+    def pattern(self) -> str: ...
+
+
+class _DecisionView(Protocol):
+    @property
+    def rule(self) -> _RuleView | None: ...
+
+    @property
+    def surface(self) -> object: ...
+
+    @property
+    def value(self) -> str: ...
+
+
+class DecidedOutcome(Protocol):
+    """What a decision event reads of an outcome (`askgate.outcome.Outcome` is one)."""
+
+    @property
+    def decision(self) -> _DecisionView: ...
+
+    @property
+    def action(self) -> object: ...
+
+    @property
+    def resolution(self) -> object: ...
+
+    @property
+    def session_pattern(self) -> str | None: ...
+
+    @property
+    def request_id(self) -> str: ...
+
+
+def decision_event(outcome: DecidedOutcome, *, agent: str | None) -> PermissionDecisionEvent:
     """The broadcast view of one outcome."""
     rule = outcome.decision.rule
     origin = str(rule.origin) if rule is not None else None
@@ -339,6 +377,7 @@ def decision_event(outcome: Outcome, *, agent: str | None) -> PermissionDecision
         value_truncated=cut,
         # An outcome is allow or deny; anything else is reported as deny (fail closed).
         result="allow" if str(outcome.action) == "allow" else "deny",
+        # A Resolution value is one of the DecisionResolution literals (test_events).
         resolution=str(outcome.resolution),  # type: ignore[arg-type]
         origin=origin,
         agent_name=agent,
@@ -347,7 +386,7 @@ def decision_event(outcome: Outcome, *, agent: str | None) -> PermissionDecision
     )
 
 
-def emit_decision(bus: EventBus, outcome: Outcome, *, agent: str | None) -> None:
+def emit_decision(bus: EventBus, outcome: DecidedOutcome, *, agent: str | None) -> None:
     """Broadcast `permissions:decision` for one outcome. Never raises: a broken
     outcome or subscriber must not change what the gate already decided."""
     try:
@@ -356,17 +395,6 @@ def emit_decision(bus: EventBus, outcome: Outcome, *, agent: str | None) -> None
         logger.exception("could not build the decision event for request %r", outcome.request_id)
         return
     bus.emit(CHANNEL_DECISION, payload)
-
-
-def attach_gate(bus: EventBus, gate: Any) -> Callable[[], None]:
-    """Serve the RPC channels for `gate` on `bus` and emit `permissions:ready`.
-
-    Returns the detach function (idempotent). Implemented in `askgate.events_rpc`,
-    imported only here so that emitting decisions stays cheap.
-    """
-    from askgate.events_rpc import attach_gate as _attach
-
-    return _attach(bus, gate)
 
 
 # ------------------------------------------------------------------ caller helpers

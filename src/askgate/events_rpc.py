@@ -17,7 +17,7 @@ import queue
 import threading
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -47,10 +47,35 @@ from askgate.events import (
     reply_channel,
 )
 from askgate.policy.model import Action
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 if TYPE_CHECKING:
-    from askgate.gate import Gate
+    from askgate.audit import AuditLog
+    from askgate.policy.model import Decision, Surface
+    from askgate.prompt import Prompter
+
+
+class ServedGate(Protocol):
+    """What the RPC handlers use of a gate (`askgate.gate.Gate` is one). A protocol, not
+    an import: the gate attaches these handlers, so they cannot import the gate back."""
+
+    @property
+    def prompter(self) -> Prompter: ...
+
+    @property
+    def session(self) -> str | None: ...
+
+    @property
+    def audit(self) -> AuditLog | None: ...
+
+    def check_session(
+        self, surface: str, value: str | None, *, agent: str | None = None, cwd: str | None = None
+    ) -> tuple[Decision, str | None]: ...
+
+    def session_offer(
+        self, surface: Surface, value: str, *, agent: str | None = None
+    ) -> tuple[str, str] | None: ...
+
 
 logger = logging.getLogger("askgate.events")
 
@@ -106,6 +131,7 @@ def prompt_reply_envelope(reply: PromptReply) -> dict[str, Any]:
         return ok_reply(
             PermissionsPromptReplyData(
                 approved=reply.approved,
+                # Inside _HUMAN_ANSWERS: the value is one of the HumanAnswer literals.
                 state=reply.state.value,  # type: ignore[arg-type]
                 denial_reason=reply.denial_reason,
             )
@@ -162,7 +188,7 @@ class _SerialPromptWorker:
 
 
 class _GateRpc:
-    def __init__(self, bus: EventBus, gate: Gate, prompt_timeout: float | None):
+    def __init__(self, bus: EventBus, gate: ServedGate, prompt_timeout: float | None):
         self.bus = bus
         self.gate = gate
         self.prompt_timeout = prompt_timeout
@@ -234,6 +260,7 @@ class _GateRpc:
         rule = decision.rule
         return ok_reply(
             PermissionsCheckReplyData(
+                # An Action value is "allow", "deny" or "ask": the CheckResult literals.
                 result=str(decision.action),  # type: ignore[arg-type]
                 matched_pattern=rule.pattern if rule is not None else None,
                 origin=str(rule.origin) if rule is not None else None,
@@ -421,7 +448,7 @@ def _join_desk(bus: EventBus, rpc: _GateRpc) -> Callable[[], None]:
     return leave
 
 
-def attach_gate(bus: EventBus, gate: Gate) -> Callable[[], None]:
+def attach_gate(bus: EventBus, gate: ServedGate) -> Callable[[], None]:
     """Register the RPC handlers for `gate`, emit `permissions:ready`, return detach.
 
     A gate whose prompter itself forwards over this bus (an in-process child, see

@@ -22,13 +22,14 @@ from askgate.outcome import (
     MALFORMED_INPUT,
     PROMPTER_ERROR,
     Outcome,
+    Pending,
     Resolution,
     ToolRequest,
 )
 from askgate.policy import paths
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Basis, Check, Decision, Surface
-from askgate.prompters.base import (
+from askgate.prompt import (
     NoPrompter,
     Prompter,
     PromptReply,
@@ -46,14 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("askgate.gate")
 
 __all__ = ["Gate", "Outcome", "Pending", "Resolution", "ToolRequest"]
-
-
-class Pending(msgspec.Struct, frozen=True, kw_only=True):
-    """An ask that needs a human: what the policy said, for whom."""
-
-    request_id: str
-    request: ToolRequest
-    decision: Decision
 
 
 def new_request_id() -> str:
@@ -82,7 +75,7 @@ class Gate:
         self.approvals = SessionApprovals()
         self._detach: Callable[[], None] | None = None
         if bus is not None:
-            from askgate.events import attach_gate
+            from askgate.events_rpc import attach_gate
 
             self._detach = attach_gate(bus, self)
 

@@ -290,9 +290,9 @@ def run(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
-    from askgate.cli import _tolerate_undecodable_output, error_line
+    from askgate.cli_support import error_line, tolerate_undecodable_output
 
-    _tolerate_undecodable_output()
+    tolerate_undecodable_output()
     try:
         return run(argv)
     except LogError as exc:

@@ -268,8 +268,8 @@ def render_explain(decision: Decision, policy: Policy, *, agent: str | None) -> 
             _EXPLAIN_COLUMNS, _explain_no_wrap(rows, console.width), strict=True
         ):
             table.add_column(col, overflow="fold", no_wrap=no_wrap)
-        for row in rows:
-            table.add_row(*_plain(*row))
+        for cells in rows:
+            table.add_row(*_plain(*cells))
         console.print(table)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -30,36 +30,44 @@ class ToolInputError(ValueError):
     """The tool input lacks the field its surface needs, or it has the wrong type."""
 
 
-# tool name -> (surface, input keys to try in order, read_only, path optional)
-_TABLE: dict[str, tuple[Surface, tuple[str, ...], bool, bool]] = {
+class ToolRow(NamedTuple):
+    """How one known tool is decided."""
+
+    surface: Surface
+    keys: tuple[str, ...]  # input keys that hold the value, tried in order
+    read_only: bool  # may take the infrastructure-read shortcut
+    path_optional: bool  # no path given means the working directory (Glob, ls …)
+
+
+_TABLE: dict[str, ToolRow] = {
     # Claude Code
-    "Bash": (Surface.BASH, ("command",), False, False),
-    "Read": (Surface.READ, ("file_path",), True, False),
-    "Edit": (Surface.WRITE, ("file_path",), False, False),
-    "Write": (Surface.WRITE, ("file_path",), False, False),
-    "MultiEdit": (Surface.WRITE, ("file_path",), False, False),
-    "NotebookEdit": (Surface.WRITE, ("notebook_path",), False, False),
-    "Glob": (Surface.READ, ("path",), True, True),
-    "Grep": (Surface.READ, ("path",), True, True),
-    "Skill": (Surface.SKILL, ("skill", "name"), False, False),
+    "Bash": ToolRow(Surface.BASH, ("command",), False, False),
+    "Read": ToolRow(Surface.READ, ("file_path",), True, False),
+    "Edit": ToolRow(Surface.WRITE, ("file_path",), False, False),
+    "Write": ToolRow(Surface.WRITE, ("file_path",), False, False),
+    "MultiEdit": ToolRow(Surface.WRITE, ("file_path",), False, False),
+    "NotebookEdit": ToolRow(Surface.WRITE, ("notebook_path",), False, False),
+    "Glob": ToolRow(Surface.READ, ("path",), True, True),
+    "Grep": ToolRow(Surface.READ, ("path",), True, True),
+    "Skill": ToolRow(Surface.SKILL, ("skill", "name"), False, False),
     # pi
-    "bash": (Surface.BASH, ("command",), False, False),
-    "read": (Surface.READ, ("path", "file_path"), True, False),
-    "edit": (Surface.WRITE, ("path", "file_path"), False, False),
-    "write": (Surface.WRITE, ("path", "file_path"), False, False),
-    "grep": (Surface.READ, ("path",), True, True),
-    "find": (Surface.READ, ("path",), True, True),
-    "ls": (Surface.READ, ("path",), True, True),
-    "skill": (Surface.SKILL, ("name", "skill"), False, False),
+    "bash": ToolRow(Surface.BASH, ("command",), False, False),
+    "read": ToolRow(Surface.READ, ("path", "file_path"), True, False),
+    "edit": ToolRow(Surface.WRITE, ("path", "file_path"), False, False),
+    "write": ToolRow(Surface.WRITE, ("path", "file_path"), False, False),
+    "grep": ToolRow(Surface.READ, ("path",), True, True),
+    "find": ToolRow(Surface.READ, ("path",), True, True),
+    "ls": ToolRow(Surface.READ, ("path",), True, True),
+    "skill": ToolRow(Surface.SKILL, ("name", "skill"), False, False),
     # Gemini CLI (MCP tools arrive as mcp_<server>_<tool>: see `mcp_tool_name`)
-    "run_shell_command": (Surface.BASH, ("command",), False, False),
-    "write_file": (Surface.WRITE, ("file_path",), False, False),
-    "replace": (Surface.WRITE, ("file_path",), False, False),
-    "read_file": (Surface.READ, ("file_path", "absolute_path"), True, False),
-    "list_directory": (Surface.READ, ("dir_path", "path"), True, True),
-    "glob": (Surface.READ, ("dir_path", "path"), True, True),
-    "grep_search": (Surface.READ, ("dir_path", "path"), True, True),
-    "search_file_content": (Surface.READ, ("dir_path", "path"), True, True),
+    "run_shell_command": ToolRow(Surface.BASH, ("command",), False, False),
+    "write_file": ToolRow(Surface.WRITE, ("file_path",), False, False),
+    "replace": ToolRow(Surface.WRITE, ("file_path",), False, False),
+    "read_file": ToolRow(Surface.READ, ("file_path", "absolute_path"), True, False),
+    "list_directory": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
+    "glob": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
+    "grep_search": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
+    "search_file_content": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
 }
 
 MCP_PREFIX = "mcp__"
@@ -82,8 +90,8 @@ def target_for(tool: str, tool_input: Mapping[str, Any], cwd: str) -> ToolTarget
     entry = _TABLE.get(tool)
     if entry is None:
         return ToolTarget(Surface.TOOL, tool)
-    surface, keys, read_only, optional = entry
-    for key in keys:
+    surface, read_only = entry.surface, entry.read_only
+    for key in entry.keys:
         if key in tool_input:
             value = tool_input[key]
             if not isinstance(value, str):
@@ -91,9 +99,9 @@ def target_for(tool: str, tool_input: Mapping[str, Any], cwd: str) -> ToolTarget
             if surface.is_path and not value:
                 break
             return ToolTarget(surface, _search_root(tool, tool_input, value), read_only)
-    if optional:
+    if entry.path_optional:
         return ToolTarget(surface, _search_root(tool, tool_input, cwd), read_only)
-    raise ToolInputError(f"{tool}: input has no {' or '.join(repr(k) for k in keys)} field")
+    raise ToolInputError(f"{tool}: input has no {' or '.join(repr(k) for k in entry.keys)} field")
 
 
 # Tools whose `pattern` is a path glob: it may name a directory of its own.
@@ -116,7 +124,3 @@ def _search_root(tool: str, tool_input: Mapping[str, Any], directory: str) -> st
     if pattern.startswith(("/", "~")):
         return prefix or pattern[:1]
     return f"{directory.rstrip('/')}/{prefix}" if prefix else directory
-
-
-def known_tools() -> tuple[str, ...]:
-    return tuple(_TABLE)

@@ -45,10 +45,12 @@ from askgate.adapters.common import (
     preflight_all,
     read_input,
     resolve_all,
+    sandboxed,
     string_field,
 )
 
 if TYPE_CHECKING:
+    from askgate.gate import Gate
     from askgate.outcome import Outcome, ToolRequest
 
 CLIENT = "codex"
@@ -143,6 +145,41 @@ def pre_tool_use_deny(reason: str) -> bytes:
     return msgspec.json.encode(body) + b"\n"
 
 
+def pre_tool_use_allow(updated_input: Mapping[str, Any], reason: str) -> bytes:
+    """The one "allow" Codex accepts from PreToolUse: one that rewrites the input."""
+    body = {
+        "hookSpecificOutput": {
+            "hookEventName": PRE_TOOL_USE,
+            "permissionDecision": "allow",
+            "permissionDecisionReason": _non_empty(reason),
+            "updatedInput": dict(updated_input),
+        }
+    }
+    return msgspec.json.encode(body) + b"\n"
+
+
+def _sandboxed_or_silent(
+    gate: Gate, hook: CodexInput, config_files: Sequence[str], env: Mapping[str, str]
+) -> bytes:
+    """An allowed call: silence (Codex's own flow goes on), or, with [sandbox] bash on, the
+    shell command rewritten to run in the kernel sandbox (docs/sandbox.md). PreToolUse
+    cannot ask, so a sandbox that would refuse to start is a deny with its reason."""
+    rewrite = sandboxed(
+        gate,
+        hook.tool_name,
+        hook.tool_input,
+        cwd=hook.cwd,
+        agent=hook.agent_type,
+        config_files=config_files,
+        env=env,
+    )
+    if rewrite is None:
+        return b""
+    if rewrite.ask_reason is not None or rewrite.updated_input is None:
+        return pre_tool_use_deny(f"askgate: {rewrite.ask_reason or 'the sandbox cannot run it'}")
+    return pre_tool_use_allow(rewrite.updated_input, "askgate: runs in the kernel sandbox")
+
+
 def permission_decision(outcome: Outcome) -> bytes:
     decision: dict[str, str] = {"behavior": "allow" if outcome.allowed else "deny"}
     if not outcome.allowed:
@@ -188,7 +225,9 @@ def run(
             for pending in result:
                 delegate(gate, pending, to="codex")
             return b""
-        return b"" if result.allowed else pre_tool_use_deny(result.reason)
+        if not result.allowed:
+            return pre_tool_use_deny(result.reason)
+        return _sandboxed_or_silent(gate, hook, config_files, env)
     if isinstance(result, list):
         if prompter is None:
             for pending in result:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from askgate.gate import Gate, Pending
     from askgate.outcome import Outcome, ToolRequest
     from askgate.prompters.base import Prompter
+    from askgate.sandbox.wrap import SandboxRewrite
 
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 APPROVAL_SERVER_MODULE = "askgate.prompters.server"
@@ -140,6 +141,31 @@ def open_gate(
         session=session,
         prompter=prompter,
         prompt_timeout=prompt_timeout,
+    )
+
+
+def sandboxed(
+    gate: Gate,
+    tool_name: str,
+    tool_input: Mapping[str, Any],
+    *,
+    cwd: str,
+    agent: str | None,
+    config_files: Sequence[str],
+    env: Mapping[str, str],
+) -> SandboxRewrite | None:
+    """The kernel-sandboxed form of an allowed shell call (docs/sandbox.md), a reason to
+    refuse it, or None when the policy's [sandbox] is off or the tool is not a shell."""
+    from askgate.sandbox.wrap import sandbox_rewrite
+
+    return sandbox_rewrite(
+        tool_name,
+        tool_input,
+        cwd=cwd,
+        agent=agent,
+        config_files=config_files,
+        env=env,
+        policy=gate.policy,
     )
 
 

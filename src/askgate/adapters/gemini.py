@@ -40,6 +40,7 @@ from askgate.adapters.common import (
     parse_config_args,
     read_input,
     resolve_all,
+    sandboxed,
 )
 
 if TYPE_CHECKING:
@@ -95,11 +96,13 @@ def to_request(hook: GeminiInput) -> ToolRequest:
     )
 
 
-def output(decision: str, reason: str) -> bytes:
+def output(decision: str, reason: str, tool_input: Mapping[str, Any] | None = None) -> bytes:
     reason = (reason.strip() or f"askgate: {decision}")[:MAX_REASON]
-    body: dict[str, str] = {"decision": decision, "reason": reason}
+    body: dict[str, Any] = {"decision": decision, "reason": reason}
     if decision == "ask":
         body["systemMessage"] = reason  # shown in Gemini's confirmation
+    if tool_input is not None:  # merged over the model's arguments by Gemini
+        body["hookSpecificOutput"] = {"hookEventName": "BeforeTool", "tool_input": dict(tool_input)}
     return msgspec.json.encode(body) + b"\n"
 
 
@@ -130,9 +133,23 @@ def run(
         result = resolve_all(gate, [result])
     else:
         gate.publish(result, request)
-    if result.allowed:
-        return output("allow", f"askgate: {result.reason}")
-    return output("deny", result.reason)
+    if not result.allowed:
+        return output("deny", result.reason)
+    # With [sandbox] bash on, an allowed shell command runs in the kernel sandbox.
+    rewrite = sandboxed(
+        gate,
+        hook.tool_name,
+        hook.tool_input,
+        cwd=hook.cwd,
+        agent=None,
+        config_files=config_files,
+        env=env,
+    )
+    if rewrite is not None and rewrite.ask_reason is not None:
+        return output("ask", f"askgate: {rewrite.ask_reason}")
+    if rewrite is not None and rewrite.updated_input is not None:
+        return output("allow", f"askgate: {result.reason}", rewrite.updated_input)
+    return output("allow", f"askgate: {result.reason}")
 
 
 def fail(reason: str) -> int:

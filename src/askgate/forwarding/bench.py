@@ -14,7 +14,7 @@ from typing import Literal
 
 from askgate.forwarding.client import ForwardingPrompter
 from askgate.forwarding.server import ForwardingServer
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 
 class _ApproveAll:

@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from askgate.forwarding.env import default_forwarding_root
 from askgate.forwarding.io import (
@@ -52,7 +52,10 @@ exit codes:
 
 
 def _parser() -> argparse.ArgumentParser:
-    help_end = {"epilog": EXIT_CODES, "formatter_class": argparse.RawDescriptionHelpFormatter}
+    help_end: dict[str, Any] = {
+        "epilog": EXIT_CODES,
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
     parser = _Parser(
         prog=PROG, description="Permission forwarding between agent sessions.", **help_end
     )

@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from askgate.forwarding.env import (
     default_forwarding_root,
@@ -50,7 +51,7 @@ from askgate.forwarding.protocol import (
     new_request_id,
     quote_session_id,
 )
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 logger = logging.getLogger("askgate.forwarding")
 
@@ -101,7 +102,7 @@ class ForwardingPrompter:
         env: Mapping[str, str] | None = None,
         session_dir: str | os.PathLike[str] | None = None,
         root: str | Path | None = None,
-        **options: object,
+        **options: Any,
     ) -> ForwardingPrompter:
         """A prompter for this process as a headless child: target from the
         environment (seed 001). When no parent resolves, every prompt is unavailable
@@ -122,7 +123,7 @@ class ForwardingPrompter:
             requester_session=current_session_id,
             root=root if root is not None else default_forwarding_root(env),
             unresolved_detail=detail,
-            **options,  # type: ignore[arg-type]
+            **options,  # the constructor's own keyword arguments
         )
 
     def available(self) -> bool:

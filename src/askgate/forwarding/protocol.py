@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 POLL_INTERVAL = 0.25  # seconds: pi's PERMISSION_FORWARDING_POLL_INTERVAL_MS
 DEFAULT_TIMEOUT = 600.0  # seconds: pi's PERMISSION_FORWARDING_TIMEOUT_MS
@@ -136,14 +136,14 @@ class _Wire(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defa
 _W = TypeVar("_W", bound=_Wire)
 
 
-class SessionApproval(_Wire):
+class SessionApproval(_Wire, frozen=True):
     """What "Yes, for this session" would record on the child (pi ko's field)."""
 
     surface: str
     patterns: tuple[str, ...] = ()
 
 
-class ForwardedRequest(_Wire):
+class ForwardedRequest(_Wire, frozen=True):
     id: str
     created_at: int | float
     requester_session_id: str
@@ -156,7 +156,7 @@ class ForwardedRequest(_Wire):
     session_approval: SessionApproval | None = None
 
 
-class ForwardedResponse(_Wire):
+class ForwardedResponse(_Wire, frozen=True):
     approved: bool
     # One of pi's states (PI_STATES). Older askgate parents wrote "unavailable" /
     # "timed_out" here; askgate children still read those.
@@ -169,7 +169,7 @@ class ForwardedResponse(_Wire):
     askgate_state: str | None = None
 
 
-class Heartbeat(_Wire):
+class Heartbeat(_Wire, frozen=True):
     session_id: str
     pid: int
     host: str
@@ -354,7 +354,8 @@ class Log(msgspec.Struct, frozen=True):
     message: str
 
 
-Action = Show | Respond | Log
+# What the core asks its shell to do (not the policy's allow/deny/ask `Action`).
+Effect = Show | Respond | Log
 
 
 class ServerCore:
@@ -394,7 +395,7 @@ class ServerCore:
 
     def received(
         self, info: FileInfo, data: bytes | None, *, now_ms: int, error: str | None = None
-    ) -> list[Action]:
+    ) -> list[Effect]:
         """The content of a request file (None with `error` when it could not be read)."""
         request_id = info.name[: -len(".json")]
         if not is_valid_request_id(request_id):
@@ -435,7 +436,7 @@ class ServerCore:
             Show(request, prompt_for_request(request)),
         ]
 
-    def answered(self, request_id: str, reply: PromptReply, *, now_ms: int) -> list[Action]:
+    def answered(self, request_id: str, reply: PromptReply, *, now_ms: int) -> list[Effect]:
         response = response_for_reply(
             reply, responder=self.session_id, now_ms=now_ms, timeout=self.prompt_timeout
         )
@@ -448,7 +449,7 @@ class ServerCore:
         """The Respond for `request_id` has been carried out (or abandoned)."""
         self._in_flight.discard(request_id)
 
-    def _refuse(self, request_id: str, why: str, now_ms: int) -> list[Action]:
+    def _refuse(self, request_id: str, why: str, now_ms: int) -> list[Effect]:
         self._in_flight.add(request_id)
         reply = PromptReply(state=PromptState.UNAVAILABLE, detail=why)
         response = response_for_reply(reply, responder=self.session_id, now_ms=now_ms)

@@ -38,7 +38,7 @@ from askgate.forwarding.protocol import (
     HEARTBEAT_INTERVAL,
     MAX_REQUEST_BYTES,
     POLL_INTERVAL,
-    Action,
+    Effect,
     FileInfo,
     Heartbeat,
     Layout,
@@ -48,7 +48,7 @@ from askgate.forwarding.protocol import (
     Show,
     encode,
 )
-from askgate.prompters.base import Prompter, PromptReply, PromptState
+from askgate.prompt import Prompter, PromptReply, PromptState
 
 logger = logging.getLogger("askgate.forwarding")
 
@@ -161,11 +161,6 @@ class ForwardingServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    @property
-    def watching(self) -> Mode:
-        """The mode actually in use (watch falls back to poll when inotify fails)."""
-        return self._waiter.mode if self._waiter is not None else self.mode
 
     # -- watch thread
 
@@ -302,7 +297,7 @@ class ForwardingServer:
 
     # -- actions
 
-    def _perform(self, actions: list[Action]) -> None:
+    def _perform(self, actions: list[Effect]) -> None:
         for action in actions:
             if isinstance(action, Log):
                 logger.log(

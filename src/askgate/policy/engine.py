@@ -11,7 +11,7 @@ import glob
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -105,9 +105,10 @@ class Policy:
         self.fatal_errors = tuple(fatal_errors)
 
     @classmethod
-    def from_rules(cls, rules: Iterable[Rule], **kwargs: object) -> Policy:
+    def from_rules(cls, rules: Iterable[Rule], **kwargs: Any) -> Policy:
+        """A policy of `rules`; `kwargs` are `Policy`'s own keyword arguments."""
         kwargs.setdefault("project_root", os.getcwd())
-        return cls(rules, **kwargs)  # type: ignore[arg-type]
+        return cls(rules, **kwargs)
 
     @classmethod
     def load(

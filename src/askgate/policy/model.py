@@ -61,7 +61,6 @@ class Origin(StrEnum):
     MANAGED_AGENT = "managed-agent"
     CONFIG = "config"  # a file named with --config
     CONFIG_AGENT = "config-agent"
-    SESSION = "session"
 
 
 class Rule(msgspec.Struct, frozen=True, kw_only=True):

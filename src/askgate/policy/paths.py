@@ -2,8 +2,9 @@
 
 Every function treats its input as hostile: a NUL byte, a lone surrogate or an absurd
 length is a `ValueError` with a one-line message (the gate turns it into *ask*), never a
-crash and never a silently wrong path. Only `resolve` and `is_external` touch the
-filesystem (to follow symlinks); `normalize` is purely lexical.
+crash and never a silently wrong path. Only `resolve` and `inside_roots` touch the
+filesystem (to follow symlinks), and `home_directory`/`expand_user` may read the user
+database (`~user`, a missing $HOME); `normalize` and `fold_lexically` are purely lexical.
 """
 
 from __future__ import annotations
@@ -221,23 +222,3 @@ def inside_roots(root: str, extra_directories: Sequence[str] = ()) -> tuple[str,
             if form not in roots:
                 roots.append(form)
     return tuple(roots)
-
-
-def is_external(path: str | PathForms, root: str, extra_directories: Sequence[str] = ()) -> bool:
-    """True when `path` lies outside the project root and its added directories.
-
-    Both the lexical and the resolved form must be inside (a symlink in the project that
-    points outside is external). A plain string must be absolute; it is resolved here.
-    Safe device paths are never external.
-    """
-    if isinstance(path, str):
-        check_path_text(path)
-        if not path.startswith("/"):
-            raise ValueError(f"is_external needs an absolute path, got {path!r}")
-        forms = resolve(path, "/")
-    else:
-        forms = path
-    if is_safe_device(forms.lexical):
-        return False
-    roots = inside_roots(root, extra_directories)
-    return not all(any(is_inside(form, r) for r in roots) for form in forms.forms)

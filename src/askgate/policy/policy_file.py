@@ -248,7 +248,7 @@ class _FileParser:
     def profile_names(self, key: KeyPath, value: object) -> tuple[str, ...]:
         if not isinstance(value, list):
             self.fail(key, f"expected an array of profile names, got {_toml_type(value)}")
-        from askgate.policy.builtin import profile_names  # the shipped profiles
+        from askgate.policy.shipped import profile_names  # only files that select profiles
 
         known = profile_names()
         names: list[str] = []

@@ -100,6 +100,7 @@ def parse_sandbox_table(
         else:
             expected = ", ".join(SANDBOX_KEYS)
             raise SandboxTableError(key, f"unknown key (expected one of: {expected})")
+    # `fields` holds only SANDBOX_KEYS, each value checked above for its own type.
     return SandboxTable(**fields)  # type: ignore[arg-type]
 
 

@@ -1,5 +1,5 @@
 """How an ask reaches a human."""
 
-from askgate.prompters.base import NoPrompter, Prompter, PromptReply, PromptRequest, PromptState
+from askgate.prompt import NoPrompter, Prompter, PromptReply, PromptRequest, PromptState
 
 __all__ = ["NoPrompter", "PromptReply", "PromptRequest", "PromptState", "Prompter"]

@@ -23,7 +23,7 @@ from askgate.events import (
     PermissionsPromptRequest,
     request_sync,
 )
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 logger = logging.getLogger("askgate.prompters.bus")
 

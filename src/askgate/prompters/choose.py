@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from askgate.prompters.base import NoPrompter, Prompter
+from askgate.prompt import NoPrompter, Prompter
 
 
 def default_prompter(

@@ -32,7 +32,7 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 if TYPE_CHECKING:
     import httpx
@@ -87,6 +87,7 @@ def _check_url(url: str, source: str) -> str:
 
 def _budget(value: object, source: str) -> float:
     try:
+        # Any TOML or environment value: float() raises what it cannot read (caught below).
         budget = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ApprovalConfigError(f"{source}: budget must be a number of seconds") from None

@@ -13,9 +13,10 @@ import select
 import termios
 import threading
 import time
+from collections.abc import Callable
 from typing import IO
 
-from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 MAX_ANSWER = 2_000
 MAX_ATTEMPTS = 3
@@ -92,7 +93,7 @@ class TerminalPrompter:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _streams(self, opened: list[int]):  # type: ignore[no-untyped-def]
+    def _streams(self, opened: list[int]) -> tuple[int, Callable[[str], None]]:
         if self._in is None:
             fd = os.open(self._tty_path, os.O_RDWR | os.O_NOCTTY)
             opened.append(fd)
@@ -111,7 +112,13 @@ class TerminalPrompter:
 
         return fd, write_stream
 
-    def _dialog(self, request: PromptRequest, fd: int, write, deadline) -> PromptReply:  # type: ignore[no-untyped-def]
+    def _dialog(
+        self,
+        request: PromptRequest,
+        fd: int,
+        write: Callable[[str], None],
+        deadline: float | None,
+    ) -> PromptReply:
         self._discard_type_ahead(fd)
         options = ["1) Yes"]
         if request.session_pattern:

@@ -207,7 +207,8 @@ async def decide(
     decided_by, failure = await _decider(request, approval, key, user)
     if failure is not None or approval is None or decided_by is None:
         assert failure is not None
-        return failure.status_code, failure.content
+        # litestar types status_code `int | None`; its __init__ always sets one (None -> 200).
+        return failure.status_code, failure.content  # type: ignore[return-value]
     now = time.time()
     if approval.decided_at is None and now >= approval.expires_at:
         await ctx.record_decision(approval, "expired", decided_by="askgate", reason=None)

@@ -108,8 +108,10 @@ async def card_page(
     if approval is None or (not key_ok and (user is None or user.tenant != approval.tenant)):
         if user is None and not k:
             return Redirect(f"/login?next={quote('/approvals/' + approval_id)}")
-        status = 403 if k and approval is not None else 404
-        return message("Not available", "This approval does not exist or is not yours.", status)
+        http_status = 403 if k and approval is not None else 404
+        return message(
+            "Not available", "This approval does not exist or is not yours.", http_status
+        )
     status = approval.status()
     may_decide = key_ok or (user is not None and user.may_decide)
     return render(

@@ -151,6 +151,10 @@ def _approval(row: Any) -> Approval:
     return Approval(**dict(row._mapping))
 
 
+# Inside Store, `list` names its method `Store.list`: its annotations use this alias.
+UserList = list[User]
+
+
 def _user(row: Any) -> User:
     return User(**dict(row._mapping))
 
@@ -278,7 +282,7 @@ class Store:
         """Insert a pending approval (raises keys.CanonicalError for a non-canonical input)."""
         now = time.time() if now is None else now
         canonical = keys.canonical_json(input_value)
-        values = {
+        values: dict[str, Any] = {
             "id": keys.new_approval_id(),
             "tenant": tenant,
             "created_by": created_by,
@@ -473,12 +477,12 @@ class Store:
             row = (await conn.execute(users.select().where(users.c.name == name))).first()
         return None if row is None else _user(row)
 
-    async def users_of(self, tenant: str) -> list[User]:
+    async def users_of(self, tenant: str) -> UserList:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(users.select().where(users.c.tenant == tenant))).all()
         return [_user(r) for r in rows]
 
-    async def list_users(self) -> list[User]:
+    async def list_users(self) -> UserList:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(users.select().order_by(users.c.name))).all()
         return [_user(r) for r in rows]

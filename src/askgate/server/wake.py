@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any
 
 log = logging.getLogger("askgate.server.wake")
@@ -96,7 +96,7 @@ class PostgresListener:
         self,
         dsn: str,
         waker: Waker,
-        on_decision: Callable[[str, str], Awaitable[None]],
+        on_decision: Callable[[str, str], Coroutine[Any, Any, None]],
     ) -> None:
         self._dsn = dsn
         self._waker = waker

@@ -13,7 +13,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import msgspec
 from rich.console import Console
@@ -33,6 +33,9 @@ from askgate.adapters.pi_rpc.runner import (
     worker_argv,
 )
 from askgate.adapters.pi_rpc.ui_policy import DIALOGS, DialogPolicy, parse_policy
+
+if TYPE_CHECKING:
+    from askgate.prompt import Prompter
 
 PROG = "askgate pi"
 
@@ -130,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
-def _prompter(dialogs: DialogPolicy):  # type: ignore[no-untyped-def]
+def _prompter(dialogs: DialogPolicy) -> Prompter:
     from askgate.prompters.base import NoPrompter
 
     if dialogs is not DialogPolicy.ASK:

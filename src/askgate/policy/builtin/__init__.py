@@ -14,51 +14,34 @@ user's file (so their examples are checked too), and reviewable by anyone:
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Mapping
 
 import msgspec
 
 from askgate.policy.model import Action, Origin
 from askgate.policy.policy_file import PolicyFile, parse_policy_bytes
+from askgate.policy.shipped import (
+    PROFILES_DIR,
+    RULES_DIR,
+    builtin_rule_paths,
+    describe_source,
+    profile_names,
+    profile_path,
+)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PROFILES_DIR = os.path.join(HERE, "profiles")
-RULES_DIR = os.path.join(HERE, "rules")
+__all__ = [
+    "BUILTIN_RANK",
+    "PROFILES_DIR",
+    "RULES_DIR",
+    "builtin_rule_paths",
+    "describe_source",
+    "load_builtin_rules",
+    "load_profile",
+    "profile_names",
+    "profile_path",
+]
+
 BUILTIN_RANK = 1_000_000  # the same rank as protected.py's denies: above managed
-
-
-def describe_source(source: str, line: int | None) -> str:
-    """Where a rule was written: `path:line`, or `profile NAME line N` / `built-in FILE line N`
-    for the TOML files shipped inside the package (their install path says nothing)."""
-    at = f" line {line}" if line is not None else ""
-    directory, name = os.path.split(source)
-    if directory == PROFILES_DIR:
-        return f"profile {name.removesuffix('.toml')}{at}"
-    if directory == RULES_DIR:
-        return f"built-in {name}{at}"
-    return f"{source}:{line}" if line is not None else source
-
-
-def _toml_stems(directory: str) -> tuple[str, ...]:
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return ()
-    return tuple(sorted(name[:-5] for name in names if name.endswith(".toml")))
-
-
-@functools.cache
-def profile_names() -> tuple[str, ...]:
-    """The names of the shipped profiles, sorted."""
-    return _toml_stems(PROFILES_DIR)
-
-
-def profile_path(name: str) -> str:
-    if name not in profile_names():
-        raise ValueError(f"unknown profile {name!r}")
-    return os.path.join(PROFILES_DIR, name + ".toml")
 
 
 def _read(path: str) -> bytes:
@@ -87,10 +70,6 @@ def load_profile(
         base_dir=base_dir,
         env=env,
     )
-
-
-def builtin_rule_paths() -> tuple[str, ...]:
-    return tuple(os.path.join(RULES_DIR, stem + ".toml") for stem in _toml_stems(RULES_DIR))
 
 
 def load_builtin_rules(*, base_dir: str, env: Mapping[str, str] | None) -> list[PolicyFile]:

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from askgate.policy.model import Action, ShellAnalysis
-from askgate.policy.shell.commands import Frame
+from askgate.policy.shell.base import Frame
 from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.walker import Sink, Walker
 
@@ -107,7 +107,8 @@ def _find_commands(root: Any) -> list[Any] | None:
     """
     if root.descendant_count < _BIG_TREE:
         cursor = _tools[1] if _tools is not None else _load()[1]
-        return cursor.captures(root).get("c", [])
+        captured: list[Any] = cursor.captures(root).get("c", [])
+        return captured
     deadline = time.monotonic() + _SWEEP_BUDGET_SECONDS
     found: list[Any] = []
     cursor = root.walk()

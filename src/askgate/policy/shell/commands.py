@@ -27,6 +27,7 @@ from askgate.policy.shell.pathargs import (
     collect,
     recursive_dirs,
 )
+from askgate.policy.shell.peeling import Peel
 from askgate.policy.shell.programs import (
     FOREIGN_SHELLS,
     INLINE_INTERPRETERS,
@@ -58,7 +59,7 @@ from askgate.policy.shell.variables import (
     name_floors,
 )
 from askgate.policy.shell.words import Node, Word
-from askgate.policy.shell.wrappers import WRAPPERS, Peel, peel
+from askgate.policy.shell.wrappers import WRAPPERS, peel
 
 # Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
 STATEMENT_TYPES = names(
@@ -724,7 +725,7 @@ class CommandMixin(RedirectMixin):
             context=context or frame.context,
         )
         if extra:  # (`**{}` would triple the cost of every unit)
-            unit = msgspec.structs.replace(unit, **extra)  # type: ignore[arg-type]
+            unit = msgspec.structs.replace(unit, **extra)
         self.sink.units.append(unit)
 
     def after(self, argv: list[Word], state: Cwd) -> None:

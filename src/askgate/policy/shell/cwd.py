@@ -244,16 +244,16 @@ class Cwd:
                 f"runs after `{command} {operand.source}` to a directory only known at run time"
             )
             return
-        text = None if operand is None else _static_target(operand)
-        if physical and text is not None and ".." in text.split("/"):
+        target = None if operand is None else _static_target(operand)
+        if physical and target is not None and ".." in target.split("/"):
             # `cd -P link/..` is the link target's parent, which the text does not show.
-            self.lose(f"runs after `{command} -P {text}`, which resolves links first")
+            self.lose(f"runs after `{command} -P {target}`, which resolves links first")
             return
         step = {"cd": _cd, "pushd": _pushd, "popd": _popd}[command]
         result: list[Config] = []
         certain = probe is not None
         for config in self.configs:
-            moved = step(config, text, no_cd)
+            moved = step(config, target, no_cd)
             if moved is None:
                 self.reason = self.reason or f"runs after `{command}` to a place not tracked"
                 moved = Config(UNKNOWN)

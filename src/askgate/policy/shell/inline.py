@@ -259,16 +259,16 @@ def command_language_floor(name: str, args: Sequence[Word], stdin: bool) -> str 
         if stdin and editor == "vim" and any(w.text in ("-", "-s") for w in args):
             return f"{name} reads commands from standard input"
         return None
-    options = _SCRIPT_FROM_STDIN.get(name)
-    if options is not None:
+    script_options = _SCRIPT_FROM_STDIN.get(name)
+    if script_options is not None:
         for index, word in enumerate(args):
             text = word.text
             value: str | None = None
-            if text in options and index + 1 < len(args):
+            if text in script_options and index + 1 < len(args):
                 value = args[index + 1].text
-            elif text.startswith("--") and "=" in text and text.split("=", 1)[0] in options:
+            elif text.startswith("--") and "=" in text and text.split("=", 1)[0] in script_options:
                 value = text.split("=", 1)[1]
-            elif len(text) > 2 and text[:2] in options and not text.startswith("--"):
+            elif len(text) > 2 and text[:2] in script_options and not text.startswith("--"):
                 value = text[2:]
             if value in _STDIN_NAMES:
                 return f"{name} {text} takes its script from standard input"

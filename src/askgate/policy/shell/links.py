@@ -33,8 +33,13 @@ def made_links(name: str, args: Sequence[Word], known: Sequence[Made]) -> list[L
         operands = [w for w in args if not w.text.startswith("-") and "bind" not in w.text]
         if not binding or len(operands) < 2:
             return []
-        source, target = operands[-2], operands[-1]
-        return [(target.text if target.static else "\x00", source.text if source.static else None)]
+        shown, mount_point = operands[-2], operands[-1]
+        return [
+            (
+                mount_point.text if mount_point.static else "\x00",
+                shown.text if shown.static else None,
+            )
+        ]
     result = scan(args, "tS", frozenset({"--target-directory", "--suffix", "--backup"}),
                   permute=True)  # fmt: skip
     if name == "cp" and not any(_links(option) for option, _ in result.options):

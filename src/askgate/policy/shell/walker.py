@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from askgate.policy.model import Unit
 from askgate.policy.shell.argv import names
-from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, in_context
+from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, SinkLike, in_context
 from askgate.policy.shell.builtins import BuiltinMixin
 from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.evaluating import evaluating_expansions
@@ -69,7 +69,7 @@ def _operator_after(src: bytes, items: Sequence[Node], index: int) -> bytes:
     return between[:2]
 
 
-class Sink:
+class Sink(SinkLike):
     """Everything one analysis collects; shared by the walkers of re-parsed strings."""
 
     __slots__ = (
@@ -108,6 +108,8 @@ class Walker(BuiltinMixin):
     forks (subshells, pipeline stages, substitutions, background jobs); `frame` carries
     what the surroundings impose (context, floors, inherited redirects).
     """
+
+    sink: Sink  # the concrete sink; the mixins see it through base.SinkLike
 
     def __init__(self, sink: Sink, src: bytes) -> None:
         self.sink = sink

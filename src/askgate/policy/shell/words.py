@@ -192,7 +192,7 @@ class WordBuilder:
                 self._text.pop()
                 self._shape.pop()
             previous_dollar = node.type == "$"
-            self._add(node, top=True)
+            self._add(node)
         text = "".join(self._text)
         start, end = nodes[0].start_byte, nodes[-1].end_byte
         source = self._src[start:end].decode("utf-8", "replace")
@@ -221,7 +221,7 @@ class WordBuilder:
     def _at_word_start(self) -> bool:
         return not any(self._text)
 
-    def _add(self, node: Node, top: bool = False) -> None:
+    def _add(self, node: Node) -> None:
         kind = node.type
         if kind == "word" or kind == "number" or kind == "$":
             raw = self._source(node)
@@ -317,7 +317,8 @@ def _plain_variable(node: Node) -> str | None:
         return None
     if node.type == "expansion" and node.child_count != 3:
         return None
-    return named[0].text.decode("utf-8", "replace")
+    name: str = named[0].text.decode("utf-8", "replace")
+    return name
 
 
 def static_heredoc_value(node: Node, src: bytes) -> str | None:
