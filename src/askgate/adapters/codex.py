@@ -164,6 +164,8 @@ def _sandboxed_or_silent(
     """An allowed call: silence (Codex's own flow goes on), or, with [sandbox] bash on, the
     shell command rewritten to run in the kernel sandbox (docs/sandbox.md). PreToolUse
     cannot ask, so a sandbox that would refuse to start is a deny with its reason."""
+    if not isinstance(hook.tool_input, dict):  # a freeform tool (apply_patch): no shell
+        return b""
     rewrite = sandboxed(
         gate,
         hook.tool_name,
