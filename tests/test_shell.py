@@ -984,3 +984,14 @@ def test_home_of_a_user_and_process_substitution_are_not_run_time_arguments() ->
     assert units("diff <(ls) <(ls)")[-1].floor is None
     assert units("bash <(ls)")[-1].floor is Action.ASK
     assert units("timeout 5 python3 <(ls)")[-1].floor is Action.ASK
+
+
+def test_bare_cd_twice_is_analysed_not_an_internal_error(tmp_path) -> None:
+    """Regression (found by the cd/pushd differential property): `cd; cd` with no operand
+    raised inside the cwd tracker, which the analyser turned into a whole-command ask."""
+    for analysis in (
+        analyze("cd; cd\nls zz"),
+        analyze("cd; cd\nls zz", cwd=str(tmp_path), home=str(tmp_path)),
+    ):
+        assert analysis.floor is None, analysis.floor_reason
+        assert [unit.command for unit in analysis.units] == ["cd", "cd", "ls zz"]

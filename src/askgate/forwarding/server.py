@@ -162,6 +162,12 @@ class ForwardingServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def watching(self) -> Mode:
+        """The mode actually in use: a watch falls back to polling when inotify fails or a
+        symlink below the root would make a recursive watch follow it."""
+        return self._waiter.mode if self._waiter is not None else self.mode
+
     # -- watch thread
 
     def _watch_loop(self) -> None:

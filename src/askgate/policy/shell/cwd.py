@@ -260,7 +260,7 @@ class Cwd:
                 certain = False  # it may also have failed
             elif certain and moved.path != config.path:
                 certain = probe(moved.path) is True  # type: ignore[misc]
-            elif moved.path == config.path and (text is not None or command != "cd"):
+            elif moved.path == config.path and (target is not None or command != "cd"):
                 certain = False  # bash refused (out of range, no stack): a failure
             result.append(moved)
         if not certain:
