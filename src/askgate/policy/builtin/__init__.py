@@ -14,6 +14,7 @@ user's file (so their examples are checked too), and reviewable by anyone:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 import msgspec
@@ -72,9 +73,27 @@ def load_profile(
     )
 
 
+# (project root, home) -> the parsed rule files. The files ship inside the package and do
+# not change while a process runs (an upgrade changes the daemon's installation identity,
+# and it exits), so a resident daemon parses them once per project instead of per request.
+_LOADED: dict[tuple[str, str | None], list[PolicyFile]] = {}
+_LOADED_LIMIT = 256
+
+
 def load_builtin_rules(*, base_dir: str, env: Mapping[str, str] | None) -> list[PolicyFile]:
     """Every `rules/*.toml`, as built-in rules above managed. A broken built-in file is a
     packaging error: it raises, and the caller fails closed."""
+    key = (base_dir, (os.environ if env is None else env).get("HOME"))
+    cached = _LOADED.get(key)
+    if cached is None:
+        cached = _parse_builtin_rules(base_dir, env)
+        if len(_LOADED) >= _LOADED_LIMIT:
+            _LOADED.clear()
+        _LOADED[key] = cached
+    return list(cached)
+
+
+def _parse_builtin_rules(base_dir: str, env: Mapping[str, str] | None) -> list[PolicyFile]:
     files = []
     for path in builtin_rule_paths():
         parsed = parse_policy_bytes(
