@@ -34,6 +34,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fake_http import BackgroundServer
+
 MAX_BODY = 64 * 1024 * 1024
 MODEL = "fake-model"
 
@@ -219,32 +221,17 @@ class _Server(ThreadingHTTPServer):
     state: _State
 
 
-class FakeOpenAI:
+class FakeOpenAI(BackgroundServer):
     """The fake API on 127.0.0.1 (a free port), served from a background thread."""
 
     def __init__(self) -> None:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.state = _State()
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="fake-openai",
-            daemon=True,
-        )
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.state = _State()
+        super().__init__(server, "fake-openai")
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        return self.origin + "/v1"
 
     def script(self, command: str | None, *, final_text: str = "DONE") -> None:
         with self._server.state.lock:
