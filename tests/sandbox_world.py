@@ -59,7 +59,11 @@ class Run:
 
 
 class World:
-    def __init__(self, base: Path, policy: str = POLICY) -> None:
+    """`mode`: how `sandbox()` runs a single shell command — "cli" (`askgate sandbox --`)
+    or "hook" (the wrapper a hook prepares, `askgate.sandbox.prepared`, run by bash)."""
+
+    def __init__(self, base: Path, policy: str = POLICY, mode: str = "cli") -> None:
+        self.mode = mode
         self.base = base
         self.home = base / "home"
         self.project = base / "proj"
@@ -99,8 +103,15 @@ class World:
         timeout: float = 120,
     ) -> Run:
         argv = [sys.executable, "-m", "askgate.cli", "sandbox", "--config", str(self.policy)]
+        if self.mode == "hook" and not options and len(command) == 1:
+            wrapped = self.prepared(command[0], cwd=cwd or self.project)
+            if wrapped is not None:
+                argv = ["/bin/bash", "-c", wrapped]
+                command, options = (), ()
+        elif self.mode == "hook":
+            pytest.skip("a CLI-only form (options, or a program with arguments)")
         done = subprocess.run(
-            [*argv, *options, "--", *command],
+            [*argv, *options, *(("--", *command) if command else ())],
             capture_output=True,
             cwd=cwd or self.project,
             env=self.env,
@@ -112,6 +123,40 @@ class World:
             done.stdout.decode(errors="replace"),
             done.stderr.decode(errors="replace"),
         )
+
+    def prepared(self, command: str, cwd: Path | None = None, mode: str = "on") -> str | None:
+        """The wrapper a hook would emit for `command` (None: the hook would ask, as for a
+        plan that refuses; the CLI form shows that case)."""
+        from askgate.policy.engine import Policy
+        from askgate.sandbox.plan import build_plan
+        from askgate.sandbox.prepared import ensure_state_directory, prepare_wrapper
+
+        where = str(cwd or self.project)
+        ensure_state_directory(self.env)
+        policy = Policy.load(where, config_files=[str(self.policy)], env=self.env)
+        plan = build_plan(policy, policy.sandbox, cwd=where, mode=mode)
+        if not plan.startable:
+            return None
+        wrapped = prepare_wrapper(
+            plan,
+            command,
+            env=self.env,
+            launcher=[sys.executable, "-m", "askgate"],
+            agent=None,
+            config_files=[str(self.policy)],
+        )
+        assert wrapped is not None, "bwrap works here: the prepared form applies"
+        return wrapped
+
+    def sweep(self) -> None:
+        """What the next askgate process does first: clean up after finished runs."""
+        done = subprocess.run(
+            [sys.executable, "-m", "askgate.cli", "sandbox", "--cleanup"],
+            capture_output=True,
+            env=self.env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
 
     def outside(self, command: str, cwd: Path | None = None) -> Run:
         done = subprocess.run(

@@ -139,8 +139,9 @@ def test_the_hook_returns_the_wrapped_command_and_it_runs_sandboxed(tmp_path: Pa
     assert out["permissionDecision"] == "allow"
     updated = out["updatedInput"]
     assert updated["description"] == "read it" and updated["timeout"] == 5000
-    assert updated["command"].endswith(" -- " + "'" + command + "'")
-    assert " sandbox --config " in updated["command"]
+    # The prepared wrapper: bwrap's argv ends in the original, byte for byte.
+    assert updated["command"].endswith(" -- /bin/bash -c " + "'" + command + "'")
+    assert " sandbox --finish " in updated["command"] and "/bwrap " in updated["command"]
     done = subprocess.run(
         ["/bin/bash", "-c", updated["command"]],
         capture_output=True,
@@ -183,7 +184,13 @@ def test_sandbox_rewrite_only_touches_shell_tools(tmp_path: Path) -> None:
     common = {"cwd": str(world.project), "config_files": [str(world.policy)], "env": world.env}
     assert sandbox_rewrite("Read", {"file_path": "/x"}, **common) is None  # type: ignore[arg-type]
     assert sandbox_rewrite("Bash", {"command": "  "}, **common) is None  # type: ignore[arg-type]
-    rewrite = sandbox_rewrite("Bash", {"command": "ls"}, launcher=["ag"], **common)  # type: ignore[arg-type]
+    rewrite = sandbox_rewrite(
+        "Bash",
+        {"command": "ls"},
+        launcher=["ag"],
+        prepared=False,
+        **common,  # type: ignore[arg-type]
+    )
     assert rewrite is not None and rewrite.updated_input is not None
     assert rewrite.updated_input["command"] == f"ag sandbox --config {world.policy} -- ls"
 
@@ -273,7 +280,7 @@ def _gemini(world: World, command: str) -> dict:
 
 
 def _runs_sandboxed(world: World, wrapped: str, command: str) -> None:
-    assert wrapped.endswith(" -- '" + command + "'") and " sandbox --config " in wrapped
+    assert wrapped.endswith(" -- /bin/bash -c '" + command + "'") and "/bwrap " in wrapped
     done = subprocess.run(
         ["/bin/bash", "-c", wrapped], capture_output=True, cwd=world.project, env=world.env,
         timeout=60,

@@ -116,8 +116,9 @@ def bwrap_argv(
     layers = [("--bind", entry.path) for entry in plan.writable]
     # A missing hole is frozen at its placeholder (its first missing component).
     layers += [("--ro-bind", entry.placeholder or entry.path) for entry in plan.write_holes]
+    # Several holes may share one placeholder (`~/.pi` for three missing files): one mount.
     for flag, path in sorted(
-        layers, key=lambda layer: (layer[1].count("/"), layer[0] == "--ro-bind")
+        dict.fromkeys(layers), key=lambda layer: (layer[1].count("/"), layer[0] == "--ro-bind")
     ):
         argv += [flag, path, path]
     for entry in plan.read_denies:

@@ -3,6 +3,11 @@
     askgate sandbox [--config F]… [--agent A] [--required] -- COMMAND
     askgate sandbox --plan [--cwd D] [--json]
     askgate sandbox --probe [--json]
+    askgate sandbox --cleanup
+
+`--finish RUN STATUS` is the tail step of the wrapper a hook prepares (prepared.py): it
+runs only after a non-zero status, explains it, cleans the run up, and runs the command
+the long way when the prepared sandbox never started it.
 
 One argument after `--` is a shell command, run as `bash -c COMMAND` exactly as written;
 several are a program and its arguments. Exit status: the command's own; 125 when the
@@ -46,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--plan", action="store_true", help="show the sandbox plan and exit")
     what.add_argument("--probe", action="store_true", help="report the available backends")
+    what.add_argument(
+        "--cleanup", action="store_true", help="remove what finished sandboxes left behind"
+    )
+    what.add_argument("--finish", nargs=2, metavar=("RUN", "STATUS"), help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="with --plan or --probe")
     return parser
 
@@ -137,15 +146,46 @@ def _show_plan(plan: Any, as_json: bool) -> int:
     return 0
 
 
+def _finish(run: str, status_text: str) -> int | None:
+    """The prepared wrapper's tail step: the status to exit with, or None to run the
+    command the long way (the prepared sandbox never started it)."""
+    from askgate.sandbox.prepared import finish
+
+    try:
+        status = None if status_text == "unclaimed" else int(status_text)
+    except ValueError:
+        raise _UsageError(f"--finish: {status_text!r} is not an exit status") from None
+    try:
+        finished = finish(run, status, _state_dir())
+    except ValueError as error:
+        raise _UsageError(f"--finish: {error}") from None
+    if not finished.rerun:
+        return finished.status
+    print(
+        "askgate sandbox: the prepared sandbox did not start the command; starting it again",
+        file=sys.stderr,
+        flush=True,
+    )
+    return None
+
+
 def _main(argv: Sequence[str]) -> int:
     own, command = _split(argv)
     options = _parser().parse_args(own)
     if options.probe:
         return _show_probe(options.json)
-    if not options.plan and not command:
+    if not options.plan and not options.cleanup and not command:
         raise _UsageError("give a command after '--' (or --plan, --probe)")
     from askgate.sandbox.placeholders import Registry, SandboxSetupError
     from askgate.sandbox.plan import build_plan
+
+    if options.cleanup:
+        Registry(_state_dir()).sweep()
+        return 0
+    if options.finish:
+        status = _finish(*options.finish)
+        if status is not None:
+            return status
 
     try:
         # Before the plan: the state directory is one of the paths the plan protects.

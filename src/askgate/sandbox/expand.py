@@ -9,21 +9,24 @@ its fixed prefix (the leading segments without `*` or `?`) and the rest:
   or, for a pattern that starts with `**` (anywhere), from the given search roots, never
   from `/`. The walk does not follow symlinked directories, stops descending into a
   directory that matched (its mount covers what is below), and gives up past a budget of
-  visited entries or matches: the caller must then ask instead of guessing.
+  visited entries, matches or time (a slow disk or a huge tree must not stall every
+  command): the caller must then ask instead of guessing.
 """
 
 from __future__ import annotations
 
 import os
-import stat
-from collections.abc import Sequence
+import re
+import time
+from collections.abc import Callable, Sequence
 
 import msgspec
 
-from askgate.policy.patterns import compile_pattern
+from askgate.policy.patterns import Pattern, compile_pattern
 
 MAX_VISITED = 50_000
 MAX_MATCHES = 256
+MAX_SECONDS = 1.0
 _GLOB = frozenset("*?")
 
 
@@ -53,47 +56,123 @@ def expand(
     *,
     max_visited: int | None = None,
     max_matches: int | None = None,
+    deadline: float | None = None,
 ) -> Expansion:
     """The concrete paths `pattern` (absolute, or starting with `**`) covers."""
-    max_visited = MAX_VISITED if max_visited is None else max_visited
-    max_matches = MAX_MATCHES if max_matches is None else max_matches
-    prefix, rest = fixed_prefix(pattern)
-    if not rest:
-        return Expansion((prefix or "/",), whole_tree=True)
-    if rest == "**" and prefix:
-        return Expansion((prefix,), whole_tree=True)
-    roots = [prefix] if prefix else list(search_roots)
-    matcher = compile_pattern("path", pattern).match
-    found: list[str] = []
+    found = expand_all(
+        [pattern],
+        search_roots,
+        max_visited=max_visited,
+        max_matches=max_matches,
+        deadline=deadline,
+    )
+    return found[pattern]
+
+
+def expand_all(
+    patterns: Sequence[str],
+    search_roots: Sequence[str],
+    *,
+    max_visited: int | None = None,
+    max_matches: int | None = None,
+    deadline: float | None = None,
+) -> dict[str, Expansion]:
+    """`expand` for several patterns at once: the patterns that search the same roots
+    share one walk (a project is read once, not once per `**/…` rule). The budgets hold
+    per walk; `deadline` (a `time.monotonic()` value, default now + `MAX_SECONDS`) for
+    all of them."""
+    budget = _Budget(
+        MAX_VISITED if max_visited is None else max_visited,
+        MAX_MATCHES if max_matches is None else max_matches,
+        time.monotonic() + MAX_SECONDS if deadline is None else deadline,
+    )
+    results: dict[str, Expansion] = {}
+    walks: dict[tuple[str, ...], list[str]] = {}
+    for pattern in dict.fromkeys(patterns):
+        prefix, rest = fixed_prefix(pattern)
+        if not rest:
+            results[pattern] = Expansion((prefix or "/",), whole_tree=True)
+        elif rest == "**" and prefix:
+            results[pattern] = Expansion((prefix,), whole_tree=True)
+        else:
+            walks.setdefault((prefix,) if prefix else tuple(search_roots), []).append(pattern)
+    for roots, group in walks.items():
+        results.update(_walk(group, roots, budget))
+    return results
+
+
+def _any_of(compiled: Sequence[Pattern]) -> Callable[[str], object] | None:
+    """One regex for all the patterns: most entries match none, and one test of the
+    alternation is much cheaper than one test per pattern. None: test one by one."""
+    if len(compiled) < 2:
+        return None
+    try:
+        union = "|".join(f"(?:{pattern.regex.pattern})" for pattern in compiled)
+        return re.compile(union, re.DOTALL).fullmatch
+    except re.error:
+        return None
+
+
+class _Budget:
+    def __init__(self, visited: int, matches: int, deadline: float) -> None:
+        self.visited = visited
+        self.matches = matches
+        self.deadline = deadline
+
+
+def _walk(patterns: Sequence[str], roots: Sequence[str], budget: _Budget) -> dict[str, Expansion]:
+    """One walk from `roots` for all `patterns`. Below a directory a pattern matched, that
+    pattern stops looking (its mount covers the rest); the others go on."""
+    compiled = [compile_pattern("path", pattern) for pattern in patterns]
+    matchers = [pattern.match for pattern in compiled]
+    any_of = _any_of(compiled)
+    found: list[list[str]] = [[] for _ in patterns]
+    every = frozenset(range(len(patterns)))
+    stack: list[tuple[str, frozenset[int]]] = []
+    for root in dict.fromkeys(roots):
+        # A search root a pattern matches as a whole (`**` for a read-only agent) is one
+        # path for that pattern, not a walk of everything below it.
+        hits = frozenset(i for i in every if matchers[i](root))
+        for i in hits:
+            found[i].append(root)
+        if every - hits and os.path.isdir(root):
+            stack.append((root, every - hits))
     visited = 0
-    # A search root the pattern matches as a whole (`**` for a read-only agent) is one
-    # path, not a walk of everything below it.
-    found += [root for root in roots if matcher(root)]
-    stack = [root for root in roots if os.path.isdir(root) and root not in found]
-    seen_roots: set[str] = set()
-    while stack:
-        directory = stack.pop()
-        if directory in seen_roots:
+    over: str | None = None
+    seen: set[str] = set()  # roots may nest (the project and a writable root inside it)
+    while stack and over is None:
+        directory, active = stack.pop()
+        if directory in seen:
             continue
-        seen_roots.add(directory)
+        seen.add(directory)
         try:
             entries = list(os.scandir(directory))
         except OSError:
             continue  # unreadable here means unreadable inside the sandbox too
         visited += len(entries)
-        if visited > max_visited:
-            return Expansion(tuple(found), over_budget=f"more than {max_visited} entries searched")
-        for entry in entries:
+        if visited > budget.visited:
+            over = f"more than {budget.visited} entries searched"
+        elif time.monotonic() > budget.deadline:
+            over = f"the search took over {MAX_SECONDS} s"
+        for entry in entries if over is None else ():
             path = entry.path
-            if matcher(path):
-                found.append(path)
-                if len(found) > max_matches:
-                    return Expansion(tuple(found), over_budget=f"more than {max_matches} matches")
+            if any_of is not None and any_of(path) is None:
+                hits: frozenset[int] = frozenset()
+            else:
+                hits = frozenset(i for i in active if matchers[i](path))
+            for i in hits:
+                found[i].append(path)
+                if len(found[i]) > budget.matches:
+                    over = f"more than {budget.matches} matches"
+            rest = active - hits
+            if not rest:
                 continue
             try:
-                is_dir = stat.S_ISDIR(entry.stat(follow_symlinks=False).st_mode)
+                is_dir = entry.is_dir(follow_symlinks=False)  # d_type: no stat call
             except OSError:
                 continue
             if is_dir:
-                stack.append(path)
-    return Expansion(tuple(sorted(found)))
+                stack.append((path, rest))
+    if over is not None:
+        return {p: Expansion(tuple(found[i]), over_budget=over) for i, p in enumerate(patterns)}
+    return {p: Expansion(tuple(sorted(found[i]))) for i, p in enumerate(patterns)}

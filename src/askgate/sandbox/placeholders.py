@@ -16,6 +16,24 @@ sandbox, so a sandboxed command cannot forge records):
 A record whose process is gone (PID and start time no longer match) is stale: its
 placeholders are removed once no live run uses them. A placeholder is removed only if it
 is still the same inode and still empty.
+
+A hook that emits a prepared wrapper (`prepared.py`) records its run as a directory
+instead, since no askgate process lives while the command runs:
+
+    runs/w-ID/record     the placeholders the run uses (written by the hook)
+    runs/w-ID/status     created exclusively by whoever claims the run: the wrapper just
+                         before bwrap (which then appends its --json-status-fd documents:
+                         `"child-pid"` once the sandbox exists, `"exit-code"` once the
+                         command ran), or a sweep revoking a run that never started
+    runs/w-ID/stderr     the command's stderr (tee), read only after a failure
+    runs/w-ID/plan.json  the plan, for the one-line explanation after a failure
+
+A prepared run is over when it succeeded (`"exit-code": 0`), when its sandbox process
+(`"child-pid"`) is gone, when a sweep claimed it unstarted (older than `UNSTARTED_S`; the
+wrapper's own claim then fails and it runs the command the long way), or when it is
+older than `STALE_S` without a sandbox. A failed run is cleaned up by its own tail step,
+or by a sweep after `FINISHED_S`. Every askgate process that touches the registry sweeps
+the runs that are over and removes the placeholders no live run uses.
 """
 
 from __future__ import annotations
@@ -23,7 +41,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
+import shutil
 import stat
+import time
 from collections.abc import Iterator, Mapping, Sequence
 
 import msgspec
@@ -46,6 +67,96 @@ class _Record(msgspec.Struct):
     pid: int
     start: str
     placeholders: list[Placeholder]
+
+
+class _RunRecord(msgspec.Struct):
+    placeholders: list[Placeholder]
+
+
+RUN_PREFIX = "w-"
+UNSTARTED_S = 120.0  # a prepared wrapper not run yet (a late one runs the long way)
+FINISHED_S = 30.0  # a failed run whose own tail step (a Python start) did not clean it
+STALE_S = 3600.0  # claimed, but bwrap never reported a sandbox (killed before it)
+REVOKED = b"revoked by a sweep before it started\n"
+
+
+class PreparedRun(msgspec.Struct, frozen=True):
+    """The files of one hook-prepared run (all absolute, in the state directory)."""
+
+    directory: str
+
+    @property
+    def record(self) -> str:
+        return os.path.join(self.directory, "record")
+
+    @property
+    def status(self) -> str:
+        return os.path.join(self.directory, "status")
+
+    @property
+    def stderr(self) -> str:
+        return os.path.join(self.directory, "stderr")
+
+    @property
+    def plan(self) -> str:
+        return os.path.join(self.directory, "plan.json")
+
+
+def _status_field(status_text: bytes, field: str) -> int | None:
+    for line in status_text.splitlines():
+        with contextlib.suppress(msgspec.DecodeError):
+            document = msgspec.json.decode(line)
+            if isinstance(document, dict) and isinstance(document.get(field), int):
+                return int(document[field])
+    return None
+
+
+def exit_code_of(status_text: bytes) -> int | None:
+    """The command's exit code from bwrap's JSON status documents (None: it never ran)."""
+    return _status_field(status_text, "exit-code")
+
+
+def _age(path: str, now: float) -> float:
+    try:
+        return now - os.stat(path).st_mtime
+    except OSError:
+        return float("inf")
+
+
+def _claim(run: PreparedRun) -> bool:
+    """Create the status file exclusively, as the wrapper's `set -C` redirection does."""
+    try:
+        fd = os.open(run.status, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # the directory is gone or unusable: no wrapper can claim it either
+    with contextlib.suppress(OSError):
+        os.write(fd, REVOKED)
+    os.close(fd)
+    return True
+
+
+def run_is_over(run: PreparedRun, now: float) -> bool:
+    """Can this run's placeholders go? Claims it when it never started and is old enough."""
+    try:
+        with open(run.status, "rb") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return _age(run.record, now) >= UNSTARTED_S and _claim(run)
+    except OSError:
+        return False
+    code = exit_code_of(text)
+    if code == 0 or text == REVOKED:
+        return True
+    if code is not None:
+        return _age(run.status, now) > FINISHED_S  # its tail step may be reading it
+    pid = _status_field(text, "child-pid")
+    if pid is None:
+        return _age(run.status, now) > STALE_S  # between the claim and bwrap's clone
+    # The sandbox's first process: while it lives, its mounts do. (A reused PID only
+    # keeps the placeholders longer.) Fresh: a failed setup whose tail step is coming.
+    return not os.path.exists(f"/proc/{pid}") and _age(run.status, now) > FINISHED_S
 
 
 def state_directory(env: Mapping[str, str]) -> str:
@@ -114,6 +225,8 @@ class Registry:
     def _records(self) -> dict[str, _Record]:
         found: dict[str, _Record] = {}
         for name in os.listdir(self.runs):
+            if name.startswith(RUN_PREFIX):
+                continue  # a prepared run (a directory): `_prepared_runs`
             path = os.path.join(self.runs, name)
             try:
                 with open(path, "rb") as handle:
@@ -135,11 +248,78 @@ class Registry:
                 live |= {(p.path, p.device, p.inode) for p in record.placeholders}
             else:
                 stale.append((path, record))
+        stale_runs: list[tuple[str, list[Placeholder]]] = []
+        for directory, placeholders, alive in self._prepared_runs(exclude=exclude):
+            if alive:
+                live |= {(p.path, p.device, p.inode) for p in placeholders}
+            else:
+                stale_runs.append((directory, placeholders))
         for path, record in stale:
             _remove_unused(record.placeholders, live)
             with contextlib.suppress(OSError):
                 os.unlink(path)
+        for directory, placeholders in stale_runs:
+            _remove_unused(placeholders, live)
+            shutil.rmtree(directory, ignore_errors=True)
         return live
+
+    def _prepared_runs(self, *, exclude: str | None) -> list[tuple[str, list[Placeholder], bool]]:
+        """(directory, placeholders, alive) of each prepared run."""
+        now = time.time()
+        found: list[tuple[str, list[Placeholder], bool]] = []
+        for name in os.listdir(self.runs):
+            directory = os.path.join(self.runs, name)
+            if not name.startswith(RUN_PREFIX) or directory == exclude:
+                continue
+            run = PreparedRun(directory)
+            placeholders = _record_placeholders(run)
+            found.append((directory, placeholders, not run_is_over(run, now)))
+        return found
+
+    def prepare_run(self, holes: Sequence[PlanEntry]) -> PreparedRun:
+        """A new run directory whose ticket records the placeholders its holes need (made
+        or shared now). The caller writes the plan; the wrapper does the rest."""
+        with self.locked():
+            live = self._live_uses()
+            by_path = {path: (device, inode) for path, device, inode in live}
+            run = PreparedRun(os.path.join(self.runs, RUN_PREFIX + secrets.token_hex(8)))
+            try:
+                os.mkdir(run.directory, 0o700)
+            except OSError as error:
+                why = error.strerror
+                raise SandboxSetupError(f"cannot create {run.directory}: {why}") from None
+            made: list[Placeholder] = []
+            try:
+                for hole in holes:
+                    if hole.placeholder is None or any(p.path == hole.placeholder for p in made):
+                        continue
+                    made.append(_make_or_share(hole, by_path))
+                temporary = run.record + ".tmp"
+                with open(temporary, "wb") as handle:
+                    handle.write(msgspec.json.encode(_RunRecord(made)))
+                os.replace(temporary, run.record)
+            except (SandboxSetupError, OSError) as error:
+                _remove_unused(made, live)
+                shutil.rmtree(run.directory, ignore_errors=True)
+                if isinstance(error, SandboxSetupError):
+                    raise
+                raise SandboxSetupError(f"cannot record placeholders: {error.strerror}") from None
+            return run
+
+    def finish_run(self, run: PreparedRun) -> None:
+        """Clean up a run whose bwrap has exited (its own tail step), or that was never
+        handed out: remove its placeholders nobody else uses, and the run."""
+        with self.locked():
+            placeholders = _record_placeholders(run)
+            _claim(run)  # one that was never handed out cannot start any more
+            live = self._live_uses(exclude=run.directory)
+            _remove_unused(placeholders, live)
+            shutil.rmtree(run.directory, ignore_errors=True)
+
+    def sweep(self) -> None:
+        """Clean up after every run that is over (`askgate sandbox --cleanup`)."""
+        with self.locked():
+            self._live_uses()
 
     def acquire(self, holes: Sequence[PlanEntry]) -> None:
         """Create (or share) the placeholder of every missing hole and record them."""
@@ -171,6 +351,14 @@ class Registry:
             os.replace(temporary, self.record_path)
         except OSError as error:
             raise SandboxSetupError(f"cannot record placeholders: {error.strerror}") from None
+
+
+def _record_placeholders(run: PreparedRun) -> list[Placeholder]:
+    try:
+        with open(run.record, "rb") as handle:
+            return msgspec.json.decode(handle.read(), type=_RunRecord).placeholders
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return []  # never completed: nothing of its own to keep
 
 
 def _make_or_share(hole: PlanEntry, known: Mapping[str, tuple[int, int]]) -> Placeholder:

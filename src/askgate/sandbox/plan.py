@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Iterable, Sequence
 
 import msgspec
@@ -40,7 +41,7 @@ from askgate.policy.model import Action, Rule, Surface
 from askgate.policy.paths import fold_lexically, is_inside
 from askgate.policy.rules import expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
-from askgate.sandbox.expand import expand, fixed_prefix
+from askgate.sandbox.expand import MAX_SECONDS, Expansion, expand, expand_all, fixed_prefix
 
 # Files that register askgate with an agent: an agent rewriting them could unhook askgate.
 # (`~` = HOME, anything else relative to the project root.)
@@ -137,6 +138,9 @@ class _Builder:
         self.warnings: list[str] = []
         self.refusals: list[str] = []
         self.ask_reason: str | None = None
+        # One time budget for all the pattern walks of this plan.
+        self.deadline = time.monotonic() + MAX_SECONDS
+        self.expanded: dict[str, Expansion] = {}
 
     def _rules(self, surface: Surface, actions: Sequence[Action]) -> list[Rule]:
         return [
@@ -292,8 +296,16 @@ class _Builder:
                 return True
         return False
 
+    def expand_sources(self, writable: Sequence[PlanEntry]) -> None:
+        """Expand every pattern of the plan up front: one walk for all of them."""
+        patterns = [source.pattern for source in self.hole_sources()]
+        patterns += [source.pattern for source, _rule in self.read_sources()]
+        self.expanded = expand_all(patterns, self.search_roots(writable), deadline=self.deadline)
+
     def _paths(self, source: _Source, *, searched: Sequence[str]) -> list[tuple[str, bool]]:
-        expansion = expand(source.pattern, searched)
+        expansion = self.expanded.get(source.pattern)
+        if expansion is None:
+            expansion = expand(source.pattern, searched, deadline=self.deadline)
         if expansion.over_budget is not None and self.ask_reason is None:
             self.ask_reason = (
                 f"the sandbox cannot list every path {source.pattern!r} covers "
@@ -392,6 +404,7 @@ def build_plan(
     """The plan for commands run in `cwd` by `agent` under `policy`."""
     builder = _Builder(policy, settings, cwd, agent)
     writable = builder.writable()
+    builder.expand_sources(writable)
     holes = builder.holes(writable)
     denies = builder.read_denies(writable)
     # A hole inside a hidden directory is covered by the (read-only) mask already.

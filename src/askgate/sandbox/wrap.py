@@ -9,7 +9,9 @@ bash runs inside is byte for byte what the agent asked for (tested on the bash c
 
 `sandbox_rewrite` is what an agent hook calls after the policy allowed a tool call: it
 returns the rewritten tool input (only for shell tools, only when `[sandbox] bash` is not
-`off`), or a reason to ask instead (the plan is incomplete or refuses), or None.
+`off`), or a reason to ask instead (the plan is incomplete or refuses), or None. The
+rewritten command is the prepared wrapper (`prepared.py`: bwrap started directly, no
+Python on the success path) when bubblewrap works here, else the launcher form above.
 """
 
 from __future__ import annotations
@@ -78,9 +80,11 @@ def sandbox_rewrite(
     env: Mapping[str, str] | None = None,
     launcher: Sequence[str] | None = None,
     policy: Policy | None = None,
+    prepared: bool = True,
 ) -> SandboxRewrite | None:
     """The sandboxed form of an allowed shell call, a reason to ask, or None (unchanged).
-    `policy`: the policy the caller already loaded for this cwd and agent (else loaded)."""
+    `policy`: the policy the caller already loaded for this cwd and agent (else loaded).
+    `prepared`: emit the prepared wrapper where it applies (else always the launcher)."""
     command = tool_input.get("command")
     if tool_name not in SHELL_TOOLS or not isinstance(command, str) or not command.strip():
         return None
@@ -91,6 +95,11 @@ def sandbox_rewrite(
         policy = Policy.load(cwd, config_files=config_files, agent=agent, env=env)
     if policy.sandbox.bash == "off":
         return None
+    if prepared:
+        from askgate.sandbox.prepared import ensure_state_directory
+
+        # Before the plan: the state directory is one of the paths the plan protects.
+        ensure_state_directory(os.environ if env is None else env)
     plan = build_plan(policy, policy.sandbox, cwd=cwd, agent=agent)
     if plan.refusals:
         return SandboxRewrite(ask_reason=f"the sandbox would refuse: {plan.refusals[0]}")
@@ -100,4 +109,21 @@ def sandbox_rewrite(
         wrapped = wrap_command(command, launcher=launcher, agent=agent, config_files=config_files)
     except ValueError as error:
         return SandboxRewrite(ask_reason=f"cannot hand the command to the sandbox: {error}")
+    if prepared:
+        from askgate.sandbox.placeholders import SandboxSetupError
+        from askgate.sandbox.prepared import prepare_wrapper
+
+        try:
+            fast = prepare_wrapper(
+                plan,
+                command,
+                env=os.environ if env is None else env,
+                launcher=launcher or default_launcher(),
+                agent=agent,
+                config_files=config_files,
+            )
+        except SandboxSetupError as error:
+            return SandboxRewrite(ask_reason=f"the sandbox cannot be prepared: {error}")
+        if fast is not None:
+            wrapped = fast
     return SandboxRewrite(updated_input={**tool_input, "command": wrapped})
