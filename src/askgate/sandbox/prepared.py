@@ -117,12 +117,13 @@ def askgate_options(agent: str | None, config_files: Sequence[str]) -> list[str]
 
 
 def ensure_state_directory(env: Mapping[str, str]) -> None:
-    """Create askgate's sandbox state directory if it can be (before planning: the plan
-    freezes it, and a placeholder must not stand where it belongs)."""
+    """Create askgate's sandbox state directory if it can be, and sweep the runs that are
+    over — before planning: the plan freezes the directory (a placeholder must not stand
+    where it belongs) and must see the tree as it is without their placeholders."""
     from askgate.sandbox.placeholders import state_directory
 
-    with contextlib.suppress(SandboxSetupError):
-        Registry(state_directory(env))
+    with contextlib.suppress(SandboxSetupError, OSError):
+        Registry(state_directory(env)).sweep()
 
 
 def prepare_wrapper(

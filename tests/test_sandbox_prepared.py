@@ -1,0 +1,343 @@
+"""The wrapper a hook prepares (askgate.sandbox.prepared): bwrap started by bash, with no
+Python on the success path — and everything that keeps it as safe as `askgate sandbox`.
+
+Real bash, real bwrap, real kernel. The corpus test replaces bwrap by `printf` to show the
+argument vector bwrap receives ends in `/bin/bash -c <original>` byte for byte; the others
+run the real thing and assert what the command could (not) do and what is left on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from askgate.sandbox.placeholders import UNSTARTED_S, PreparedRun, Registry, run_is_over
+from askgate.sandbox.prepared import SCRIPT_NAME, wrapper_command, wrapper_script
+from data.bash_corpus import GROUPS
+from sandbox_world import SECRET, World, require_bwrap
+
+CORPUS = [case.command for cases in GROUPS.values() for case in cases]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    require_bwrap()
+    return World(tmp_path, mode="hook")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _bash(world: World, wrapped: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["/bin/bash", "-c", wrapped],
+        capture_output=True,
+        cwd=cwd or world.project,
+        env=world.env,
+        timeout=120,
+    )
+
+
+def _prepared(world: World, command: str, cwd: Path | None = None) -> str:
+    wrapped = world.prepared(command, cwd=cwd)
+    assert wrapped is not None
+    return wrapped
+
+
+def _runs(world: World) -> list[str]:
+    runs = world.base / "xdg-data" / "askgate" / "sandbox" / "runs"
+    return sorted(p.name for p in runs.iterdir() if p.name.startswith("w-"))
+
+
+# --- what bash runs inside is the original -------------------------------------------------
+
+
+def test_the_corpus_reaches_bwrap_and_bash_byte_for_byte(tmp_path: Path) -> None:
+    carried = [c for c in CORPUS if "\x00" not in c and _utf8(c)]
+    assert len(carried) > 400
+    lines = []
+    for index, command in enumerate(carried):
+        run = PreparedRun(str(tmp_path / f"w-{index}"))
+        os.mkdir(run.directory)
+        script = wrapper_script(
+            run=run,
+            cwd=str(tmp_path),
+            launcher_argv=["false"],
+            finish_argv=["false"],
+            options=[],
+            warnings=[],
+            tee="/usr/bin/tee",
+        )
+        # `printf` stands in for bwrap: it prints the argument vector it was given.
+        argv = ["printf", "%s\\0", "--chdir", str(tmp_path), "--", "/bin/bash", "-c", command]
+        lines.append(wrapper_command(script, argv) + "\nprintf '%s\\0' ---END---")
+    script = tmp_path / "all.sh"
+    script.write_text("\n".join(lines) + "\n")
+    done = subprocess.run(
+        ["/bin/bash", str(script)], capture_output=True, cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[:500]
+    received = done.stdout.split(b"\0---END---\0")
+    assert received[-1] == b""
+    for command, words in zip(carried, received[:-1], strict=True):
+        assert words.split(b"\0")[-3:] == [b"/bin/bash", b"-c", command.encode("utf-8")]
+
+
+def test_bash_inside_the_real_sandbox_runs_the_original_string(world: World) -> None:
+    originals = [
+        'echo "a  b" \'$HOME\'; printf "[%s]" "$BASH_EXECUTION_STRING"',
+        'printf \'[%s]\' "$BASH_EXECUTION_STRING" # it\'s \\ "odd" $(x) `y` \\\n',
+    ]
+    for original in originals:
+        done = _bash(world, _prepared(world, original))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.decode().endswith(f"[{original}]")
+
+
+def test_the_wrapper_is_shell_words_bwrap_first_and_the_original_last(world: World) -> None:
+    wrapped = _prepared(world, "echo 'hi there'")
+    words = shlex.split(wrapped)
+    assert words[:2] == ["/bin/bash", "-c"] and words[3] == SCRIPT_NAME
+    assert os.path.basename(words[4]) == "bwrap"
+    assert words[-3:] == ["/bin/bash", "-c", "echo 'hi there'"]
+    for flag in ("--unshare-user", "--unshare-pid", "--cap-drop", "--die-with-parent"):
+        assert flag in words
+
+
+# --- the policy holds through it -------------------------------------------------------------
+
+
+def test_the_secret_the_guarded_dir_and_the_exit_status(world: World) -> None:
+    (world.project / "Makefile").write_text(
+        f"ssh:\n\t@cat {world.ssh_key}\nguard:\n\t@echo x > guarded/new.txt\n"
+    )
+    done = _bash(world, _prepared(world, "make -s ssh; make -s guard; echo ok > ok.txt; exit 7"))
+    assert done.returncode == 7
+    assert SECRET.encode() not in done.stdout + done.stderr
+    assert b"Permission denied" in done.stderr and b"Read-only file system" in done.stderr
+    assert not (world.guarded / "new.txt").exists()
+    assert (world.project / "ok.txt").read_text() == "ok\n"  # the project stays writable
+    # After the failure, one line names the blocked path and its rule (the tail step).
+    assert b"askgate sandbox: blocked reading " in done.stderr
+    assert b'"~/.ssh/**" = deny' in done.stderr
+
+
+def test_stdout_and_stderr_reach_the_caller_as_they_are(world: World) -> None:
+    done = _bash(world, _prepared(world, "printf 'out\\n'; printf 'err\\n' >&2"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"out\n", b"err\n")
+
+
+# --- placeholders ------------------------------------------------------------------------------
+
+
+def test_a_failed_run_cleans_up_after_itself_at_once(world: World) -> None:
+    hooks = world.project / ".git" / "hooks"
+    subprocess.run(["rm", "-rf", str(hooks)], check=True)
+    wrapped = _prepared(world, "echo x > .git/hooks/pre-commit")
+    assert hooks.is_dir()  # the placeholder, made by the hook
+    done = _bash(world, wrapped)
+    assert done.returncode != 0 and b"Read-only file system" in done.stderr
+    assert not hooks.exists() and _runs(world) == []
+
+
+def test_a_successful_run_is_cleaned_by_the_next_askgate_process(world: World) -> None:
+    hooks = world.project / ".git" / "hooks"
+    subprocess.run(["rm", "-rf", str(hooks)], check=True)
+    done = _bash(world, _prepared(world, "true"))
+    assert done.returncode == 0
+    assert hooks.is_dir() and len(_runs(world)) == 1  # nothing of Python ran after it
+    world.sweep()
+    assert not hooks.exists() and _runs(world) == []
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} never appeared")
+        time.sleep(0.02)
+
+
+def test_placeholders_stay_while_a_prepared_sandbox_uses_them(world: World) -> None:
+    hooks = world.project / ".git" / "hooks"
+    subprocess.run(["rm", "-rf", str(hooks)], check=True)
+    started, go = world.base / "started", world.base / "go"
+    first = subprocess.Popen(
+        [
+            "/bin/bash",
+            "-c",
+            _prepared(
+                world,
+                f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; "
+                "echo x > .git/hooks/pre-commit; ls -d .git/hooks",
+            ),
+        ],
+        cwd=world.project,
+        env=world.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for(started)
+        world.sweep()  # another askgate process sweeps while the first sandbox runs
+        second = _bash(world, _prepared(world, "echo second"))
+        assert second.returncode == 0 and second.stdout == b"second\n"
+        world.sweep()
+        assert hooks.is_dir()  # still the first sandbox's mount point
+        go.touch()
+        out, err = first.communicate(timeout=120)
+    finally:
+        first.kill()
+        first.wait()
+    assert b"Read-only file system" in err  # the mount held to the end
+    assert out == b".git/hooks\n"
+    assert not (hooks / "pre-commit").exists()
+    world.sweep()
+    assert not hooks.exists() and _runs(world) == []
+
+
+def test_an_unstarted_run_is_kept_then_revoked_and_then_goes_the_long_way(world: World) -> None:
+    wrapped = _prepared(world, f"echo $((1 + 1)) >> count.txt; cat {world.ssh_key}")
+    (run_name,) = _runs(world)
+    run = PreparedRun(str(world.base / "xdg-data" / "askgate" / "sandbox" / "runs" / run_name))
+    assert not run_is_over(run, time.time())  # young: the agent may be about to run it
+    old = time.time() - UNSTARTED_S - 5
+    os.utime(run.record, (old, old))
+    world.sweep()  # claims it: its own claim will fail
+    assert _runs(world) == []
+    done = _bash(world, wrapped)
+    assert done.returncode != 0  # the cat failed: still sandboxed the long way
+    assert SECRET.encode() not in done.stdout + done.stderr
+    assert (world.project / "count.txt").read_text() == "2\n"  # and run exactly once
+
+
+def test_running_the_same_wrapper_twice_goes_the_long_way_the_second_time(world: World) -> None:
+    wrapped = _prepared(world, f"echo run >> runs.txt; cat {world.ssh_key}")
+    for _ in range(2):
+        done = _bash(world, wrapped)
+        assert done.returncode == 1 and SECRET.encode() not in done.stdout + done.stderr
+    assert (world.project / "runs.txt").read_text() == "run\nrun\n"
+
+
+# --- fail closed -----------------------------------------------------------------------------
+
+
+def test_a_sandbox_that_does_not_start_runs_the_command_once_the_long_way(world: World) -> None:
+    hooks = world.project / ".git" / "hooks"
+    subprocess.run(["rm", "-rf", str(hooks)], check=True)
+    wrapped = _prepared(world, f"echo x >> ran.txt; cat {world.ssh_key}")
+    hooks.rmdir()  # the placeholder vanished: bwrap cannot bind it and stops before the command
+    done = _bash(world, wrapped)
+    assert b"did not start the command; starting it again" in done.stderr
+    assert (world.project / "ran.txt").read_text() == "x\n"
+    assert SECRET.encode() not in done.stdout + done.stderr
+
+
+def _unusable_probe(world: World) -> None:
+    """Make the cached probe say no backend works here (as after bwrap was removed)."""
+    from askgate.sandbox.runner import Probe, probe
+
+    state = world.base / "xdg-data" / "askgate" / "sandbox"
+    found = probe(str(state))
+    broken = msgspec.structs.replace(
+        found,
+        backend="none",
+        bwrap=msgspec.structs.replace(found.bwrap, usable=False, error="gone"),
+        landlock_enforced=False,
+    )
+    (state / "probe.json").write_bytes(msgspec.json.encode(broken))
+    assert isinstance(broken, Probe)
+
+
+def test_required_never_runs_unsandboxed_when_the_prepared_sandbox_cannot_start(
+    world: World,
+) -> None:
+    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nbash = "required"\n')
+    wrapped = world.prepared("touch ran.txt", mode="required")
+    assert wrapped is not None
+    # bwrap disappears between the hook's answer and the run.
+    broken = wrapped.replace(shlex.quote(shlex.split(wrapped)[4]), "/nonexistent/bwrap", 1)
+    assert broken != wrapped
+    _unusable_probe(world)
+    done = _bash(world, broken)
+    assert done.returncode == 125
+    assert b"never runs a command unsandboxed" in done.stderr
+    assert not (world.project / "ran.txt").exists()
+
+
+def test_the_hook_falls_back_to_the_launcher_form_without_bwrap(world: World) -> None:
+    from askgate.sandbox.wrap import sandbox_rewrite
+
+    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nbash = "required"\n')
+    (world.base / "xdg-data" / "askgate" / "sandbox").mkdir(parents=True)
+    _unusable_probe(world)
+    rewrite = sandbox_rewrite(
+        "Bash",
+        {"command": "touch ran.txt"},
+        cwd=str(world.project),
+        config_files=[str(world.policy)],
+        env=world.env,
+        launcher=[sys.executable, "-m", "askgate"],
+    )
+    assert rewrite is not None and rewrite.updated_input is not None
+    wrapped = rewrite.updated_input["command"]
+    assert "/bwrap" not in wrapped and wrapped.endswith(" -- 'touch ran.txt'")
+    done = _bash(world, wrapped)
+    assert done.returncode == 125 and not (world.project / "ran.txt").exists()
+
+
+def test_inherited_descriptors_are_closed(world: World) -> None:
+    secret_fd = os.open(world.ssh_key, os.O_RDONLY)
+    try:
+        done = subprocess.run(
+            ["/bin/bash", "-c", _prepared(world, f"cat <&{secret_fd}; cat /dev/fd/{secret_fd}")],
+            capture_output=True,
+            cwd=world.project,
+            env=world.env,
+            pass_fds=(secret_fd,),
+            timeout=120,
+        )
+    finally:
+        os.close(secret_fd)
+    assert SECRET.encode() not in done.stdout + done.stderr
+    assert b"Bad file descriptor" in done.stderr or b"No such file" in done.stderr
+
+
+def test_run_from_another_directory_it_plans_again_for_that_directory(world: World) -> None:
+    sub = world.project / "sub"
+    sub.mkdir()
+    wrapped = _prepared(world, f"pwd; cat {world.ssh_key}")
+    done = _bash(world, wrapped, cwd=sub)
+    assert done.stdout == f"{sub}\n".encode()  # the launcher form ran, in `sub`
+    assert SECRET.encode() not in done.stdout + done.stderr
+
+
+def test_the_registry_sweep_keeps_a_live_run(world: World) -> None:
+    wrapped = _prepared(world, "sleep 0.5")
+    proc = subprocess.Popen(["/bin/bash", "-c", wrapped], cwd=world.project, env=world.env)
+    try:
+        (run_name,) = _runs(world)
+        state = world.base / "xdg-data" / "askgate" / "sandbox"
+        status = state / "runs" / run_name / "status"
+        deadline = time.monotonic() + 60
+        while b"child-pid" not in (status.read_bytes() if status.exists() else b""):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        Registry(str(state)).sweep()
+        assert _runs(world) == [run_name]  # its sandbox lives
+    finally:
+        assert proc.wait(timeout=60) == 0
+    Registry(str(state)).sweep()
+    assert _runs(world) == []
