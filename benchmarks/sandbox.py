@@ -6,6 +6,9 @@ run so machine load lands on every contender alike:
 * `true` — the baseline;
 * `bwrap … -- true` with the argument list askgate builds (the kernel's share);
 * `askgate sandbox -- true` (Python start, policy load, plan, bwrap, cleanup);
+* the wrapper an agent hook emits for `true` (askgate.sandbox.prepared: bash starts bwrap
+  directly, no Python), run by bash as an agent's shell runs a command, against
+  `bash -c true` in the same run (the hook's own time is the hook benchmark's);
 
 for a typical profile (read deny `~/.ssh/**` and `**/.env*`, write deny `guarded/**`,
 askgate's own state and `.git` protected) and for 200 hidden files. "Added" rows are
@@ -16,6 +19,7 @@ file-copy loop from inside the command (so start-up is not in it), inside and ou
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -41,6 +45,19 @@ COPY_LOOP = (
     "s=$(date +%s%N); for i in $(seq 300); do cp data.bin copy.bin; done; "
     "e=$(date +%s%N); echo $((e - s))"
 )
+
+
+def _base(prefix: str) -> str:
+    """A directory for the world outside the scratch directories: a real HOME is not
+    writable inside the sandbox, so the missing agent files there get no placeholders
+    (under /tmp, the sandbox's scratch space, the world's HOME would be writable and
+    every missing agent file would cost a mount no real setup has)."""
+    parent = Path.home() / ".cache" / "askgate-bench"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkdtemp(prefix=prefix, dir=parent)
+    except OSError:
+        return tempfile.mkdtemp(prefix=prefix)
 
 
 def _world(base: Path, masks: int) -> tuple[dict[str, str], Path, Path]:
@@ -116,7 +133,7 @@ def _time(argv: list[str], env: dict[str, str], cwd: Path) -> int:
 
 
 def _latency_rows(masks: int, runs: int, warmup: int) -> tuple[list[Row], list[str]]:
-    base = Path(tempfile.mkdtemp(prefix="askgate-bench-sandbox-"))
+    base = Path(_base("askgate-bench-sandbox-"))
     try:
         env, project, policy = _world(base, masks)
         askgate = [*_askgate(), "sandbox", "--config", str(policy), "--"]
@@ -164,8 +181,89 @@ def _latency_rows(masks: int, runs: int, warmup: int) -> tuple[list[Row], list[s
         shutil.rmtree(base, ignore_errors=True)
 
 
+BARE_BWRAP = (
+    "bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev",
+    "--proc", "/proc",
+)  # fmt: skip
+_PREPARE = """\
+import json, os, sys
+from askgate.policy.engine import Policy
+from askgate.sandbox.plan import build_plan
+from askgate.sandbox.prepared import ensure_state_directory, prepare_wrapper
+ensure_state_directory(os.environ)
+policy = Policy.load(sys.argv[1], config_files=[sys.argv[2]], env=os.environ)
+plan = build_plan(policy, policy.sandbox, cwd=sys.argv[1], mode="on")
+launcher = [sys.executable, "-m", "askgate"]
+print(json.dumps([
+    prepare_wrapper(plan, "true", env=os.environ, launcher=launcher, agent=None,
+                    config_files=[sys.argv[2]])
+    for _ in range(int(sys.argv[3]))
+]))
+"""
+
+
+def _wrappers(env: dict[str, str], project: Path, policy: Path, count: int) -> list[str]:
+    """`count` hook-prepared wrappers for `true` (each run is claimed once), made in a
+    child with the world's env, as the hook process would."""
+    done = run_process(
+        [sys.executable, "-c", _PREPARE, str(project), str(policy), str(count)],
+        env=env,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.decode(errors="replace").strip().splitlines()[-1:])
+    import json
+
+    wrappers = json.loads(done.stdout)
+    if not all(isinstance(w, str) for w in wrappers):
+        raise RuntimeError("the prepared form does not apply here (bwrap unusable?)")
+    return list(wrappers)
+
+
+def _wrapper_row(masks: int, runs: int, warmup: int) -> tuple[Row, str]:
+    base = Path(_base("askgate-bench-sandbox-hook-"))
+    try:
+        env, project, policy = _world(base, masks)
+        wrappers = _wrappers(env, project, policy, runs + warmup)
+        plain = ["/bin/bash", "-c", "true"]
+        # The floor: bubblewrap alone, as bare as it gets, run by the same shell.
+        bare = ["/bin/bash", "-c", f"{shlex.join(BARE_BWRAP)} /bin/true"]
+        samples: dict[str, list[int]] = {"plain": [], "wrapper": [], "bare": []}
+        for index, wrapped in enumerate(wrappers):
+            times = (
+                _time(plain, env, project),
+                _time(["/bin/bash", "-c", wrapped], env, project),
+                _time(bare, env, project),
+            )
+            if index >= warmup:
+                for key, value in zip(("plain", "wrapper", "bare"), times, strict=True):
+                    samples[key].append(value)
+        added = [float(w - p) for w, p in zip(samples["wrapper"], samples["plain"], strict=True)]
+        added_bare = [float(b - p) for b, p in zip(samples["bare"], samples["plain"], strict=True)]
+        label = "typical profile" if not masks else f"{masks} masks"
+        stats = Stats.of(added)
+        row = Row(
+            measured=f"hook-emitted wrapper, {label}: added over `bash -c true` (whole process)",
+            ours=Figure(name="prepared wrapper", stats=stats),
+            peers=(
+                Figure(name="bare bwrap, added", stats=Stats.of(added_bare)),
+                Figure(name="wrapper, whole", stats=Stats.of(samples["wrapper"])),
+                Figure(name="bash -c true", stats=Stats.of(samples["plain"])),
+            ),
+            target=f"≤ {TARGET_ADDED_MS:.0f} ms added" if not masks else "",
+        )
+        note = (
+            f"hook-emitted wrapper, {label}: adds {stats.median_ns / 1e6:.1f} ms (median of "
+            f"{len(added)} interleaved runs) over the same `true` run by bash; bare bwrap "
+            f"(`{shlex.join(BARE_BWRAP)}`) adds {Stats.of(added_bare).median_ns / 1e6:.1f} ms"
+        )
+        return row, note
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def _io_row(runs: int) -> Row:
-    base = Path(tempfile.mkdtemp(prefix="askgate-bench-sandbox-io-"))
+    base = Path(_base("askgate-bench-sandbox-io-"))
     try:
         env, project, policy = _world(base, 0)
         askgate = [*_askgate(), "sandbox", "--config", str(policy), "--"]
@@ -218,6 +316,10 @@ def run(quick: bool) -> AreaReport:
         )
     runs, warmup = (2, 1) if quick else (30, 2)
     rows, notes = _latency_rows(0, runs, warmup)
+    for masks, count in ((0, 3 if quick else 40), (200, 2 if quick else 20)):
+        row, note = _wrapper_row(masks, count, 1 if quick else 3)
+        rows.append(row)
+        notes.append(note)
     more_rows, more_notes = _latency_rows(200, 1 if quick else 15, 0 if quick else 1)
     rows += more_rows
     notes += more_notes
