@@ -99,6 +99,7 @@ def _run_claude(fake: FakeAnthropic, tmp_path: Path, policy: str) -> tuple[Path,
         "ANTHROPIC_API_KEY": "sk-ant-dummy",
         "ASKGATE_AUDIT_LOG": str(audit_log),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed-policy.toml"),
+        "ASKGATE_DAEMON": "off",  # decide in-process: no daemon outlives the test
     }
     fake.script(COMMAND, final_text="Finished.")
     argv = [str(CLAUDE_BIN), "-p", "run it", "--output-format", "stream-json", "--verbose"]
@@ -145,6 +146,11 @@ def test_claude_code_runs_the_allowed_command_inside_the_sandbox(
     assert "Permission denied" in seen
     [record] = audit
     assert record["action"] == "allow" and record["value"] == COMMAND
+    # It ran through the prepared wrapper (bwrap started by bash, no Python): its run
+    # record says bwrap ran the command to exit code 0 (cleaned by the next askgate).
+    runs = tmp_path / "xdg-data" / "askgate" / "sandbox" / "runs"
+    (status,) = [p / "status" for p in runs.iterdir() if p.name.startswith("w-")]
+    assert b'"exit-code": 0' in status.read_bytes()
 
 
 def test_without_the_sandbox_the_same_command_leaks(

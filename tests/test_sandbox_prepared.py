@@ -341,3 +341,49 @@ def test_the_registry_sweep_keeps_a_live_run(world: World) -> None:
         assert proc.wait(timeout=60) == 0
     Registry(str(state)).sweep()
     assert _runs(world) == []
+
+
+# --- the daemon ------------------------------------------------------------------------------
+
+
+def test_the_daemon_prepares_a_wrapper_the_client_can_run(world: World, tmp_path: Path) -> None:
+    """The resident daemon answers Claude Code hooks too: the run it prepares lives in the
+    client's own state directory (its env is forwarded), with absolute paths only."""
+    import json
+    import threading
+
+    from askgate.daemon import relay
+    from askgate.daemon.server import Daemon
+
+    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nbash = "on"\n')
+    (world.project / "Makefile").write_text(f"ssh:\n\t@cat {world.ssh_key}\n")
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**world.env, "ASKGATE_RUNTIME_DIR": str(runtime), "ASKGATE_DAEMON": "on"}
+    daemon = Daemon(env, port=0)
+    daemon.bind()
+    thread = threading.Thread(target=daemon.serve_forever, daemon=True)
+    thread.start()
+    try:
+        payload = {
+            "session_id": "s1",
+            "cwd": str(world.project),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "make -s ssh; exit 3"},
+            "tool_use_id": "toolu_1",
+        }
+        reply = relay.relay(json.dumps(payload).encode(), [str(world.policy)], env)
+        assert not isinstance(reply, str), reply
+        assert daemon.requests == 1
+    finally:
+        daemon.stopping.set()
+        thread.join(timeout=30)
+    out = json.loads(reply[1])["hookSpecificOutput"]
+    wrapped = out["updatedInput"]["command"]
+    assert "/bwrap " in wrapped and str(world.base / "xdg-data") in wrapped
+    done = _bash(world, wrapped)
+    assert done.returncode == 3
+    assert SECRET.encode() not in done.stdout + done.stderr
+    assert b"askgate sandbox: blocked reading " in done.stderr
+    assert _runs(world) == []
