@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import shutil
 import stat
 import time
@@ -282,6 +281,8 @@ class Registry:
         with self.locked():
             live = self._live_uses()
             by_path = {path: (device, inode) for path, device, inode in live}
+            import secrets  # only here: a hook preparing a run needs it, the CLI does not
+
             run = PreparedRun(os.path.join(self.runs, RUN_PREFIX + secrets.token_hex(8)))
             try:
                 os.mkdir(run.directory, 0o700)
