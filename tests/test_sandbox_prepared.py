@@ -83,10 +83,10 @@ def test_the_corpus_reaches_bwrap_and_bash_byte_for_byte(tmp_path: Path) -> None
         # `printf` stands in for bwrap: it prints the argument vector it was given.
         argv = ["printf", "%s\\0", "--chdir", str(tmp_path), "--", "/bin/bash", "-c", command]
         lines.append(wrapper_command(script, argv) + "\nprintf '%s\\0' ---END---")
-    script = tmp_path / "all.sh"
-    script.write_text("\n".join(lines) + "\n")
+    all_in_one = tmp_path / "all.sh"
+    all_in_one.write_text("\n".join(lines) + "\n")
     done = subprocess.run(
-        ["/bin/bash", str(script)], capture_output=True, cwd=tmp_path, timeout=300
+        ["/bin/bash", str(all_in_one)], capture_output=True, cwd=tmp_path, timeout=300
     )
     assert done.returncode == 0, done.stderr[:500]
     received = done.stdout.split(b"\0---END---\0")

@@ -132,11 +132,11 @@ def _walk(patterns: Sequence[str], roots: Sequence[str], budget: _Budget) -> dic
     for root in dict.fromkeys(roots):
         # A search root a pattern matches as a whole (`**` for a read-only agent) is one
         # path for that pattern, not a walk of everything below it.
-        hits = frozenset(i for i in every if matchers[i](root))
-        for i in hits:
+        root_hits = frozenset(i for i in every if matchers[i](root))
+        for i in root_hits:
             found[i].append(root)
-        if every - hits and os.path.isdir(root):
-            stack.append((root, every - hits))
+        if every - root_hits and os.path.isdir(root):
+            stack.append((root, every - root_hits))
     visited = 0
     over: str | None = None
     seen: set[str] = set()  # roots may nest (the project and a writable root inside it)
