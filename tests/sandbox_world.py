@@ -92,6 +92,8 @@ class World:
             "ASKGATE_MANAGED_POLICY": str(self.base / "managed" / "policy.toml"),
             "ASKGATE_AUDIT_LOG": str(self.base / "review.jsonl"),
             "GIT_CONFIG_NOSYSTEM": "1",
+            # Hooks decide in-process: a daemon would outlive the test (shared runtime dir).
+            "ASKGATE_DAEMON": "off",
         }
 
     def sandbox(
