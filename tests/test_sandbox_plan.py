@@ -481,3 +481,30 @@ def test_a_frozen_file_with_other_hard_links_warns_or_refuses(tree, tmp_path) ->
     assert any("cannot keep read-only" in w for w in plan.warnings)
     plan = _plan(tree, [], settings=SandboxSettings(hard_links="refuse"))
     assert any("cannot keep read-only" in r for r in plan.refusals)
+
+
+def test_patterns_share_one_walk_and_a_match_stops_only_its_own_pattern(tmp_path: Path) -> None:
+    (tmp_path / "a" / ".codex").mkdir(parents=True)
+    (tmp_path / "a" / ".codex" / ".env").write_text("x")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / ".env.local").write_text("x")
+    found = expand_module.expand_all(["**/.codex/**", "**/.env*"], [str(tmp_path)])
+    assert found["**/.codex/**"].paths == (str(tmp_path / "a" / ".codex"),)
+    # Below the directory the first pattern matched, the second one still looks.
+    assert found["**/.env*"].paths == (
+        str(tmp_path / "a" / ".codex" / ".env"),
+        str(tmp_path / "b" / ".env.local"),
+    )
+    assert all(e.over_budget is None for e in found.values())
+
+
+def test_the_walk_is_bounded_in_time_and_the_plan_then_asks(tree, monkeypatch) -> None:
+    late = expand_module.expand_all(["**/.env*"], [str(tree["project"])], deadline=0.0)
+    assert late["**/.env*"].over_budget is not None
+    assert "took over" in late["**/.env*"].over_budget
+    import askgate.sandbox.plan as plan_module
+
+    monkeypatch.setattr(plan_module, "MAX_SECONDS", -1.0)  # the plan's deadline has passed
+    plan = _plan(tree, [("read", "**/.env*", "deny")])
+    assert plan.ask_reason is not None and "took over" in plan.ask_reason
+    assert not plan.startable
