@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
-import logging
 import os
 import re
 import stat
@@ -20,9 +19,11 @@ from typing import Any
 
 import msgspec
 
+from askgate.lazylog import LazyLogger
 from askgate.outcome import Outcome, Pending
 
-log = logging.getLogger("askgate.audit")
+# Imports logging only when it logs (askgate.lazylog): not on every tool call.
+log = LazyLogger("askgate.audit")
 
 MAX_FIELD = 1_000
 MAX_DEPTH = 6

@@ -297,7 +297,6 @@ def _decide(
     from askgate.gate import Gate, Pending
     from askgate.locations import review_log_disabled
     from askgate.outcome import ToolRequest
-    from askgate.prompters.server import resolve_with_server
 
     event = hook.hook_event_name
     request = ToolRequest(
@@ -316,7 +315,10 @@ def _decide(
         result = gate.preflight(request)
     # An ask goes to the approval server when one is configured (user/managed file or env):
     # outside the lock, since that can wait for a human.
-    result = resolve_with_server(gate, result, env=env)
+    if isinstance(result, Pending):  # (only an ask: the module costs a settled call ~5 ms)
+        from askgate.prompters.server import resolve_with_server
+
+        result = resolve_with_server(gate, result, env=env)
     if isinstance(result, Pending):
         # Claude Code asks its user itself; its answer never reaches us, so nothing is
         # recorded as an outcome here (the ask is logged as delegated).
@@ -403,7 +405,15 @@ def tune_for_one_shot() -> None:
 
 def one_line_logging() -> None:
     """askgate's log records (an internal error the gate caught and turned into a deny)
-    as single stderr lines: Python's fallback handler would print a traceback."""
+    as single stderr lines: Python's fallback handler would print a traceback. Installed
+    when something first logs (askgate.lazylog): a call that logs nothing never imports
+    `logging`."""
+    from askgate.lazylog import when_logging_loads
+
+    when_logging_loads(_install_one_line_handler)
+
+
+def _install_one_line_handler() -> None:
     import logging
 
     class OneLine(logging.Handler):
