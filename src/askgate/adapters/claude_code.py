@@ -239,6 +239,16 @@ def load_policy(
     return Policy.load(cwd, config_files=config_files, agent=agent, env=env)
 
 
+def load_policy_cached(
+    cwd: str, config_files: Sequence[str], agent: str | None, env: Mapping[str, str]
+) -> Policy:
+    """`load_policy` through the on-disk compiled-policy cache (askgate.policy_cache), for
+    the one-shot process; the daemon keeps policies in memory and passes its own loader."""
+    from askgate.policy_cache import load_policy as load_through_cache
+
+    return load_through_cache(cwd, config_files, agent, env)
+
+
 def respond(
     data: bytes,
     *,
@@ -436,7 +446,7 @@ def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str
         tune_for_one_shot()
     except BaseException:  # a broken install: respond() meets it too and answers per event
         pass
-    return respond(data, config_files=config_files, env=env)
+    return respond(data, config_files=config_files, env=env, policy_loader=load_policy_cached)
 
 
 def answer(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
