@@ -415,6 +415,7 @@ def _load_and_record(
             return loaded, None
     except OSError:
         return loaded, None
+    environment: tuple[tuple[str, str | None], ...]
     if recording_env.whole:
         environment = tuple(sorted(env.items()))
     else:
