@@ -57,6 +57,7 @@ ENV_SWITCH = "ASKGATE_POLICY_CACHE"  # "off" turns the cache off (reads and writ
 # An input larger than this is not copied into an entry: such a load is not cached.
 MAX_INPUT_BYTES = 1024 * 1024
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
+_NAMED_FROM = 5  # index in the key of the project root (see _key)
 
 
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
@@ -245,7 +246,7 @@ def _key(cwd: str, config_files: Sequence[str], agent: str | None) -> tuple[str,
 
     root = find_project_root(cwd)
     relative = any(not name.startswith("/") for name in config_files)
-    return (
+    return (  # the parts from _NAMED_FROM on name the file (_entry_path)
         f"format {FORMAT}",
         __version__,
         sys.version,
@@ -267,10 +268,13 @@ def cache_dir(env: Mapping[str, str]) -> str:
 
 
 def _entry_path(env: Mapping[str, str], key: tuple[str, ...]) -> str:
-    import zlib
-
-    digest = zlib.crc32("\x00".join(key).encode("utf-8", "surrogatepass"))
-    return os.path.join(cache_dir(env), f"{digest:08x}.msgpack")
+    """One file per (project root, cwd when it matters, agent, config files): FNV-1a of
+    those parts of the key. A collision only means the two evict each other's entry,
+    since the whole key is stored in the entry and compared."""
+    digest = 0xCBF29CE484222325
+    for byte in "\x00".join(key[_NAMED_FROM:]).encode("utf-8", "surrogatepass"):
+        digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return os.path.join(cache_dir(env), f"{digest:016x}.msgpack")
 
 
 def _private(result: os.stat_result) -> bool:
