@@ -59,6 +59,10 @@ MAX_INPUT_BYTES = 1024 * 1024
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
 _NAMED_FROM = 5  # index in the key of the project root (see _key)
 
+# What this process did, for tests and diagnostics: entries used, loads from the files,
+# entries written.
+counts = {"hit": 0, "loaded": 0, "written": 0}
+
 
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The part of a `LoadedPolicy` that `Policy.from_loaded` reads, with the errors as
@@ -381,13 +385,16 @@ def load_policy(
     except (OSError, ValueError):
         key, path, entry = (), "", None
     if entry is not None and _still_valid(entry, key, env):
+        counts["hit"] += 1
         # Duck-typed: a Snapshot has every attribute `from_loaded` reads.
         return Policy.from_loaded(cast("LoadedPolicy", entry.policy), env=env)
     loaded, entry = _load_and_record(cwd, config_files, agent, env, key)
+    counts["loaded"] += 1
     if entry is not None and path:
         # A failed write only means no cache this time: the policy is the one just loaded.
         with contextlib.suppress(OSError, ValueError, msgspec.EncodeError):
             _write_entry(path, entry)
+            counts["written"] += 1
     return Policy.from_loaded(loaded, env=env)
 
 

@@ -85,7 +85,7 @@ def one_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
 
 def _dumps(body: Mapping[str, Any]) -> bytes:
     """Compact JSON, non-ASCII as UTF-8. msgspec writes exactly the bytes `json.dumps`
-    would for any text without lone surrogates (tests/test_policy_cache.py checks every
+    would for any text without lone surrogates (tests/test_hook_claude_code.py checks every
     code point) and spares a one-shot process importing `json`; a lone surrogate (or a
     broken msgspec) takes the `json` path, which writes it as a `\\u` escape."""
     try:
