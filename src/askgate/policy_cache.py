@@ -46,6 +46,7 @@ import msgspec
 from askgate import __version__, locations
 from askgate.policy.model import Action, Origin, Rule
 from askgate.policy.sandbox_table import SandboxSettings
+from askgate.private_files import read_private, write_private
 
 if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy
@@ -281,24 +282,10 @@ def _entry_path(env: Mapping[str, str], key: tuple[str, ...]) -> str:
     return os.path.join(cache_dir(env), f"{digest:016x}.msgpack")
 
 
-def _private(result: os.stat_result) -> bool:
-    return result.st_uid == os.geteuid() and not result.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
 def _read_entry(path: str) -> Entry | None:
-    """The entry at `path` when it is ours alone and well-formed, else None."""
-    try:
-        if not _private(os.stat(os.path.dirname(path))):
-            return None
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(descriptor, "rb") as handle:
-        found = os.fstat(descriptor)
-        if not stat.S_ISREG(found.st_mode) or not _private(found):
-            return None
-        data = handle.read(MAX_ENTRY_BYTES + 1)
-    if len(data) > MAX_ENTRY_BYTES:
+    """The entry at `path` when it is ours alone (askgate.private_files) and well-formed."""
+    data = read_private(path, MAX_ENTRY_BYTES)
+    if data is None:
         return None
     try:
         return msgspec.msgpack.decode(data, type=Entry)
@@ -307,22 +294,7 @@ def _read_entry(path: str) -> Entry | None:
 
 
 def _write_entry(path: str, entry: Entry) -> None:
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    if not _private(os.stat(directory)):
-        return
-    temporary = f"{path}.{os.getpid()}.tmp"
-    descriptor = os.open(
-        temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(msgspec.msgpack.encode(entry))
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    write_private(path, msgspec.msgpack.encode(entry))
 
 
 def _still_valid(entry: Entry, key: tuple[str, ...], env: Mapping[str, str]) -> bool:
