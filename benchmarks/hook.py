@@ -5,7 +5,7 @@
   (cedarpy, casbin) that load the equivalent policy from disk and make the same decision:
   in the steady state (its compiled-policy cache written by a first call, as after any
   policy change; the entry is still verified against every policy file on each call), and
-  with the cache off (ASKGATE_POLICY_CACHE=off: what the first call after a change costs);
+  with the cache off (ASKGATE_HOOK_CACHE=off: what the first call after a change costs);
 * the same command hook relaying to a warm resident daemon (against bare python);
 * Claude Code's `type: "http"` hook: POST to the warm daemon on 127.0.0.1 and read the
   answer (no process at all).
@@ -380,7 +380,7 @@ def run(quick: bool) -> AreaReport:
         uncached_child = _Child(
             "askgate in-process, no policy cache",
             hook_argv,
-            {**cold_env, "ASKGATE_POLICY_CACHE": "off"},
+            {**cold_env, "ASKGATE_HOOK_CACHE": "off"},
             stdin=stdin,
             cwd=cwd,
             expect="allow",

@@ -134,7 +134,7 @@ def test_a_real_hook_process_answers_the_same_from_the_cache(env: dict[str, str]
         )
 
     for command in ("git status", "rm -rf build", "make && curl x | sh", "python -c 'x'"):
-        uncached = run(command, ASKGATE_POLICY_CACHE="off")
+        uncached = run(command, ASKGATE_HOOK_CACHE="off")
         assert entries(env) == []  # "off" writes nothing
         first = run(command)
         [entry] = entries(env)

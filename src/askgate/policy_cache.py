@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 CACHE_DIR_NAME = "policy-cache"
-ENV_SWITCH = "ASKGATE_POLICY_CACHE"  # "off" turns the cache off (reads and writes)
+# "off" turns off the one-shot hook's on-disk caches: this one and askgate.regex_cache.
+ENV_SWITCH = "ASKGATE_HOOK_CACHE"
 # An input larger than this is not copied into an entry: such a load is not cached.
 MAX_INPUT_BYTES = 1024 * 1024
 MAX_ENTRY_BYTES = 16 * 1024 * 1024

@@ -41,9 +41,10 @@ def read_private(path: str, limit: int = MAX_BYTES) -> bytes | None:
 
 def write_private(path: str, data: bytes) -> None:
     """Replace `path` atomically with a 0600 file holding `data`, creating its directory
-    0700. Raises OSError; writes nothing into a directory others could write."""
+    (and any missing parent) 0700. Raises OSError; writes nothing into a directory others
+    could write."""
     directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    _make_directories(directory)
     if not private(os.stat(directory)):
         raise PermissionError(f"{directory}: writable by others, not used")
     temporary = f"{path}.{os.getpid()}.tmp"
@@ -60,3 +61,18 @@ def write_private(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _make_directories(directory: str) -> None:
+    missing: list[str] = []
+    while not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for name in reversed(missing):
+        try:  # noqa: SIM105 (see write_private)
+            os.mkdir(name, 0o700)
+        except FileExistsError:  # made meanwhile by another process: checked by the caller
+            pass

@@ -450,13 +450,27 @@ def _install_one_line_handler() -> None:
 
 
 def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+    save_regexes: Callable[[], None] | None = None
+    try:
+        from askgate import regex_cache
+
+        regex_cache.install(env)  # before anything compiles a regex (msgspec's imports do)
+        save_regexes = regex_cache.save
+    except BaseException:  # no cache: Python compiles as usual
+        pass
     try:
         import_msgspec_lean()  # first: everything below imports msgspec
         one_line_logging()
         tune_for_one_shot()
     except BaseException:  # a broken install: respond() meets it too and answers per event
         pass
-    return respond(data, config_files=config_files, env=env, policy_loader=load_policy_cached)
+    reply = respond(data, config_files=config_files, env=env, policy_loader=load_policy_cached)
+    if save_regexes is not None:
+        from contextlib import suppress  # imported by now (respond), so free
+
+        with suppress(BaseException):  # the decision is made; the cache is best effort
+            save_regexes()  # only when this call met new patterns
+    return reply
 
 
 def answer(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
