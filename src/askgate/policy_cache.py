@@ -435,4 +435,11 @@ def _recorded_load(
         loaded = load_files(cwd, config_files=config_files, agent=agent, env=recording_env)
     finally:
         _RECORDING = previous
+    # The shipped rule files and the profile catalog are read once per process and kept
+    # (askgate.policy.builtin, shipped): a process that loaded before did not read them
+    # now, so they are inputs whatever this load opened.
+    from askgate.policy import shipped
+
+    recorder.directories.update(dict.fromkeys((shipped.RULES_DIR, shipped.PROFILES_DIR)))
+    recorder.files.update(dict.fromkeys(shipped.builtin_rule_paths()))
     return loaded, recorder, recording_env
