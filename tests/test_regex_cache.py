@@ -184,3 +184,49 @@ def test_a_corrupt_file_still_decides_every_hook_call(env: dict[str, str]) -> No
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == decision
     marshal.loads(path.read_bytes())  # rewritten whole
+
+
+@pytest.mark.parametrize(
+    ("agent", "body", "expected"),
+    [
+        (
+            "codex",
+            {"hook_event_name": "PreToolUse", "tool_name": "Bash", "turn_id": "t"},
+            b'"permissionDecision":"deny"',
+        ),
+        (
+            "gemini",
+            {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command"},
+            b'"decision":"deny"',
+        ),
+    ],
+)
+def test_codex_and_gemini_hooks_are_readied_the_same_way(
+    env: dict[str, str], agent: str, body: dict[str, str], expected: bytes
+) -> None:
+    """Their hooks always decide in-process: readied before their adapter loads, with
+    the same answers as with the caches off."""
+    payload = {
+        "session_id": "s1",
+        "cwd": str(Path(env["HOME"]).parent / "project"),
+        "tool_input": {"command": "rm -rf build"},
+        "tool_use_id": "call_1",
+        **body,
+    }
+
+    def run(**extra: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "askgate", "hook", agent],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env={**env, **extra},
+            timeout=60,
+        )
+
+    off = run(ASKGATE_HOOK_CACHE="off")
+    assert not cache_file(env).exists()
+    first, second = run(), run()
+    assert cache_file(env).exists()
+    assert off.returncode == first.returncode == second.returncode
+    assert off.stdout == first.stdout == second.stdout
+    assert expected in off.stdout and b"no deleting" in off.stdout

@@ -449,7 +449,12 @@ def _install_one_line_handler() -> None:
         logger.propagate = False
 
 
-def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+def prepare_one_shot(env: Mapping[str, str]) -> Callable[[], None] | None:
+    """Ready this process to decide one call and exit (also run for the codex and gemini
+    hooks, before their adapters load: askgate.hooks): regexes from the on-disk cache,
+    msgspec without typing_extensions, one-line logging, the parser alone. Returns what
+    to call once the call is decided (`finish_one_shot`). Never raises: each step is an
+    optimisation, and without it the decision is the same."""
     save_regexes: Callable[[], None] | None = None
     try:
         from askgate import regex_cache
@@ -464,12 +469,23 @@ def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str
         tune_for_one_shot()
     except BaseException:  # a broken install: respond() meets it too and answers per event
         pass
-    reply = respond(data, config_files=config_files, env=env, policy_loader=load_policy_cached)
-    if save_regexes is not None:
-        from contextlib import suppress  # imported by now (respond), so free
+    return save_regexes
 
-        with suppress(BaseException):  # the decision is made; the cache is best effort
-            save_regexes()  # only when this call met new patterns
+
+def finish_one_shot(save_regexes: Callable[[], None] | None) -> None:
+    """After the decision: keep the regexes this call compiled (best effort, never raises)."""
+    if save_regexes is None:
+        return
+    try:
+        save_regexes()  # writes only when this call met new patterns
+    except BaseException:  # the decision is made; the cache is an optimisation
+        return
+
+
+def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+    save_regexes = prepare_one_shot(env)
+    reply = respond(data, config_files=config_files, env=env, policy_loader=load_policy_cached)
+    finish_one_shot(save_regexes)
     return reply
 
 
