@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from askgate import __version__, locations
+from askgate import locations
 from askgate.policy.model import Action, Origin, Rule
 from askgate.policy.sandbox_table import SandboxSettings
 from askgate.private_files import read_private, write_private
@@ -254,7 +254,9 @@ def _key(cwd: str, config_files: Sequence[str], agent: str | None) -> tuple[str,
     relative = any(not name.startswith("/") for name in config_files)
     return (  # the parts from _NAMED_FROM on name the file (_entry_path)
         f"format {FORMAT}",
-        __version__,
+        # The package's version (looked up, not imported: `askgate` re-exports the gate,
+        # which sits above this module).
+        str(getattr(sys.modules.get("askgate"), "__version__", "")),
         sys.version,
         _code_stamp(),
         str(os.geteuid()),
