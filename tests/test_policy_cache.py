@@ -15,6 +15,7 @@ import pytest
 
 from askgate import policy_cache
 from askgate.adapters.claude_code import load_policy_cached, respond
+from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Origin, Rule, Surface
 from askgate.policy.trust import trust_project, untrust_project
 
@@ -362,3 +363,37 @@ def test_a_broken_cache_blocks_the_hook_call_instead_of_allowing(
     reply = respond(payload(project(env), "git status"), env=env, policy_loader=load_policy_cached)
     assert (reply.code, reply.stdout) == (2, b"")
     assert "cache exploded" in reply.stderr
+
+
+REVIEWER_COMMANDS = ("make all", "npm test -x", "git commit -m x", "rm -rf y")
+
+
+def reviewer_answers(policy: Policy) -> tuple[Action, ...]:
+    return tuple(policy.decide(Surface.BASH, c, agent="reviewer").action for c in REVIEWER_COMMANDS)
+
+
+def test_a_load_with_profiles_agents_and_a_trusted_project_is_cached_and_kept_fresh(
+    env: dict[str, str],
+) -> None:
+    user = Path(env["XDG_CONFIG_HOME"]) / "askgate" / "policy.toml"
+    reviewer = '[agent.reviewer.bash]\n"make *" = "deny"\n'
+    user.write_text('profiles = ["git-local"]\n' + POLICY + reviewer)
+    folder = Path(project(env)) / ".askgate"
+    folder.mkdir()
+    (folder / "policy.toml").write_text('[bash]\n"npm test *" = "allow"\n')
+    trust_project(project(env), env)
+
+    def cached() -> tuple[Action, ...]:
+        return reviewer_answers(policy_cache.load_policy(project(env), [], "reviewer", env))
+
+    loaded, hits = counted("loaded"), counted("hit")
+    first = cached()
+    assert cached() == first
+    assert (counted("loaded") - loaded, counted("hit") - hits) == (1, 1)
+    assert first == reviewer_answers(Policy.load(project(env), agent="reviewer", env=env))
+    assert first[0] is Action.DENY and first[1] is Action.ALLOW and first[3] is Action.DENY
+    # Another agent is another entry; dropping the agent section is seen at once.
+    no_agent = policy_cache.load_policy(project(env), [], None, env)
+    assert no_agent.decide(Surface.BASH, "make all").action is Action.ALLOW
+    user.write_text(POLICY)
+    assert cached()[0] is Action.ALLOW
