@@ -351,18 +351,41 @@ def test_no_usable_cache_directory_still_decides(env: dict[str, str]) -> None:
         assert decide(env, "git status") is Action.ALLOW
 
 
-def test_a_broken_cache_blocks_the_hook_call_instead_of_allowing(
+def test_a_cache_that_raises_is_no_cache(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An exception inside the cache is an internal error of the load: exit 2."""
+    """An exception while reading or checking an entry: the files decide, as without."""
+    assert decide(env, "rm -rf build") is Action.DENY  # an entry exists
 
     def exploding(*_args: object) -> None:
         raise RuntimeError("cache exploded")
 
-    monkeypatch.setattr(policy_cache, "_read_entry", exploding)
+    for name in ("_read_entry", "_still_valid", "_key"):
+        with monkeypatch.context() as patch:
+            patch.setattr(policy_cache, name, exploding)
+            loaded = counted("loaded")
+            assert decide(env, "rm -rf build") is Action.DENY
+            assert decide(env, "git status") is Action.ALLOW
+            assert counted("loaded") == loaded + 2, name
+            reply = respond(
+                payload(project(env), "git status"), env=env, policy_loader=load_policy_cached
+            )
+            assert reply.code == 0 and b'"allow"' in reply.stdout
+
+
+def test_an_error_while_loading_blocks_the_hook_call(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the cache's to swallow: the load itself failing is the hook's internal error."""
+    import askgate.policy.config
+
+    def exploding(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("loader exploded")
+
+    monkeypatch.setattr(askgate.policy.config, "load_policy", exploding)
     reply = respond(payload(project(env), "git status"), env=env, policy_loader=load_policy_cached)
     assert (reply.code, reply.stdout) == (2, b"")
-    assert "cache exploded" in reply.stderr
+    assert "loader exploded" in reply.stderr
 
 
 REVIEWER_COMMANDS = ("make all", "npm test -x", "git commit -m x", "rm -rf y")

@@ -353,16 +353,22 @@ def load_policy(
 
     if not enabled(env):
         return Policy.load(cwd, config_files=config_files, agent=agent, env=env)
+    key: tuple[str, ...] = ()
+    path = ""
     try:
         key = _key(cwd, config_files, agent)
         path = _entry_path(env, key)
         entry = _read_entry(path)
-    except (OSError, ValueError):
-        key, path, entry = (), "", None
-    if entry is not None and _still_valid(entry, key, env):
-        counts["hit"] += 1
-        # Duck-typed: a Snapshot has every attribute `from_loaded` reads.
-        return Policy.from_loaded(cast("LoadedPolicy", entry.policy), env=env)
+        if entry is not None and _still_valid(entry, key, env):
+            counts["hit"] += 1
+            # Duck-typed: a Snapshot has every attribute `from_loaded` reads.
+            snapshot = cast("LoadedPolicy", entry.policy)
+        else:
+            snapshot = None
+    except Exception:  # a cache that cannot be read is no cache: the files decide
+        key, path, snapshot = (), "", None
+    if snapshot is not None:
+        return Policy.from_loaded(snapshot, env=env)
     loaded, entry = _load_and_record(cwd, config_files, agent, env, key)
     counts["loaded"] += 1
     if entry is not None and path:
@@ -393,7 +399,7 @@ def _load_and_record(
         files = tuple(_file_now(path) for path in recorder.files)
         directories = tuple(_directory_now(path) for path in recorder.directories)
         again, second, _ = _recorded_load(cwd, config_files, agent, env)
-        if second.failed or again != loaded:
+        if second.failed or again != loaded or not second.files.keys() <= recorder.files.keys():
             return loaded, None
         if tuple(_file_now(path) for path in recorder.files) != files:
             return loaded, None
