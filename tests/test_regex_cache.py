@@ -71,10 +71,12 @@ def installed(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """The cache installed in this process, undone afterwards (with re's own cache)."""
     import re._compiler
 
-    monkeypatch.setattr(re._compiler, "compile", re._compiler.compile)
+    python_compile = regex_cache._python_compile or re._compiler.compile
+    monkeypatch.setattr(re._compiler, "compile", python_compile)
     monkeypatch.setattr(regex_cache, "_state", regex_cache._State())
     re.purge()
     regex_cache.install(env)
+    assert re._compiler.compile is regex_cache._compile
     yield
     re.purge()
 
@@ -128,16 +130,28 @@ def test_a_file_others_can_write_is_ignored(
 ) -> None:
     _forge(env, "cat", "dog")
     cache_file(env).chmod(mode)
-    with monkeypatch.context():
-        import re._compiler
+    import re._compiler
 
-        monkeypatch.setattr(re._compiler, "compile", re._compiler.compile)
-        monkeypatch.setattr(regex_cache, "_state", regex_cache._State())
+    python_compile = regex_cache._python_compile or re._compiler.compile
+    with monkeypatch.context() as patch:
+        patch.setattr(re._compiler, "compile", python_compile)
+        patch.setattr(regex_cache, "_state", regex_cache._State())
         re.purge()
         regex_cache.install(env)
+        assert re._compiler.compile is regex_cache._compile
         assert re.compile("cat").fullmatch("cat")
         assert not re.compile("cat").fullmatch("dog")
+    assert re._compiler.compile is python_compile
     re.purge()
+
+
+def test_installing_twice_keeps_pythons_compile(env: dict[str, str], installed: None) -> None:
+    """A second install (another hook entry in the same process) must not wrap the
+    cache around itself."""
+    regex_cache.install(env)
+    assert regex_cache._python_compile is not regex_cache._compile
+    re.purge()
+    assert re.compile("d(o)g").match("dog").group(1) == "o"
 
 
 def test_another_pythons_programs_are_ignored(env: dict[str, str], installed: None) -> None:

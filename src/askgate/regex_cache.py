@@ -45,10 +45,11 @@ class _State:
     path = ""
     table: dict[tuple[str, str | bytes, int], Any] | None = None  # loaded on first compile
     added = 0
-    original: Any = None
 
 
 _state = _State()
+# Python's own `re._compiler.compile`, kept at the first `install` (never this module's).
+_python_compile: Any = None
 
 
 def _identity() -> tuple[Any, ...]:
@@ -97,7 +98,7 @@ def _program_of(pattern: str | bytes, flags: int) -> _Program:
 def _compile(pattern: Any, flags: int = 0) -> Any:
     import _sre
 
-    original = _state.original
+    original = _python_compile
     if not isinstance(pattern, (str, bytes)) or flags & 128 or len(pattern) > MAX_PATTERN_LENGTH:
         return original(pattern, flags)  # (128: re.DEBUG prints while compiling)
     if _state.table is None:
@@ -125,19 +126,21 @@ def _compile(pattern: Any, flags: int = 0) -> Any:
 
 def install(env: Mapping[str, str]) -> None:
     """Make `re.compile` reuse programs from the state directory (this process only)."""
+    global _python_compile
     import re._compiler  # type: ignore[import-not-found]
 
-    if _state.original is not None:
+    if re._compiler.compile is _compile:  # already installed in this process
         return
     if env.get(ENV_SWITCH, "").lower() in ("off", "0", "no", "false"):
         return
     from askgate.locations import state_dir
 
     try:
-        _state.path = os.path.join(state_dir(env), FILE_NAME)
+        path = os.path.join(state_dir(env), FILE_NAME)
     except ValueError:  # no HOME: nowhere to keep it
         return
-    _state.original = re._compiler.compile
+    _state.path, _state.table, _state.added = path, None, 0
+    _python_compile = re._compiler.compile
     re._compiler.compile = _compile
 
 
