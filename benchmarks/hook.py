@@ -2,7 +2,10 @@
 
 * the one-shot `askgate hook claude-code` process deciding in-process (no daemon), from
   exec to decision on stdout, against bare `python -c pass` and one-shot peer CLIs
-  (cedarpy, casbin) that load the equivalent policy from disk and make the same decision;
+  (cedarpy, casbin) that load the equivalent policy from disk and make the same decision:
+  in the steady state (its compiled-policy cache written by a first call, as after any
+  policy change; the entry is still verified against every policy file on each call), and
+  with the cache off (ASKGATE_HOOK_CACHE=off: what the first call after a change costs);
 * the same command hook relaying to a warm resident daemon (against bare python);
 * Claude Code's `type: "http"` hook: POST to the warm daemon on 127.0.0.1 and read the
   answer (no process at all).
@@ -374,16 +377,28 @@ def run(quick: bool) -> AreaReport:
         cold_child = _Child(
             "askgate in-process", hook_argv, cold_env, stdin=stdin, cwd=cwd, expect="allow"
         )
+        uncached_child = _Child(
+            "askgate in-process, no policy cache",
+            hook_argv,
+            {**cold_env, "ASKGATE_HOOK_CACHE": "off"},
+            stdin=stdin,
+            cwd=cwd,
+            expect="allow",
+        )
         relay_child = _Child("askgate relay", hook_argv, env, stdin=stdin, cwd=cwd, expect="allow")
         with _Warm(env) as warm:
             children = [bare, *peer_children]
             if built:
-                children.append(cold_child)
+                # The first call after a policy change writes the compiled-policy cache;
+                # every later one (what this row measures) reads and verifies it.
+                cold_child.once()
+                children += [cold_child, uncached_child]
                 if warm.port is not None:
                     children.append(relay_child)
             _sample_children(children, runs, warmup)
             http_fig = _http_figure(warm, stdin, http_runs, 0 if quick else 20)
         cold = cold_child.figure() if built else Figure(name="askgate", note=NOT_BUILT)
+        uncached = uncached_child.figure() if built else Figure(name="askgate", note=NOT_BUILT)
         if not built or warm.port is None:
             relayed = Figure(name="askgate relay", note=warm.note or NOT_BUILT)
         else:
@@ -397,6 +412,12 @@ def run(quick: bool) -> AreaReport:
                 ours=cold,
                 peers=tuple(peers),
                 target="faster than the fastest peer one-shot",
+            ),
+            Row(
+                measured=f"{measured}: in-process, no daemon, policy cache off (first call"
+                " after a policy change)",
+                ours=uncached,
+                peers=tuple(peers),
             ),
             Row(
                 measured=f"{measured}: command hook relay to a warm daemon",
@@ -423,8 +444,10 @@ def run(quick: bool) -> AreaReport:
         )
     notes += _verdicts(cold, relayed, http_fig, peers)
     notes.append(
-        "all children: same interpreter, private HOME/XDG dirs, policy read from disk each run;"
-        " the http row is a fresh connection per call, as Claude Code makes"
+        "all children: same interpreter, private HOME/XDG dirs, warm .pyc caches, policy read"
+        " from disk each run (askgate's in-process row re-reads every policy file and compares"
+        " it with its compiled-policy cache entry); the http row is a fresh connection per"
+        " call, as Claude Code makes"
     )
     measured_all = all(f.stats is not None for f in (cold, relayed, http_fig))
     return AreaReport(

@@ -429,6 +429,9 @@ def test_a_misbehaving_daemon_falls_back_in_process(
     logger = logging.getLogger("askgate")
     monkeypatch.setattr(logger, "handlers", list(logger.handlers))
     monkeypatch.setattr(logger, "propagate", logger.propagate)
+    import re._compiler  # and it installs the compiled-regex cache (askgate.regex_cache)
+
+    monkeypatch.setattr(re._compiler, "compile", re._compiler.compile)
 
     env = {**env, "ASKGATE_RELAY_TIMEOUT": "0.5"}
     server, release = _fake_listener(env, answer)

@@ -347,3 +347,22 @@ def test_broken_msgspec_still_answers_a_permission_request_with_deny(tmp_path) -
     out = json.loads(proc.stdout)["hookSpecificOutput"]
     assert out["decision"]["behavior"] == "deny"
     assert "half-upgraded msgspec" in out["decision"]["message"]
+
+
+def test_hook_json_is_the_bytes_json_dumps_would_write() -> None:
+    """`_dumps` writes with msgspec (no `json` import on the hot path): for every code
+    point, in keys and values, the same bytes as compact `json.dumps(ensure_ascii=False)`;
+    a lone surrogate takes the json path, which writes it as an escape."""
+    from askgate.adapters.claude_code import _dumps
+
+    def reference(body: dict) -> bytes:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-8", "backslashreplace") + b"\n"
+
+    chunk = 4096
+    for start in range(0, 0x110000, chunk):
+        text = "".join(chr(c) for c in range(start, start + chunk) if not 0xD800 <= c <= 0xDFFF)
+        body = {"hookSpecificOutput": {"k" + text[:64]: text, "n": None, "b": True, "i": 7}}
+        assert _dumps(body) == reference(body), hex(start)
+    lone = {"reason": "x\udc80y"}
+    assert _dumps(lone) == reference(lone) == b'{"reason":"x\\udc80y"}\n'

@@ -8,21 +8,22 @@ A failure to write is reported to the caller's logger and never changes a decisi
 
 from __future__ import annotations
 
+import _thread  # threading's Lock without importing threading (every tool call)
 import datetime as _dt
 import errno
-import logging
 import os
 import re
 import stat
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
+from askgate.lazylog import LazyLogger
 from askgate.outcome import Outcome, Pending
 
-log = logging.getLogger("askgate.audit")
+# Imports logging only when it logs (askgate.lazylog): not on every tool call.
+log = LazyLogger("askgate.audit")
 
 MAX_FIELD = 1_000
 MAX_DEPTH = 6
@@ -203,7 +204,7 @@ class AuditLog:
     def __init__(self, path: str, *, client: str | None = None) -> None:
         self.path = path
         self.client = bound(client, 200) if client else None
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._encoder = msgspec.json.Encoder()
 
     def write(self, record: Mapping[str, Any]) -> bool:

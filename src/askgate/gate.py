@@ -9,7 +9,6 @@ resolution `confirmation_unavailable`, and one nobody answered in time in
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from askgate.lazylog import LazyLogger
 from askgate.outcome import (
     INTERNAL_ERROR,
     MALFORMED_INPUT,
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from askgate.audit import AuditLog
     from askgate.events import EventBus
 
-log = logging.getLogger("askgate.gate")
+# Imports logging only when it logs (askgate.lazylog): not on every tool call.
+log = LazyLogger("askgate.gate")
 
 __all__ = ["Gate", "Outcome", "Pending", "Resolution", "ToolRequest"]
 

@@ -9,8 +9,8 @@ refused outright for prefixes that would approve arbitrary code (``bash -c``,
 
 from __future__ import annotations
 
+import _thread  # threading's Lock without importing threading (every tool call)
 import os
-import threading
 
 from askgate.policy.model import Surface
 from askgate.policy.patterns import Pattern, compile_pattern, kind_of
@@ -178,7 +178,7 @@ class SessionApprovals:
     """In-memory approvals for one session. Thread-safe; cleared when the gate closes."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._patterns: dict[Surface, list[Pattern]] = {}
 
     def approve(self, surface: Surface, pattern: str) -> None:

@@ -84,6 +84,16 @@ def one_line(text: str, limit: int = MAX_ERROR_LINE) -> str:
 
 
 def _dumps(body: Mapping[str, Any]) -> bytes:
+    """Compact JSON, non-ASCII as UTF-8. msgspec writes exactly the bytes `json.dumps`
+    would for any text without lone surrogates (tests/test_hook_claude_code.py checks every
+    code point) and spares a one-shot process importing `json`; a lone surrogate (or a
+    broken msgspec) takes the `json` path, which writes it as a `\\u` escape."""
+    try:
+        import msgspec
+
+        return msgspec.json.encode(body) + b"\n"
+    except Exception:
+        pass
     import json
 
     return (
@@ -239,6 +249,16 @@ def load_policy(
     return Policy.load(cwd, config_files=config_files, agent=agent, env=env)
 
 
+def load_policy_cached(
+    cwd: str, config_files: Sequence[str], agent: str | None, env: Mapping[str, str]
+) -> Policy:
+    """`load_policy` through the on-disk compiled-policy cache (askgate.policy_cache), for
+    the one-shot process; the daemon keeps policies in memory and passes its own loader."""
+    from askgate.policy_cache import load_policy as load_through_cache
+
+    return load_through_cache(cwd, config_files, agent, env)
+
+
 def respond(
     data: bytes,
     *,
@@ -297,7 +317,6 @@ def _decide(
     from askgate.gate import Gate, Pending
     from askgate.locations import review_log_disabled
     from askgate.outcome import ToolRequest
-    from askgate.prompters.server import resolve_with_server
 
     event = hook.hook_event_name
     request = ToolRequest(
@@ -316,7 +335,10 @@ def _decide(
         result = gate.preflight(request)
     # An ask goes to the approval server when one is configured (user/managed file or env):
     # outside the lock, since that can wait for a human.
-    result = resolve_with_server(gate, result, env=env)
+    if isinstance(result, Pending):  # (only an ask: the module costs a settled call ~5 ms)
+        from askgate.prompters.server import resolve_with_server
+
+        result = resolve_with_server(gate, result, env=env)
     if isinstance(result, Pending):
         # Claude Code asks its user itself; its answer never reaches us, so nothing is
         # recorded as an outcome here (the ask is logged as delegated).
@@ -403,7 +425,15 @@ def tune_for_one_shot() -> None:
 
 def one_line_logging() -> None:
     """askgate's log records (an internal error the gate caught and turned into a deny)
-    as single stderr lines: Python's fallback handler would print a traceback."""
+    as single stderr lines: Python's fallback handler would print a traceback. Installed
+    when something first logs (askgate.lazylog): a call that logs nothing never imports
+    `logging`."""
+    from askgate.lazylog import when_logging_loads
+
+    when_logging_loads(_install_one_line_handler)
+
+
+def _install_one_line_handler() -> None:
     import logging
 
     class OneLine(logging.Handler):
@@ -419,14 +449,44 @@ def one_line_logging() -> None:
         logger.propagate = False
 
 
-def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+def prepare_one_shot(env: Mapping[str, str]) -> Callable[[], None] | None:
+    """Ready this process to decide one call and exit (also run for the codex and gemini
+    hooks, before their adapters load: askgate.hooks): regexes from the on-disk cache,
+    msgspec without typing_extensions, one-line logging, the parser alone. Returns what
+    to call once the call is decided (`finish_one_shot`). Never raises: each step is an
+    optimisation, and without it the decision is the same."""
+    save_regexes: Callable[[], None] | None = None
+    try:
+        from askgate import regex_cache
+
+        regex_cache.install(env)  # before anything compiles a regex (msgspec's imports do)
+        save_regexes = regex_cache.save
+    except BaseException:  # no cache: Python compiles as usual
+        pass
     try:
         import_msgspec_lean()  # first: everything below imports msgspec
         one_line_logging()
         tune_for_one_shot()
     except BaseException:  # a broken install: respond() meets it too and answers per event
         pass
-    return respond(data, config_files=config_files, env=env)
+    return save_regexes
+
+
+def finish_one_shot(save_regexes: Callable[[], None] | None) -> None:
+    """After the decision: keep the regexes this call compiled (best effort, never raises)."""
+    if save_regexes is None:
+        return
+    try:
+        save_regexes()  # writes only when this call met new patterns
+    except BaseException:  # the decision is made; the cache is an optimisation
+        return
+
+
+def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
+    save_regexes = prepare_one_shot(env)
+    reply = respond(data, config_files=config_files, env=env, policy_loader=load_policy_cached)
+    finish_one_shot(save_regexes)
+    return reply
 
 
 def answer(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:

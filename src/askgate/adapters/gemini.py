@@ -107,7 +107,11 @@ def output(decision: str, reason: str, tool_input: Mapping[str, Any] | None = No
 
 
 def run(
-    data: bytes, *, config_files: Sequence[str] = (), env: Mapping[str, str] | None = None
+    data: bytes,
+    *,
+    config_files: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    cached: bool = False,
 ) -> bytes:
     """Decide one BeforeTool call; returns stdout or raises HookError."""
     from askgate.gate import Pending
@@ -123,6 +127,7 @@ def run(
         env=env,
         prompter=prompter,
         prompt_timeout=PROMPT_BUDGET_SECONDS,
+        cached=cached,  # main: a one-shot process (askgate.policy_cache)
     )
     request = to_request(hook)
     result = gate.preflight(request)
@@ -166,7 +171,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         config_files = parse_config_args(argv, "askgate hook gemini")
         data = read_input(sys.stdin.buffer)
-        answer = run(data, config_files=config_files)
+        answer = run(data, config_files=config_files, cached=True)
     except (HookError, UsageError) as exc:
         return fail(f"askgate: blocked: {exc}")
     except BaseException as exc:

@@ -36,7 +36,7 @@ import msgspec
 from askgate import locations
 from askgate.policy.examples import RuleExample
 from askgate.policy.model import Action, Origin, Rule
-from askgate.policy.paths import check_path_text, fold_lexically, normalize
+from askgate.policy.paths import find_project_root, fold_lexically, normalize
 from askgate.policy.policy_file import (
     ConfigError,
     PolicyFile,
@@ -141,20 +141,6 @@ def managed_policy_path(env: Mapping[str, str] | None = None) -> str:
     """`/etc/askgate/policy.toml`; `ASKGATE_MANAGED_POLICY` names another file only while
     nothing exists there (a test seam: it cannot replace a real managed file)."""
     return locations.managed_policy_path(env)
-
-
-def find_project_root(cwd: str) -> str:
-    """The nearest ancestor of `cwd` holding `.git` (directory or file), else `cwd`."""
-    check_path_text(cwd)
-    start = fold_lexically(cwd if cwd.startswith("/") else os.path.join(os.getcwd(), cwd))
-    directory = start
-    while True:
-        if os.path.lexists(os.path.join(directory, ".git")):
-            return directory
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return start
-        directory = parent
 
 
 def discover_paths(cwd: str, env: Mapping[str, str] | None = None) -> list[tuple[Origin, str]]:

@@ -803,7 +803,7 @@ def _refuse(surface: Surface, value: str, why: str, action: Action = Action.ASK)
 
 
 def _check_reason(check: Check) -> str:
-    from askgate.policy.builtin import describe_source
+    from askgate.policy.shipped import describe_source  # not .builtin: no parser import
 
     if check.basis == Basis.FLOOR:
         return check.note or "needs a human"

@@ -222,3 +222,20 @@ def inside_roots(root: str, extra_directories: Sequence[str] = ()) -> tuple[str,
             if form not in roots:
                 roots.append(form)
     return tuple(roots)
+
+
+def find_project_root(cwd: str) -> str:
+    """The nearest ancestor of `cwd` holding `.git` (directory or file), else `cwd`.
+
+    Here rather than in `config` so a hook can find the root without the file parser
+    (askgate.policy_cache); `config` re-exports it."""
+    check_path_text(cwd)
+    start = fold_lexically(cwd if cwd.startswith("/") else os.path.join(os.getcwd(), cwd))
+    directory = start
+    while True:
+        if os.path.lexists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return start
+        directory = parent

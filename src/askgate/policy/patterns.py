@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
+
+import msgspec
 
 from askgate.policy.model import Surface
 
@@ -47,20 +48,19 @@ def kind_of(surface: Surface) -> PatternKind:
 # A pattern is a sequence of items: a literal character (a str of length 1), One (one
 # character), Star (any run of characters) or Opt (an optional group of items). One and
 # Star carry whether they may match "/" (always in wildcards; only "**" in path globs).
+# Frozen Structs rather than dataclasses: `dataclasses` imports `inspect` (with ast, dis,
+# tokenize), which costs a one-shot hook process more than compiling all its rules.
 
 
-@dataclass(frozen=True, slots=True)
-class One:
+class One(msgspec.Struct, frozen=True):
     slash_ok: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Star:
+class Star(msgspec.Struct, frozen=True):
     slash_ok: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Opt:
+class Opt(msgspec.Struct, frozen=True):
     items: tuple[Item, ...]
 
 

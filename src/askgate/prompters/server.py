@@ -21,7 +21,6 @@ file, trusted or not: a repository must not send your approvals to its own serve
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 import time
@@ -32,6 +31,7 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
+from askgate.lazylog import LazyLogger
 from askgate.prompt import PromptReply, PromptRequest, PromptState
 
 if TYPE_CHECKING:
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from askgate.gate import Gate, Pending
     from askgate.outcome import Outcome
 
-log = logging.getLogger("askgate.prompters.server")
+# Imports logging only when it logs (askgate.lazylog): not on every tool call.
+log = LazyLogger("askgate.prompters.server")
 
 DEFAULT_BUDGET = 110.0  # seconds; must stay below the agent's hook timeout (askgate doctor)
 POLL_SLICE = 50.0  # one long-poll request, under the common 60 s proxy idle limit

@@ -11,10 +11,10 @@ when a unit is floored to ask.
 from __future__ import annotations
 
 import os
-import re
 import time
 from typing import Any
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.model import Action, ShellAnalysis
 from askgate.policy.shell.base import Frame
 from askgate.policy.shell.cwd import Cwd, Probe
@@ -29,7 +29,7 @@ ANALYSE_LIMIT_FACTOR = 5
 
 _BIG_TREE = 5_000  # nodes
 _SWEEP_BUDGET_SECONDS = 0.25
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE = lazy_compile(r"[\ud800-\udfff]")
 _BLANK = " \t\n\r\f\v"
 _COMMAND_TYPES = frozenset({"command", "declaration_command", "unset_command", "test_command"})
 _COMMAND_QUERY = f"[{' '.join(f'({t})' for t in sorted(_COMMAND_TYPES))}] @c"
@@ -87,7 +87,7 @@ def _load() -> tuple[Any, Any]:
 # characters are plain word characters to bash, so the parser gets a copy where each is
 # replaced by two U+00B7 (also 4 bytes: every byte offset stays valid) while the walker
 # slices the real text from the original bytes.
-_FOUR_BYTE_CHARACTER = re.compile(rb"[\xf0-\xf7][\x80-\xbf]{3}")
+_FOUR_BYTE_CHARACTER = lazy_compile(rb"[\xf0-\xf7][\x80-\xbf]{3}")
 _SAFE_STAND_IN = "\u00b7\u00b7".encode()
 
 
@@ -240,7 +240,7 @@ def _analyze(command: str, max_length: int, probe: Probe | None = None) -> Shell
 # Text that changes what `cd`, `pushd` and `popd` do for the whole command (a function
 # or alias of that name, `enable -n`, `shopt -s cdable_vars`, CDPATH), looked for in the
 # raw text so strings run later (`bash -c '…'`) count too.
-_MOVES_REDEFINED = re.compile(
+_MOVES_REDEFINED = lazy_compile(
     r"(?:\b(?:cd|pushd|popd)\s*\(\s*\)|\bfunction\s+(?:cd|pushd|popd)\b|"
     r"\benable\b[^;&|\n]*\s-[a-z]*n|\bcdable_vars\b|\bCDPATH\b|\bautocd\b|"
     r"\balias\b[^;&|\n]*\b(?:cd|pushd|popd)\s*=|\bset\b[^;&|\n]*(?:\s-[a-zA-Z]*P|physical))"

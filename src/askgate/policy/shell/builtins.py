@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.base import Frame
 from askgate.policy.shell.commands import CommandMixin
 from askgate.policy.shell.cwd import Cwd
@@ -14,8 +14,8 @@ from askgate.policy.shell.words import Node, Word, synthetic
 
 _ARITHMETIC_TEST = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _FILE_PAIR_TESTS = frozenset({"-nt", "-ot", "-ef"})
-_IDENTIFIER = re.compile(r"[A-Za-z_]")
-_INTEGER = re.compile(r"[+-]?\d+")
+_IDENTIFIER = lazy_compile(r"[A-Za-z_]")
+_INTEGER = lazy_compile(r"[+-]?\d+")
 
 
 class BuiltinMixin(CommandMixin):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
 import msgspec
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import git
 from askgate.policy.shell.argv import names, scan
@@ -67,8 +67,8 @@ STATEMENT_TYPES = names(
     "pipeline list redirected_statement function_definition c_style_for_statement "
     "negated_command test_command"
 )
-_NAMED_FD = re.compile(r"^\{[A-Za-z_][A-Za-z0-9_]*\}$")
-_INTEGER = re.compile(r"^[+-]?\d+$")
+_NAMED_FD = lazy_compile(r"^\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_INTEGER = lazy_compile(r"^[+-]?\d+$")
 # Builtins that take variable names: a subscript in a name is evaluated as arithmetic,
 # which can run command substitutions hidden in a variable's value.
 _NAME_BUILTINS = names("read printf unset mapfile readarray wait getopts test [")
@@ -100,7 +100,7 @@ _NOT_FUSED = frozenset(
 # Names whose inline code or command language inline.py reads.
 _CODE_NAMES = COMMAND_LANGUAGE_NAMES | INLINE_INTERPRETERS | INTERPRETERS
 # A command whose whole source is plain words: no quotes, escapes, expansions, globs.
-_PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_./:=@%+, \t-]+")
+_PLAIN_COMMAND = lazy_compile(r"[A-Za-z0-9_./:=@%+, \t-]+")
 
 
 class CommandMixin(RedirectMixin):
@@ -779,10 +779,10 @@ def _pwd(path: str, cwd: str | None) -> str:
 
 # Paths that name something other than what they spell: the shell's own directory, a
 # process's files, an open descriptor.
-_SPECIAL_FILE = re.compile(r"(?:^|\s)/(?:proc|dev/fd)/")
-_PROC_SELF = re.compile(r"^/proc/(?:self|thread-self)/(cwd|root)(?=/|$)")
-_OUR_DESCRIPTOR = re.compile(r"^/dev/fd/[0-9]+$|^/proc/(?:self|thread-self)/fd/[0-9]+$")
-_PROC_PROCESS = re.compile(r"^/proc/(?:self|thread-self|[0-9]+)(?:/|$)")
+_SPECIAL_FILE = lazy_compile(r"(?:^|\s)/(?:proc|dev/fd)/")
+_PROC_SELF = lazy_compile(r"^/proc/(?:self|thread-self)/(cwd|root)(?=/|$)")
+_OUR_DESCRIPTOR = lazy_compile(r"^/dev/fd/[0-9]+$|^/proc/(?:self|thread-self)/fd/[0-9]+$")
+_PROC_PROCESS = lazy_compile(r"^/proc/(?:self|thread-self|[0-9]+)(?:/|$)")
 
 
 def _special_files(group: Sequence[str], reasons: list[str], substitutions: bool) -> list[str]:

@@ -10,18 +10,18 @@ and names a relative path is floored (commands.py), a unit without one is not.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.words import Word
 
 # A directory only known at run time (never a real path: it holds a NUL).
 UNKNOWN = "\x00unknown"
 # More possibilities than this and the set becomes "somewhere unknown".
 MAX_CONFIGS = 32
-_TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/.*)?$")
-_ROTATION = re.compile(r"^[+-][0-9]+$")
+_TILDE_USER = lazy_compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/.*)?$")
+_ROTATION = lazy_compile(r"^[+-][0-9]+$")
 
 Dir = str | None  # absolute, `~…`, `$HOME…`, relative to the request's cwd, None = that cwd
 Probe = Callable[[Dir], "bool | None"]  # does this directory exist and can it be entered?

@@ -13,18 +13,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.words import Node
 
 # Triggers worth a walk of the tree: `${` and `$((` / `$[`.
-_TRIGGER = re.compile(rb"\$\{|\$\(\(|\$\[")
+_TRIGGER = lazy_compile(rb"\$\{|\$\(\(|\$\[")
 # Variables bash keeps as plain integers itself.
 _INTEGER_VARIABLES = frozenset(
     {"RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASHPID", "PPID", "UID", "EUID", "OPTIND",
      "EPOCHSECONDS", "COLUMNS", "LINES", "SHLVL", "HISTCMD", "#", "?", "$", "!"}
 )  # fmt: skip
-_ASSIGNMENT = re.compile(r"(?<![\w$])([A-Za-z_][A-Za-z0-9_]*)(\+?=)([^\s;&|)]*)")
-_FOR_NUMBERS = re.compile(r"\bfor\s+([A-Za-z_]\w*)\s+in\s+([-\d\s]+?)\s*;")
-_DIGITS = re.compile(r"^-?[0-9]+$")
+_ASSIGNMENT = lazy_compile(r"(?<![\w$])([A-Za-z_][A-Za-z0-9_]*)(\+?=)([^\s;&|)]*)")
+_FOR_NUMBERS = lazy_compile(r"\bfor\s+([A-Za-z_]\w*)\s+in\s+([-\d\s]+?)\s*;")
+_DIGITS = lazy_compile(r"^-?[0-9]+$")
 _SAFE_INDEX = frozenset({"number", "@", "*"})
 _NAME_KINDS = frozenset({"variable_name", "special_variable_name"})
 _VALUE_KINDS = frozenset(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.words import Word
 
 _FLAG_OPTIONS = frozenset(
@@ -34,7 +34,7 @@ _PROGRAM_OPTIONS: dict[str, tuple[str, ...]] = {
 # Subcommands (and their first word) whose arguments are commands to run.
 _RUNS_COMMANDS = {("bisect", "run"), ("submodule", "foreach"), ("filter-branch", None)}
 # Configuration keys whose value git (or a tool it starts) runs or loads.
-_EXEC_KEY = re.compile(
+_EXEC_KEY = lazy_compile(
     r"^(?:alias|pager|filter|include|includeif|credential|guitool|browser|man|difftool|"
     r"mergetool|instaweb|sendemail)\.|^core\.(?:pager|editor|sshcommand|fsmonitor|hookspath|"
     r"askpass|gitproxy|alternaterefscommand|worktree)$|^(?:diff\.external|sequence\.editor|"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.words import Word
 
 # Interpreter -> (options whose value is code, option letters taking a value).
@@ -28,38 +29,38 @@ _CODE_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "node": (("-e", "-p", "--eval", "--print"), "erC"),
     "php": (("-r", "-R", "-B", "-E", "-F"), "rdcfBERFz"),
 }
-_PYTHON = re.compile(r"^(?:python|pypy)[0-9.]*$")
+_PYTHON = lazy_compile(r"^(?:python|pypy)[0-9.]*$")
 _NODE = ("node", "nodejs", "bun", "deno")
 
 # Calls that start another program, or evaluate a string as code (which may then).
 _RUNS = {
-    "perl": re.compile(
+    "perl": lazy_compile(
         r"\bsystem\b|\bexec\b|`|\bqx\b|\bopen\d?\s*\(?[^;]*(?:\|\s*['\"]|['\"][^'\"]*\|)|"
         r"\beval\b|\bfork\b|\bpipe\b|\bIPC::|\bdo\s*['\"]|\brequire\b|\bsyscall\b|\b(?:sym)?link\b"
     ),
-    "ruby": re.compile(
+    "ruby": lazy_compile(
         r"\bsystem\b|\bexec\b|`|%x|\bspawn\b|\bpopen|\bOpen3\b|\beval\b|\bfork\b|"
         r"\bsyscall\b|\binstance_eval\b|\bsend\b|\bKernel\b|\bopen\s*\(\s*['\"]\||\b(?:sym)?link\b"
     ),
-    "python": re.compile(
+    "python": lazy_compile(
         r"\bsubprocess\b|\bos\s*\.\s*(?:system|popen|exec|spawn|posix_spawn|fork)|\bpty\b|"
         r"\bexec\s*\(|\beval\s*\(|__import__|\bimportlib\b|\bgetattr\b|\bctypes\b|"
         r"\bcompile\s*\(|\bcommands\b|\bmultiprocessing\b|\bplatform\s*\.\s*popen|"
         r"\bfrom\s+os\s+import\b|\brunpy\b|\bcode\s*\.\s*interact|\b(?:sym)?link(?:_to)?\b"
     ),
-    "node": re.compile(
+    "node": lazy_compile(
         r"child_process|\bexec\w*\s*\(|\bspawn\w*\s*\(|\beval\s*\(|\bFunction\s*\(|"
         r"process\s*\.\s*binding|\bimport\s*\(|\brequire\s*\(\s*[^'\"]|\bvm\b|\bworker_threads\b|"
         r"\bDeno\s*\.\s*(?:run|Command)|\bBun\s*\.\s*(?:spawn|\$)|\b(?:sym)?link(?:Sync)?\b"
     ),
-    "php": re.compile(
+    "php": lazy_compile(
         r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_exec|eval|assert|"
         r"create_function|call_user_func\w*|mail|putenv|dl|symlink|link)\s*\(|`|\$\w+\s*\("
     ),
 }
 # Quoted string literals (no escapes spanning quotes needed: we only want path-looking ones).
-_LITERAL = re.compile(r"'([^'\n]{1,4096})'|\"([^\"\n]{1,4096})\"")
-_AWK_WRITE = re.compile(r">>?\s*\"([^\"\n]+)\"")
+_LITERAL = lazy_compile(r"'([^'\n]{1,4096})'|\"([^\"\n]{1,4096})\"")
+_AWK_WRITE = lazy_compile(r">>?\s*\"([^\"\n]+)\"")
 
 
 def interpreter_key(name: str) -> str | None:
@@ -177,7 +178,7 @@ def _names_path(literal: str) -> bool:
     return "/" in literal or literal.startswith(("~", ".")) or bool(_BARE.match(literal))
 
 
-_BARE = re.compile(r"^[\w][\w.+-]{0,127}$")
+_BARE = lazy_compile(r"^[\w][\w.+-]{0,127}$")
 
 
 # --- command languages -------------------------------------------------------------------
@@ -186,7 +187,7 @@ _INTERACTIVE = frozenset({"ed", "red", "ex", "dc", "sftp", "ftp", "gnuplot", "ps
                           "mariadb", "sqlite3", "sqlite", "duckdb", "bc", "jshell"})  # fmt: skip
 _ALWAYS = frozenset({"ed", "red", "ex", "dc"})  # their input is commands, `!` runs a shell
 # sqlite3 dot-commands that run programs or touch files, and SQL functions that do.
-_SQLITE_ESCAPE = re.compile(
+_SQLITE_ESCAPE = lazy_compile(
     r"(?:^|[\n;])\s*\.(?:shell|system|output|once|import|read|load|open|save|backup|restore|"
     r"cd|log|excel|clone|archive|ar|trace|iotrace|testcase|www|sha3sum|dbinfo\s+\S)|"
     r"\b(?:edit|readfile|writefile|load_extension|fts3_tokenizer|lsdir)\s*\(",
@@ -196,14 +197,14 @@ _ESCAPE = {
     "sqlite3": _SQLITE_ESCAPE,
     "sqlite": _SQLITE_ESCAPE,
     "duckdb": _SQLITE_ESCAPE,
-    "psql": re.compile(r"\\!|\\o\s*\||\\copy|\\g\s*\||\\i|\\w|\\setenv|\\gexec"),
-    "mysql": re.compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
-    "mariadb": re.compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
-    "gnuplot": re.compile(r"\bsystem\b|!|`|\bload\b|\bshell\b|\bset\s+(?:output|print)"),
-    "sftp": re.compile(r"!"),
-    "ftp": re.compile(r"!"),
-    "bc": re.compile(r"$^"),
-    "jshell": re.compile(r"\bRuntime\b|\bProcessBuilder\b|/open"),
+    "psql": lazy_compile(r"\\!|\\o\s*\||\\copy|\\g\s*\||\\i|\\w|\\setenv|\\gexec"),
+    "mysql": lazy_compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
+    "mariadb": lazy_compile(r"\\!|\bsystem\b|\\\.|\bsource\b|\btee\b|\bpager\b", re.I),
+    "gnuplot": lazy_compile(r"\bsystem\b|!|`|\bload\b|\bshell\b|\bset\s+(?:output|print)"),
+    "sftp": lazy_compile(r"!"),
+    "ftp": lazy_compile(r"!"),
+    "bc": lazy_compile(r"$^"),
+    "jshell": lazy_compile(r"\bRuntime\b|\bProcessBuilder\b|/open"),
 }
 _BATCH_EDITOR = {
     "vim": ("-e", "-E", "-es", "-Es", "-s", "--headless", "-u", "-S", "-c", "--cmd", "-x"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.argv import Scan, names, scan
 from askgate.policy.shell.pathspecs import CODE_OPTIONS, SPECS, Spec
 from askgate.policy.shell.words import Word
@@ -39,11 +40,11 @@ FILE_TESTS = names("-e -f -d -r -w -x -s -L -h -b -c -p -S -g -u -k -O -G -N -a"
 # Commands whose arguments are never paths, however they look.
 NO_PATH_COMMANDS = frozenset({"echo", "printf", ":", "true", "false"})
 
-_TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
-_FILE_NAME = re.compile(r"^[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}$")  # `x.xml`, `.env.local`
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_SCP_REMOTE = re.compile(r"^[^/]*:")
-_NAME_EQ = re.compile(r"^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*=")
+_TILDE_USER = lazy_compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
+_FILE_NAME = lazy_compile(r"^[\w.-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}$")  # `x.xml`, `.env.local`
+_URL = lazy_compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SCP_REMOTE = lazy_compile(r"^[^/]*:")
+_NAME_EQ = lazy_compile(r"^-{0,2}[A-Za-z_][A-Za-z0-9_.-]*=")
 
 
 def looks_like_path(text: str) -> bool:
@@ -117,17 +118,17 @@ def operand_value(word: Word) -> str | None:
 
 
 # Options whose separate value is, by its name, a file written or read.
-_OUTPUT_OPTION = re.compile(
+_OUTPUT_OPTION = lazy_compile(
     r"^(?:-[oOfw]|--?\w*(?:out|log|file|write|dump|save|dest|export|report|junit|keyout|"
     r"cert|key|trace|record)\w*)$",
     re.I,
 )
-_BARE_NAME = re.compile(r"^[\w.][\w.+-]*$")
+_BARE_NAME = lazy_compile(r"^[\w.][\w.+-]*$")
 
-_CHMOD_MODE = re.compile(r"^-[rwxXstugoa]+$")
+_CHMOD_MODE = lazy_compile(r"^-[rwxXstugoa]+$")
 
 
-_SUBSTITUTION = re.compile(r"\$\(|`|<\(|>\(")
+_SUBSTITUTION = lazy_compile(r"\$\(|`|<\(|>\(")
 
 
 def _is_path(text: str) -> bool:
@@ -463,7 +464,7 @@ _SEARCHERS = names("rg ag ack ripgrep")
 _WALKERS = names("find fd fdfind du tree")
 _COPIERS = names("cp rsync scp")
 RECURSIVE_NAMES = _GREPS | _SEARCHERS | _WALKERS | names("ls tar bsdtar gtar zip") | _COPIERS
-_RECURSIVE_FLAG = re.compile(r"^-[A-Za-z]*[rR]")
+_RECURSIVE_FLAG = lazy_compile(r"^-[A-Za-z]*[rR]")
 # Readers that are recursive only with a flag (-r, -R, -a, --recursive, --archive,
 # --directories=recurse: each spelling holds an r, an R or an a).
 _NEEDS_FLAG = _GREPS | _COPIERS | names("ls zip")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.argv import names
 from askgate.policy.shell.words import Word
 
@@ -19,7 +20,7 @@ INTERPRETERS = names(
     "python python2 python3 pypy pypy3 node nodejs bun deno perl ruby php lua luajit tclsh "
     "wish R Rscript julia osascript irb groovy jshell scala awk gawk"
 )
-_PYTHON = re.compile(r"^(?:python|pypy)[0-9.]*$")
+_PYTHON = lazy_compile(r"^(?:python|pypy)[0-9.]*$")
 _INLINE_CODE = {
     "python": ("-c",),
     "node": ("-e", "-p", "--eval", "--print"),
@@ -59,7 +60,7 @@ DANGEROUS_VARIABLES = names(
     "KUBECONFIG AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE XDG_CONFIG_HOME FZF_DEFAULT_COMMAND"
 )
 _DANGEROUS_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG", "BASH_FUNC_", "LUA_INIT")
-_DANGEROUS_PATTERN = re.compile(r"^CARGO_TARGET_\w*_(?:RUNNER|LINKER)$|^npm_config_", re.I)
+_DANGEROUS_PATTERN = lazy_compile(r"^CARGO_TARGET_\w*_(?:RUNNER|LINKER)$|^npm_config_", re.I)
 
 
 def dangerous_variable(name: str) -> bool:

@@ -11,9 +11,9 @@ Two kinds, both only ever make a unit stricter:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.sedscript import runs_commands, sed_scripts
 from askgate.policy.shell.words import Word
 
@@ -159,7 +159,7 @@ def ssh_option_runs(value: str) -> bool:
     return value.lstrip(' \t"').lower().startswith(LOCAL_COMMAND_KEYS)
 
 
-_AWK_EXEC = re.compile(r'\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;}]*\|\s*"')
+_AWK_EXEC = lazy_compile(r'\bsystem\s*\(|\|\s*getline|\|&|\bprintf?\b[^;}]*\|\s*"')
 
 
 _AWKS = ("awk", "gawk", "mawk", "nawk")

@@ -9,9 +9,9 @@ starts with a shell, and the script after a `-c`, are analysed as commands (floo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.argv import names
 from askgate.policy.shell.programs import FOREIGN_SHELLS, SHELLS
 from askgate.policy.shell.words import Word
@@ -19,8 +19,8 @@ from askgate.policy.shell.words import Word
 MAX_TAILS = 6
 # Programs that only look names up: `which curl` runs nothing.
 LOOKUPS = names("which type man info whatis apropos whereis tldr help hash pinfo")
-_COMMAND_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
-_SCRIPT_SYNTAX = re.compile(r"[\s;&|<>$`()]")
+_COMMAND_NAME = lazy_compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+_SCRIPT_SYNTAX = lazy_compile(r"[\s;&|<>$`()]")
 
 
 class Tails:

@@ -6,6 +6,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.model import Unit
 from askgate.policy.shell.argv import names
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, SinkLike, in_context
@@ -32,9 +33,9 @@ Parse = Callable[[bytes], Node]  # bytes -> root node
 # so there are at most (separators + 1) of them. An `&` touching `<` or `>` is part of a
 # redirection (`2>&1`, `&>f`); `|&` and `;;` count extra: the bound only ever errs high,
 # and a high bound just means the sweep runs.
-_FLAT_SOURCE = re.compile(rb"[A-Za-z0-9_./:=@%+,~*?<> \t\n;&|-]*")
-_SEPARATOR = re.compile(rb"&&|\|\||(?<![<>])&(?!>)|[;|\n]")
-_RESERVED_WORD = re.compile(
+_FLAT_SOURCE = lazy_compile(rb"[A-Za-z0-9_./:=@%+,~*?<> \t\n;&|-]*")
+_SEPARATOR = lazy_compile(rb"&&|\|\||(?<![<>])&(?!>)|[;|\n]")
+_RESERVED_WORD = lazy_compile(
     rb"(?<![^\s;&|<>])(?:if|then|else|elif|fi|for|while|until|do|done|case|esac|select|"
     rb"function|time|coproc|in)(?![^\s;&|<>])"
 )

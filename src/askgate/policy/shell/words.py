@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from askgate.policy.lazy_regex import lazy_compile
+
 Node = Any  # tree_sitter.Node; kept loose so importing this module does not load tree-sitter
 
 # Called for every node that holds commands of its own ($( ), backticks, <( ), >( )).
@@ -24,7 +26,7 @@ MASK = "\x00"
 # `$HOME`/`$PWD` at the start of a path word are resolved later (paths.py), not floored.
 PATH_VARIABLES = frozenset({"HOME", "PWD"})
 
-_BRACE = re.compile(r"\{[^{}\x00]*(?:,|\.\.)[^{}\x00]*\}")
+_BRACE = lazy_compile(r"\{[^{}\x00]*(?:,|\.\.)[^{}\x00]*\}")
 _ANSI_SIMPLE = {
     "a": "\a",
     "b": "\b",
@@ -40,7 +42,7 @@ _ANSI_SIMPLE = {
     '"': '"',
     "?": "?",
 }
-_ANSI_ESCAPE = re.compile(
+_ANSI_ESCAPE = lazy_compile(
     r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9a-fA-F]{1,2})|u([0-9a-fA-F]{1,4})"
     r"|U([0-9a-fA-F]{1,8})|c(.)|(.))",
     re.DOTALL,
@@ -135,7 +137,7 @@ def unescape_double_quoted(raw: str) -> str:
 
 
 # What runtime_reason() looks for: a word with none of these is static.
-RUNTIME_CHARS = re.compile(r"[*?\[{~]")
+RUNTIME_CHARS = lazy_compile(r"[*?\[{~]")
 
 
 def runtime_reason(shape: str) -> str | None:
@@ -156,7 +158,7 @@ def runtime_reason(shape: str) -> str | None:
     return None
 
 
-_TILDE_USER = re.compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
+_TILDE_USER = lazy_compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
 
 
 class WordBuilder:

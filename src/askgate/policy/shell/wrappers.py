@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.argv import names, scan
 from askgate.policy.shell.launchers import LAUNCHERS
 from askgate.policy.shell.peeling import Handler, Peel
@@ -22,7 +23,7 @@ from askgate.policy.shell.runners import ssh_option_runs
 from askgate.policy.shell.variables import builtin_floor
 from askgate.policy.shell.words import Word, synthetic
 
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = lazy_compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _NO_NAMES: frozenset[str] = frozenset()
 
 
