@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 from askgate.policy.shell.argv import Scan, names, scan
 from askgate.policy.shell.pathspecs import CODE_OPTIONS, SPECS, Spec
@@ -138,6 +139,19 @@ def _is_path(text: str) -> bool:
         and text not in ("{}", "-")
         and not _SUBSTITUTION.search(text)
     )
+
+
+class PathsView(Protocol):
+    """What a unit takes from a Paths (or from a memoised, immutable copy of one)."""
+
+    @property
+    def operands(self) -> Sequence[str]: ...
+    @property
+    def recursive(self) -> Sequence[str]: ...
+    @property
+    def may_run(self) -> Sequence[str]: ...
+    @property
+    def globbed(self) -> Sequence[str]: ...
 
 
 class Paths:
