@@ -1,7 +1,8 @@
-"""The analyser's process-wide memos (plain-command units, plain-word reasons) never
-change an answer: every corpus command analyses the same with cold memos as after the
-whole corpus has warmed them, where the same plain text recurs in other places
-(after a cd, inside `bash -c`, over ssh, in a pipeline, under a floor)."""
+"""The analyser's process-wide memos (plain-command units by words and by text as
+written, plain-word reasons) never change an answer: every corpus command analyses the
+same with cold memos as after the whole corpus has warmed them, where the same plain
+text recurs in other places (after a cd, inside `bash -c`, over ssh, in a pipeline,
+under a floor, next to redirects and descriptors, in a tree that does not parse)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,16 @@ _CONTEXTS = (
     "cd src && cat $PWD/a.txt",
     "cat /proc/self/cwd/a.txt",
     "diff <(sort a.txt) <(sort b.txt)",
+    "cat a.txt 2",
+    "cat a.txt 2>/etc/hosts",
+    "cat a.txt 2</etc/hosts",
+    "{ cat a.txt; } > /etc/hosts",
+    "cat a.txt > /etc/hosts",
+    "if true; then cat a.txt; fi",
+    "if true; then cat a.txt; f",
+    "cat a.txt &",
+    "x=1 cat a.txt",
+    "cat a.txt <<< x",
 )
 
 
@@ -63,10 +74,14 @@ def _commands() -> list[str]:
 
 @pytest.fixture
 def cold_memos() -> Iterator[None]:
-    commands._PLAIN_UNITS.clear()
-    base._PLAIN_WORD_DYNAMIC.clear()
+    _clear()
     yield
+    _clear()
+
+
+def _clear() -> None:
     commands._PLAIN_UNITS.clear()
+    commands._FUSED_COMMANDS.clear()
     base._PLAIN_WORD_DYNAMIC.clear()
 
 
@@ -81,12 +96,11 @@ def test_warm_memos_give_the_cold_answers(cold_memos: None, tmp_path: Path) -> N
     every = _commands()
     cold: dict[str, ShellAnalysis] = {}
     for command in every:
-        commands._PLAIN_UNITS.clear()
-        base._PLAIN_WORD_DYNAMIC.clear()
+        _clear()
         cold[command] = _analyse(command, cwd)
-    assert len(commands._PLAIN_UNITS) > 0  # the fused path was taken at all
     for command in every:  # warm everything, then ask again in reverse order
         _analyse(command, cwd)
+    assert commands._PLAIN_UNITS and commands._FUSED_COMMANDS  # the memos were used
     differing = [c for c in reversed(every) if _analyse(c, cwd) != cold[c]]
     assert differing == []
 

@@ -80,6 +80,7 @@ class Base:
     sink: SinkLike
     piped_text: str | None  # what the previous pipeline stage is known to print
     loop_values: dict[str, Word]  # `for f in GLOB`: what `$f` stands for in the body
+    clean: bool  # the tree being walked parsed without errors
 
     # Provided by Walker.
     def nested(self, node: Node, kind: str, state: Cwd, frame: Frame) -> None:

@@ -124,6 +124,12 @@ _PLAIN_UNITS: dict[str, PlainUnit | None] = {}
 _PLAIN_UNIT_LIMIT = 4096
 _PLAIN_UNIT_TEXT_LIMIT = 1024
 _UNSEEN = PlainUnit("", (), (), (), (), (), (), (), ())  # a sentinel
+# The same, per command text as written, with its words: command() skips the syntax
+# nodes of a plain command it has seen before. Only for trees that parsed cleanly, where
+# a command of plain words parses the same wherever it stands; a last word that is a
+# digit before `<` or `>` is a descriptor (_FD_NEXT), never fused.
+_FUSED_COMMANDS: dict[str, tuple[tuple[Word, ...], PlainUnit]] = {}
+_FD_NEXT = (b"<", b">")
 
 
 def _plain_unit(
@@ -186,6 +192,8 @@ class CommandMixin(RedirectMixin):
     ) -> None:
         self.visited.add(node.id)
         piped_text, self.piped_text = (self.piped_text if piped else None), None
+        if self.fused_again(node, extra_redirects, state, frame):
+            return
         assignments: list[Node] = []
         word_nodes: list[Node] = []
         redirect_nodes: list[Node] = []
@@ -216,7 +224,7 @@ class CommandMixin(RedirectMixin):
             not (assignments or redirect_nodes or bodies)
             and argv
             and (argv[0].text not in _NOT_FUSED or argv[0].text == "git")
-            and self.plain(node, groups, argv, state, frame)
+            and self.fuse(node, groups, argv, state, frame, extra_redirects)
         ):
             return
         floors: list[str] = []
@@ -275,12 +283,53 @@ class CommandMixin(RedirectMixin):
             return word
         return Word(value.text, value.source, value.dynamic)
 
-    def plain(
-        self, node: Node, groups: list[list[Node]], argv: list[Word], state: Cwd, frame: Frame
+    def fused_again(
+        self, node: Node, extra_redirects: Sequence[Node], state: Cwd, frame: Frame
     ) -> bool:
+        """A plain command seen before (in a tree that parsed cleanly, as this one): its
+        words and unit come from its text alone, without walking its nodes."""
+        if not self.clean or extra_redirects:
+            return False
+        fused = _FUSED_COMMANDS.get(self.text(node))
+        if fused is None or self.src[node.end_byte : node.end_byte + 1] in _FD_NEXT:
+            return False
+        words, unit = fused
+        self.fused_unit(unit, list(words), state, frame)
+        return True
+
+    def fuse(
+        self,
+        node: Node,
+        groups: list[list[Node]],
+        argv: list[Word],
+        state: Cwd,
+        frame: Frame,
+        extra_redirects: Sequence[Node],
+    ) -> bool:
+        """The fused path for a plain command (False: it needs run() and emit())."""
+        unit = self.plain(node, groups, argv)
+        if unit is None:
+            return False
+        self.fused_unit(unit, argv, state, frame)
+        short = node.end_byte - node.start_byte <= _PLAIN_UNIT_TEXT_LIMIT
+        if self.clean and not extra_redirects and short:
+            if len(_FUSED_COMMANDS) >= _PLAIN_UNIT_LIMIT:
+                _FUSED_COMMANDS.clear()
+            _FUSED_COMMANDS[self.text(node)] = (tuple(argv), unit)
+        return True
+
+    def fused_unit(self, unit: PlainUnit, argv: list[Word], state: Cwd, frame: Frame) -> None:
+        """A plain command's unit where it stands (cwd, frame), and its cd effects."""
+        self.add_unit(
+            unit.text, unit.alternates, unit.reads, unit.writes, unit.floors, frame, state,
+            paths=unit,
+        )  # fmt: skip
+        self.after(argv, state)
+
+    def plain(self, node: Node, groups: list[list[Node]], argv: list[Word]) -> PlainUnit | None:
         """The fused path: a plain command straight to its unit, as run() and emit() would.
 
-        False (nothing done) for anything that needs their full treatment.
+        None for anything that needs their full treatment.
         """
         head = argv[0].text
         directory, slash, base = head.rpartition("/")
@@ -291,18 +340,18 @@ class CommandMixin(RedirectMixin):
             or not base
             or base.startswith(("python", "pypy"))
         ):
-            return False
+            return None
         if not _PLAIN_COMMAND.fullmatch(self.text(node)):
-            return False
+            return None
         in_system_dir = bool(slash) and (directory or "/") in SYSTEM_DIRS
         src = self.src
         for group, word in zip(groups, argv, strict=True):
             if word.dynamic is not None:
-                return False
+                return None
             if word.text[:1].isdigit():
                 end = group[-1].end_byte
                 if src[end : end + 1] in (b"<", b">"):
-                    return False  # a descriptor number: command() decides what it is
+                    return None  # a descriptor number: command() decides what it is
         text = join_words(argv)
         # The unit's paths and forms depend on the words alone (all static and plain
         # here, so `text` spells them exactly): worked out once per text and process.
@@ -313,14 +362,7 @@ class CommandMixin(RedirectMixin):
                 if len(_PLAIN_UNITS) >= _PLAIN_UNIT_LIMIT:
                     _PLAIN_UNITS.clear()
                 _PLAIN_UNITS[text] = unit
-        if unit is None:
-            return False  # emit() analyses what it runs
-        self.add_unit(
-            unit.text, unit.alternates, unit.reads, unit.writes, unit.floors, frame, state,
-            paths=unit,
-        )  # fmt: skip
-        self.after(argv, state)
-        return True
+        return unit  # (None: emit() analyses what it runs)
 
     def assignment(self, node: Node, state: Cwd, frame: Frame, floors: list[str]) -> str:
         """`NAME=value` as text; floors for variables that change what runs."""

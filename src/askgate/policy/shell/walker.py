@@ -119,12 +119,14 @@ class Walker(BuiltinMixin):
         self.nesting = 0
         self.piped_text: str | None = None
         self.shallow = False  # set by sweep(): substitutions are handled one by one
+        self.clean = False  # the tree parsed without errors (set by program())
         # `for f in src/*.py`: inside the body, `$f` stands for this word (loop_variable).
         self.loop_values: dict[str, Word] = {}
 
     # -- entry points -------------------------------------------------------------
 
     def program(self, root: Node, state: Cwd, frame: Frame) -> None:
+        self.clean = not root.has_error
         self.sink.floors.extend(evaluating_expansions(root, self.src, self.sink.integers))
         self.statements(root, state, frame)
 
