@@ -1,5 +1,5 @@
-"""The analyser's process-wide memos (plain-command units by words and by text as
-written, plain-word reasons) never change an answer: every corpus command analyses the
+"""The analyser's process-wide memos (plain commands' units by their text as written,
+plain words' run-time reasons) never change an answer: every corpus command analyses the
 same with cold memos as after the whole corpus has warmed them, where the same plain
 text recurs in other places (after a cd, inside `bash -c`, over ssh, in a pipeline,
 under a floor, next to redirects and descriptors, in a tree that does not parse)."""
@@ -80,7 +80,6 @@ def cold_memos() -> Iterator[None]:
 
 
 def _clear() -> None:
-    commands._PLAIN_UNITS.clear()
     commands._FUSED_COMMANDS.clear()
     base._PLAIN_WORD_DYNAMIC.clear()
 
@@ -100,7 +99,7 @@ def test_warm_memos_give_the_cold_answers(cold_memos: None, tmp_path: Path) -> N
         cold[command] = _analyse(command, cwd)
     for command in every:  # warm everything, then ask again in reverse order
         _analyse(command, cwd)
-    assert commands._PLAIN_UNITS and commands._FUSED_COMMANDS  # the memos were used
+    assert commands._FUSED_COMMANDS  # the memo was used
     differing = [c for c in reversed(every) if _analyse(c, cwd) != cold[c]]
     assert differing == []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from itertools import chain, pairwise
-from operator import methodcaller
+from operator import attrgetter, methodcaller
 from typing import NamedTuple
 
 from askgate.policy.model import Action, Unit
@@ -118,18 +118,16 @@ class PlainUnit(NamedTuple):
     globbed: tuple[str, ...]
 
 
-# Plain commands recur (`git status`, `ls`, `pwd`): their PlainUnit (None: not fused)
-# per joined text, for the process. Pure string work: nothing here looks at files.
-_PLAIN_UNITS: dict[str, PlainUnit | None] = {}
-_PLAIN_UNIT_LIMIT = 4096
-_PLAIN_UNIT_TEXT_LIMIT = 1024
-_UNSEEN = PlainUnit("", (), (), (), (), (), (), (), ())  # a sentinel
-# The same, per command text as written, with its words: command() skips the syntax
-# nodes of a plain command it has seen before. Only for trees that parsed cleanly, where
-# a command of plain words parses the same wherever it stands; a last word that is a
-# digit before `<` or `>` is a descriptor (_FD_NEXT), never fused.
+# Plain commands recur (`git status`, `ls`, `pwd`): per command text as written, its
+# words and PlainUnit, for the process (pure string work: nothing here looks at files),
+# so command() skips the syntax nodes of one it has seen before. Only for trees that
+# parsed cleanly, where a command of plain words parses the same wherever it stands;
+# a last word that is a digit before `<` or `>` is a descriptor (_FD_NEXT), never fused.
 _FUSED_COMMANDS: dict[str, tuple[tuple[Word, ...], PlainUnit]] = {}
+_FUSED_LIMIT = 4096
+_FUSED_TEXT_LIMIT = 1024
 _FD_NEXT = (b"<", b">")
+_DYNAMIC = attrgetter("dynamic")
 
 
 def _plain_unit(
@@ -307,15 +305,15 @@ class CommandMixin(RedirectMixin):
         extra_redirects: Sequence[Node],
     ) -> bool:
         """The fused path for a plain command (False: it needs run() and emit())."""
-        unit = self.plain(node, groups, argv)
+        raw = self.text(node)
+        unit = self.plain(raw, groups, argv)
         if unit is None:
             return False
         self.fused_unit(unit, argv, state, frame)
-        short = node.end_byte - node.start_byte <= _PLAIN_UNIT_TEXT_LIMIT
-        if self.clean and not extra_redirects and short:
-            if len(_FUSED_COMMANDS) >= _PLAIN_UNIT_LIMIT:
+        if self.clean and not extra_redirects and len(raw) <= _FUSED_TEXT_LIMIT:
+            if len(_FUSED_COMMANDS) >= _FUSED_LIMIT:
                 _FUSED_COMMANDS.clear()
-            _FUSED_COMMANDS[self.text(node)] = (tuple(argv), unit)
+            _FUSED_COMMANDS[raw] = (tuple(argv), unit)
         return True
 
     def fused_unit(self, unit: PlainUnit, argv: list[Word], state: Cwd, frame: Frame) -> None:
@@ -326,10 +324,10 @@ class CommandMixin(RedirectMixin):
         )  # fmt: skip
         self.after(argv, state)
 
-    def plain(self, node: Node, groups: list[list[Node]], argv: list[Word]) -> PlainUnit | None:
-        """The fused path: a plain command straight to its unit, as run() and emit() would.
-
-        None for anything that needs their full treatment.
+    def plain(self, raw: str, groups: list[list[Node]], argv: list[Word]) -> PlainUnit | None:
+        """The fused path: a plain command (`raw`, its text as written) straight to its
+        unit, as run() and emit() would make it. None for anything that needs their
+        full treatment.
         """
         head = argv[0].text
         directory, slash, base = head.rpartition("/")
@@ -341,28 +339,18 @@ class CommandMixin(RedirectMixin):
             or base.startswith(("python", "pypy"))
         ):
             return None
-        if not _PLAIN_COMMAND.fullmatch(self.text(node)):
+        if not _PLAIN_COMMAND.fullmatch(raw):
             return None
-        in_system_dir = bool(slash) and (directory or "/") in SYSTEM_DIRS
-        src = self.src
-        for group, word in zip(groups, argv, strict=True):
-            if word.dynamic is not None:
+        if list(map(_DYNAMIC, argv)).count(None) != len(argv):
+            return None  # a word only known at run time
+        # A descriptor number before `<` or `>` is for command() to decide. The text has
+        # neither, so only the last word can stand right before one.
+        if argv[-1].text[:1].isdigit():
+            end = groups[-1][-1].end_byte
+            if self.src[end : end + 1] in _FD_NEXT:
                 return None
-            if word.text[:1].isdigit():
-                end = group[-1].end_byte
-                if src[end : end + 1] in (b"<", b">"):
-                    return None  # a descriptor number: command() decides what it is
-        text = join_words(argv)
-        # The unit's paths and forms depend on the words alone (all static and plain
-        # here, so `text` spells them exactly): worked out once per text and process.
-        unit = _PLAIN_UNITS.get(text, _UNSEEN)
-        if unit is _UNSEEN:
-            unit = _plain_unit(argv, text, base, slash, in_system_dir, plain_git)
-            if len(text) <= _PLAIN_UNIT_TEXT_LIMIT:
-                if len(_PLAIN_UNITS) >= _PLAIN_UNIT_LIMIT:
-                    _PLAIN_UNITS.clear()
-                _PLAIN_UNITS[text] = unit
-        return unit  # (None: emit() analyses what it runs)
+        in_system_dir = bool(slash) and (directory or "/") in SYSTEM_DIRS
+        return _plain_unit(argv, join_words(argv), base, slash, in_system_dir, plain_git)
 
     def assignment(self, node: Node, state: Cwd, frame: Frame, floors: list[str]) -> str:
         """`NAME=value` as text; floors for variables that change what runs."""
