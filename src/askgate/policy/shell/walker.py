@@ -40,8 +40,17 @@ _RESERVED_WORD = re.compile(
 )
 
 
+# Quoted strings that expand nothing ('…', or "…" with no dollar, backquote or backslash)
+# hold no command: for the bound each is one plain word. Pairing quotes left to right is
+# what bash does, and a `"` the pattern cannot pair stays in the text, which then is not
+# flat. Not with a heredoc, whose body is text where quotes pair nothing.
+_INERT_QUOTED = re.compile(rb"'[^']*'|\"[^\"$`\\]*\"")
+
+
 def _flat_command_bound(src: bytes) -> int:
     """At most how many command-like nodes src parses into; -1 when that is not obvious."""
+    if (b"'" in src or b'"' in src) and b"<<" not in src:
+        src = _INERT_QUOTED.sub(b"x", src)
     if not _FLAT_SOURCE.fullmatch(src) or _RESERVED_WORD.search(src):
         return -1
     return len(_SEPARATOR.findall(src)) + 1
