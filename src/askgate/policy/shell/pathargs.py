@@ -185,8 +185,18 @@ class Paths:
         """Arguments of a program whose use of them is unknown: path-looking ones are
         reads (as before), and every word that may name a file is an operand."""
         previous = ""
+        operands = self.operands
         for word in words:
             text = word.text
+            if word.dynamic is None and text.isalnum():
+                # The common case (`status`, `HEAD`, `5`): no path syntax, and the word
+                # itself is the operand (what the general steps below make of it).
+                if previous[:1] == "-" and _OUTPUT_OPTION.match(previous):
+                    self.operand("./" + text)
+                if text not in operands:
+                    operands.append(text)
+                previous = text
+                continue
             if "/" in text or "~" in text or "$" in text or text == "..":
                 path = generic_path(text)  # what generic() does, in the same pass
                 if path is not None:
