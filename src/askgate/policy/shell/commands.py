@@ -6,7 +6,6 @@ import re
 from collections.abc import Callable, Sequence
 from itertools import chain, pairwise
 from operator import attrgetter, methodcaller
-from typing import NamedTuple
 
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import git
@@ -104,18 +103,37 @@ _CODE_NAMES = COMMAND_LANGUAGE_NAMES | INLINE_INTERPRETERS | INTERPRETERS
 _PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_./:=@%+, \t-]+")
 
 
-class PlainUnit(NamedTuple):
-    """What the fused path makes of a plain command's words (see _plain_unit)."""
+class PlainUnit:
+    """What the fused path makes of a plain command's words (see _plain_unit); never
+    changed once made (it is shared through _FUSED_COMMANDS). A slotted class, not a
+    NamedTuple: cheaper to define at import, as cheap to make."""
 
-    text: str
-    alternates: tuple[str, ...]
-    floors: tuple[str, ...]
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
-    operands: tuple[str, ...]
-    recursive: tuple[str, ...]
-    may_run: tuple[str, ...]
-    globbed: tuple[str, ...]
+    __slots__ = (
+        "alternates", "floors", "globbed", "may_run", "operands", "reads", "recursive", "text",
+        "writes",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        text: str,
+        alternates: tuple[str, ...],
+        floors: tuple[str, ...],
+        reads: tuple[str, ...],
+        writes: tuple[str, ...],
+        operands: tuple[str, ...],
+        recursive: tuple[str, ...],
+        may_run: tuple[str, ...],
+        globbed: tuple[str, ...],
+    ) -> None:
+        self.text = text
+        self.alternates = alternates
+        self.floors = floors
+        self.reads = reads
+        self.writes = writes
+        self.operands = operands
+        self.recursive = recursive
+        self.may_run = may_run
+        self.globbed = globbed
 
 
 # Plain commands recur (`git status`, `ls`, `pwd`): per command text as written, its
