@@ -14,8 +14,9 @@ from types import ModuleType
 
 import pytest
 
-from askgate.policy.model import ShellAnalysis
+from askgate.policy.model import Action, ShellAnalysis
 from askgate.policy.shell import analyze, base, commands
+from test_shell_engine_corpus import permissive_policy
 
 
 def _load_corpus() -> ModuleType:
@@ -117,3 +118,48 @@ def test_a_memoised_unit_still_takes_its_place(cold_memos: None, tmp_path: Path)
     assert remote.reads == ()
     unknown = _analyse("cd $X && cat a.txt", cwd).units[-1]
     assert unknown.floor is not None and "relative path" in (unknown.floor_reason or "")
+
+
+# --- the engine's memo of unit verdicts that looked at no file ---------------------------
+
+
+def _sandbox(root: Path) -> tuple[Path, Path]:
+    home = root / "home"
+    project = home / "proj"
+    for directory in (home / ".ssh", project / "src"):
+        directory.mkdir(parents=True)
+    for path in (home / ".ssh" / "id_rsa", project / ".env", project / "a.txt"):
+        path.write_text("x\n")
+    return home, project
+
+
+def test_warm_unit_verdicts_give_the_cold_answers(cold_memos: None, tmp_path: Path) -> None:
+    """Every engine corpus command: the same decision from a fresh policy as from one
+    that has decided the whole corpus (and the analysis memos warm)."""
+    home, project = _sandbox(tmp_path)
+    every = [case.command for case in _corpus.ENGINE_CASES] + list(_CONTEXTS)
+    cwd = str(project)
+    cold = {}
+    for command in every:
+        _clear()
+        cold[command] = permissive_policy(home, project).decide("bash", command, cwd=cwd)
+    warm = permissive_policy(home, project)
+    for command in every:
+        warm.decide("bash", command, cwd=cwd)
+    assert warm._unit_decisions  # the memo was used
+    differing = [c for c in reversed(every) if warm.decide("bash", c, cwd=cwd) != cold[c]]
+    assert differing == []
+
+
+def test_a_verdict_that_looked_at_files_is_not_remembered(tmp_path: Path) -> None:
+    """`tool7 run secret.txt`: the bare word is a path only if that file exists, so the
+    same unit is allowed before the file is made and denied after."""
+    home, project = _sandbox(tmp_path)
+    policy = permissive_policy(home, project)
+    cwd = str(project)
+    command = "tool7 run .env.local && tool7 run status"
+    assert policy.decide("bash", command, cwd=cwd).action is Action.ALLOW
+    (project / ".env.local").write_text("SECRET=2\n")
+    assert policy.decide("bash", command, cwd=cwd).action is Action.DENY
+    (project / ".env.local").unlink()
+    assert policy.decide("bash", command, cwd=cwd).action is Action.ALLOW
