@@ -346,6 +346,8 @@ class Policy:
         """A unit's verdict. One that looked at no file (no path it names could matter) is
         remembered per (unit, cwd, agent): it depends on the rules alone, which never
         change; one that did is worked out afresh in every decision."""
+        if unit.reads or unit.writes:
+            return self._judge_unit(unit, cwd, agent, path_memo)[0]  # (looks at files)
         key = (unit, cwd, agent)
         found = self._unit_decisions.get(key)
         if found is None:
