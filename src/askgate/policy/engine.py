@@ -79,6 +79,8 @@ class Policy:
         self._lookups: dict[tuple[Surface, str, str | None], tuple[Action | None, Check | None]]
         self._lookups = {}
         self._primaries: dict[tuple[str, str | None], tuple[Check, str]] = {}
+        # (unit, request cwd, agent) -> a verdict that looked at no file (_decide_unit)
+        self._unit_decisions: dict[tuple[Unit, str, str | None], UnitDecision] = {}
         self._roots_cache: dict[tuple[str | None, int], list[tuple[str, Rule]]] = {}
         self._guards: tuple[bool, list[str]] | None = None  # see _path_guards
         self._guard_memo: dict[str, bool] = {}
@@ -341,6 +343,29 @@ class Policy:
         agent: str | None,
         path_memo: dict[tuple[Surface, str, str], list[Check]],
     ) -> UnitDecision:
+        """A unit's verdict. One that looked at no file (no path it names could matter) is
+        remembered per (unit, cwd, agent): it depends on the rules alone, which never
+        change; one that did is worked out afresh in every decision."""
+        if unit.reads or unit.writes:
+            return self._judge_unit(unit, cwd, agent, path_memo)[0]  # (looks at files)
+        key = (unit, cwd, agent)
+        found = self._unit_decisions.get(key)
+        if found is None:
+            found, looked_at_files = self._judge_unit(unit, cwd, agent, path_memo)
+            if not looked_at_files and len(unit.command) <= _LOOKUP_CACHE_VALUE_LIMIT:
+                if len(self._unit_decisions) >= _LOOKUP_CACHE_LIMIT:
+                    self._unit_decisions.clear()
+                self._unit_decisions[key] = found
+        return found
+
+    def _judge_unit(
+        self,
+        unit: Unit,
+        cwd: str,
+        agent: str | None,
+        path_memo: dict[tuple[Surface, str, str], list[Check]],
+    ) -> tuple[UnitDecision, bool]:
+        """A unit's verdict, and whether it looked at files."""
         primary, primary_reason = self._primary_check(unit.command, agent)
         checks: list[Check] = [primary]
         for alternate in unit.alternates:
@@ -364,11 +389,12 @@ class Policy:
         if not consent:
             for form in unit.may_run:
                 checks.extend(self._may_run_checks(form, agent))
-        if (
+        looks_at_files = bool(
             unit.reads
             or unit.writes
             or ((unit.operands or unit.recursive_reads) and self._operands_matter(unit, cwd, agent))
-        ):
+        )
+        if looks_at_files:
             checks += self._unit_path_checks(unit, cwd, agent, path_memo, consent)
         # The strictest action among the checks that count, and the first check giving it.
         decisive = checks[0]  # never an ignored check
@@ -377,7 +403,7 @@ class Policy:
             if check.basis != Basis.IGNORED and _STRICTNESS[check.action] > strictness:
                 decisive, strictness = check, _STRICTNESS[check.action]
         action = decisive.action
-        return UnitDecision(
+        decision = UnitDecision(
             command=unit.command,
             action=action,
             rule=decisive.rule,
@@ -385,6 +411,7 @@ class Policy:
             checks=tuple(checks),
             context=unit.context,
         )
+        return decision, looks_at_files
 
     def _guarded_roots(self, agent: str | None) -> list[tuple[str, Rule]]:
         """Read deny/ask rules with a literal root (`~/.ssh/**` -> ~/.ssh), for

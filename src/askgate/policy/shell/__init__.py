@@ -247,8 +247,18 @@ _MOVES_REDEFINED = lazy_compile(
 )
 
 
+# Each alternative of _MOVES_REDEFINED needs one of these strings: the regex (tens of µs
+# on a long command, tried at every position) runs only when one is there.
+_MOVES_REDEFINED_NEEDLES = ("(", "function", "enable", "cdable_vars", "CDPATH", "autocd", "alias",
+                            "set")  # fmt: skip
+
+
 def _prescan(text: str, sink: Sink) -> None:
-    if ("cd" in text or "enable" in text or "alias" in text) and _MOVES_REDEFINED.search(text):
+    if (
+        ("cd" in text or "enable" in text or "alias" in text)
+        and any(needle in text for needle in _MOVES_REDEFINED_NEEDLES)
+        and _MOVES_REDEFINED.search(text)
+    ):
         sink.moves_redefined = "and this command changes what cd, pushd or popd do"
     if "lastpipe" in text:
         sink.lastpipe = True

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from askgate.policy.model import Unit
 from askgate.policy.shell.cwd import Cwd, Probe
-from askgate.policy.shell.pathargs import Paths
+from askgate.policy.shell.pathargs import PathsView
 from askgate.policy.shell.words import RUNTIME_CHARS, Node, Word, WordBuilder, runtime_reason
 
 REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
@@ -80,6 +80,7 @@ class Base:
     sink: SinkLike
     piped_text: str | None  # what the previous pipeline stage is known to print
     loop_values: dict[str, Word]  # `for f in GLOB`: what `$f` stands for in the body
+    clean: bool  # the tree being walked parsed without errors
 
     # Provided by Walker.
     def nested(self, node: Node, kind: str, state: Cwd, frame: Frame) -> None:
@@ -109,7 +110,7 @@ class Base:
         state: Cwd,
         context: str | None = None,
         cwd_words: Sequence[Word] = (),
-        paths: Paths | None = None,
+        paths: PathsView | None = None,
     ) -> None:
         raise NotImplementedError
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import pairwise
-
-import msgspec
+from itertools import chain, pairwise
+from operator import attrgetter, methodcaller
 
 from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.model import Action, Unit
@@ -24,6 +23,7 @@ from askgate.policy.shell.pathargs import (
     COLLECT_NAMES,
     RECURSIVE_NAMES,
     Paths,
+    PathsView,
     collect,
     recursive_dirs,
 )
@@ -103,6 +103,96 @@ _CODE_NAMES = COMMAND_LANGUAGE_NAMES | INLINE_INTERPRETERS | INTERPRETERS
 _PLAIN_COMMAND = lazy_compile(r"[A-Za-z0-9_./:=@%+, \t-]+")
 
 
+class PlainUnit:
+    """What the fused path makes of a plain command's words (see _plain_unit); never
+    changed once made (it is shared through _FUSED_COMMANDS). A slotted class, not a
+    NamedTuple: cheaper to define at import, as cheap to make."""
+
+    __slots__ = (
+        "alternates", "floors", "globbed", "may_run", "operands", "reads", "recursive", "text",
+        "writes",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        text: str,
+        alternates: tuple[str, ...],
+        floors: tuple[str, ...],
+        reads: tuple[str, ...],
+        writes: tuple[str, ...],
+        operands: tuple[str, ...],
+        recursive: tuple[str, ...],
+        may_run: tuple[str, ...],
+        globbed: tuple[str, ...],
+    ) -> None:
+        self.text = text
+        self.alternates = alternates
+        self.floors = floors
+        self.reads = reads
+        self.writes = writes
+        self.operands = operands
+        self.recursive = recursive
+        self.may_run = may_run
+        self.globbed = globbed
+
+
+# Plain commands recur (`git status`, `ls`, `pwd`): per command text as written, its
+# words and PlainUnit, for the process (pure string work: nothing here looks at files),
+# so command() skips the syntax nodes of one it has seen before. Only for trees that
+# parsed cleanly, where a command of plain words parses the same wherever it stands;
+# a last word that is a digit before `<` or `>` is a descriptor (_FD_NEXT), never fused.
+_FUSED_COMMANDS: dict[str, tuple[tuple[Word, ...], PlainUnit]] = {}
+_FUSED_LIMIT = 4096
+_FUSED_TEXT_LIMIT = 1024
+_FD_NEXT = (b"<", b">")
+_DYNAMIC = attrgetter("dynamic")
+
+
+def _plain_unit(
+    argv: list[Word], text: str, base: str, slash: str, in_system_dir: bool, plain_git: bool
+) -> PlainUnit | None:
+    """The unit of a plain command as run() and emit() would make it (before the cwd and
+    the frame are applied); None when emit() must analyse what it runs."""
+    head = argv[0].text
+    args = argv[1:]
+    alternates: list[str] = []
+    floors: list[str] = []
+    paths = Paths()
+    if plain_git:
+        # As special() does for git: the floors normalise() finds, the reordered forms.
+        floors = git.normalise(argv).floors
+        alternates = git.reordered(argv)
+    elif slash:
+        base_form = join_words([Word(base, base), *args])
+        if in_system_dir:
+            alternates.append(text)
+            text = base_form
+        else:
+            alternates.append(base_form)
+            paths.read(head)
+    if plain_git or base in COLLECT_NAMES:
+        collect(base, args, paths)
+        if base in RECURSIVE_NAMES:
+            recursive_dirs(base, args, paths)
+    elif args:
+        found = tails(argv)
+        if found.shell is not None or found.scripts:
+            return None
+        paths.may_run.extend(found.forms)
+        paths.unknown(args)
+    return PlainUnit(
+        text=text,
+        alternates=tuple(alternates),
+        floors=tuple(floors),
+        reads=tuple(paths.reads),
+        writes=tuple(paths.writes),
+        operands=tuple(paths.operands),
+        recursive=tuple(paths.recursive),
+        may_run=tuple(paths.may_run),
+        globbed=tuple(paths.globbed),
+    )
+
+
 class CommandMixin(RedirectMixin):
     """Command-level analysis: wrappers, floors, paths, cd."""
 
@@ -118,6 +208,8 @@ class CommandMixin(RedirectMixin):
     ) -> None:
         self.visited.add(node.id)
         piped_text, self.piped_text = (self.piped_text if piped else None), None
+        if self.fused_again(node, extra_redirects, state, frame):
+            return
         assignments: list[Node] = []
         word_nodes: list[Node] = []
         redirect_nodes: list[Node] = []
@@ -148,7 +240,7 @@ class CommandMixin(RedirectMixin):
             not (assignments or redirect_nodes or bodies)
             and argv
             and (argv[0].text not in _NOT_FUSED or argv[0].text == "git")
-            and self.plain(node, groups, argv, state, frame)
+            and self.fuse(node, groups, argv, state, frame, extra_redirects)
         ):
             return
         floors: list[str] = []
@@ -207,12 +299,53 @@ class CommandMixin(RedirectMixin):
             return word
         return Word(value.text, value.source, value.dynamic)
 
-    def plain(
-        self, node: Node, groups: list[list[Node]], argv: list[Word], state: Cwd, frame: Frame
+    def fused_again(
+        self, node: Node, extra_redirects: Sequence[Node], state: Cwd, frame: Frame
     ) -> bool:
-        """The fused path: a plain command straight to its unit, as run() and emit() would.
+        """A plain command seen before (in a tree that parsed cleanly, as this one): its
+        words and unit come from its text alone, without walking its nodes."""
+        if not self.clean or extra_redirects:
+            return False
+        fused = _FUSED_COMMANDS.get(self.text(node))
+        if fused is None or self.src[node.end_byte : node.end_byte + 1] in _FD_NEXT:
+            return False
+        words, unit = fused
+        self.fused_unit(unit, list(words), state, frame)
+        return True
 
-        False (nothing done) for anything that needs their full treatment.
+    def fuse(
+        self,
+        node: Node,
+        groups: list[list[Node]],
+        argv: list[Word],
+        state: Cwd,
+        frame: Frame,
+        extra_redirects: Sequence[Node],
+    ) -> bool:
+        """The fused path for a plain command (False: it needs run() and emit())."""
+        raw = self.text(node)
+        unit = self.plain(raw, groups, argv)
+        if unit is None:
+            return False
+        self.fused_unit(unit, argv, state, frame)
+        if self.clean and not extra_redirects and len(raw) <= _FUSED_TEXT_LIMIT:
+            if len(_FUSED_COMMANDS) >= _FUSED_LIMIT:
+                _FUSED_COMMANDS.clear()
+            _FUSED_COMMANDS[raw] = (tuple(argv), unit)
+        return True
+
+    def fused_unit(self, unit: PlainUnit, argv: list[Word], state: Cwd, frame: Frame) -> None:
+        """A plain command's unit where it stands (cwd, frame), and its cd effects."""
+        self.add_unit(
+            unit.text, unit.alternates, unit.reads, unit.writes, unit.floors, frame, state,
+            paths=unit,
+        )  # fmt: skip
+        self.after(argv, state)
+
+    def plain(self, raw: str, groups: list[list[Node]], argv: list[Word]) -> PlainUnit | None:
+        """The fused path: a plain command (`raw`, its text as written) straight to its
+        unit, as run() and emit() would make it. None for anything that needs their
+        full treatment.
         """
         head = argv[0].text
         directory, slash, base = head.rpartition("/")
@@ -223,50 +356,19 @@ class CommandMixin(RedirectMixin):
             or not base
             or base.startswith(("python", "pypy"))
         ):
-            return False
-        if not _PLAIN_COMMAND.fullmatch(self.text(node)):
-            return False
+            return None
+        if not _PLAIN_COMMAND.fullmatch(raw):
+            return None
+        if list(map(_DYNAMIC, argv)).count(None) != len(argv):
+            return None  # a word only known at run time
+        # A descriptor number before `<` or `>` is for command() to decide. The text has
+        # neither, so only the last word can stand right before one.
+        if argv[-1].text[:1].isdigit():
+            end = groups[-1][-1].end_byte
+            if self.src[end : end + 1] in _FD_NEXT:
+                return None
         in_system_dir = bool(slash) and (directory or "/") in SYSTEM_DIRS
-        src = self.src
-        for group, word in zip(groups, argv, strict=True):
-            if word.dynamic is not None:
-                return False
-            if word.text[:1].isdigit():
-                end = group[-1].end_byte
-                if src[end : end + 1] in (b"<", b">"):
-                    return False  # a descriptor number: command() decides what it is
-        args = argv[1:]
-        text = join_words(argv)
-        alternates: list[str] = []
-        floors: list[str] = []
-        paths = Paths()
-        if plain_git:
-            # As special() does for git: the floors normalise() finds, the reordered forms.
-            floors = git.normalise(argv).floors
-            alternates = git.reordered(argv)
-        elif slash:
-            base_form = join_words([Word(base, base), *args])
-            if in_system_dir:
-                alternates.append(text)
-                text = base_form
-            else:
-                alternates.append(base_form)
-                paths.read(head)
-        if plain_git or base in COLLECT_NAMES:
-            collect(base, args, paths)
-            if base in RECURSIVE_NAMES:
-                recursive_dirs(base, args, paths)
-        elif args:
-            found = tails(argv)
-            if found.shell is not None or found.scripts:
-                return False  # emit() analyses what it runs
-            paths.may_run.extend(found.forms)
-            paths.unknown(args)
-        self.add_unit(
-            text, alternates, paths.reads, paths.writes, floors, frame, state, paths=paths
-        )
-        self.after(argv, state)
-        return True
+        return _plain_unit(argv, join_words(argv), base, slash, in_system_dir, plain_git)
 
     def assignment(self, node: Node, state: Cwd, frame: Frame, floors: list[str]) -> str:
         """`NAME=value` as text; floors for variables that change what runs."""
@@ -656,27 +758,35 @@ class CommandMixin(RedirectMixin):
         state: Cwd,
         context: str | None = None,
         cwd_words: Sequence[Word] = (),
-        paths: Paths | None = None,
+        paths: PathsView | None = None,
     ) -> None:
         where = state.within(cwd_words) if cwd_words else state
         configs = where.configs
+        other_cwds: tuple[str, ...] = ()
         if len(configs) == 1:  # the common case: one place, known or not
-            only = configs[0].path
-            known: list[str | None] = [] if only == UNKNOWN else [only]
-            pwd_base = only if known else None
-            rewrite_pwd = only is not None and bool(known)
+            cwd = configs[0].path
+            unknown = None
+            if cwd == UNKNOWN:
+                cwd, unknown = None, where.unknown
+            rewrite_pwd = cwd is not None
         else:
             known = [p for p in where.paths if p != UNKNOWN]
-            pwd_base = None
-            rewrite_pwd = True
+            cwd = known[0] if known else None
+            if len(known) > 1:
+                other_cwds = _other_cwds(known)
+            unknown = where.unknown
+            rewrite_pwd = True  # (relative to each place: `$PWD/x` is `./x`)
         reasons = list(floors) if floors or frame.floor else []
         if frame.floor:
             reasons.append(frame.floor)
-        operands: Sequence[str] = ()
-        recursive: Sequence[str] = ()
-        if paths is not None and not frame.remote:
-            operands, recursive = paths.operands, paths.recursive
-        if frame.remote:
+        remote = frame.remote
+        if paths is not None and not remote:
+            operands: Sequence[str] = paths.operands
+            recursive: Sequence[str] = paths.recursive
+            globbed, may_run = paths.globbed, paths.may_run
+        else:
+            operands = recursive = globbed = may_run = ()
+        if remote:
             reads = writes = ()
         elif frame.reads or frame.writes:
             writes = list(dict.fromkeys([*writes, *frame.writes]))
@@ -684,16 +794,17 @@ class CommandMixin(RedirectMixin):
         elif writes:
             reads = [p for p in reads if p not in writes]
         if reads or writes or operands:
-            if rewrite_pwd:
-                reads = [_pwd(p, pwd_base) for p in reads]
-                writes = [_pwd(p, pwd_base) for p in writes]
-                operands = [_pwd(p, pwd_base) for p in operands]
-            if _any_special(reads, writes, operands):
+            # One C-level scan decides whether either rewrite can apply (most units: no).
+            if rewrite_pwd and any(map(_STARTS_WITH_PWD, chain(reads, writes, operands))):
+                base = cwd if len(configs) == 1 else None
+                reads = [_pwd(p, base) for p in reads]
+                writes = [_pwd(p, base) for p in writes]
+                operands = [_pwd(p, base) for p in operands]
+            if any(map(_STARTS_SPECIAL, chain(reads, writes, operands))):
                 reads, writes, operands = (
                     _special_files(group, reasons, self.sink.process_substitutions)
                     for group in (reads, writes, operands)
                 )
-        unknown = None if len(configs) == 1 and known else where.unknown
         if unknown and _names_relative(reads, writes, recursive, operands):
             reasons.append(f"a relative path {unknown}")
         if frame.alternates:
@@ -701,32 +812,23 @@ class CommandMixin(RedirectMixin):
         if alternates:
             alternates = tuple(a for a in dict.fromkeys(alternates) if a != text)
         reason = "; ".join(dict.fromkeys(reasons)) if reasons else None
-        # The round-2 fields only when set (fewer keywords: a unit is made per command).
-        extra: dict[str, object] = {}
-        if len(known) > 1:
-            extra["other_cwds"] = _other_cwds(known)
-        if operands:
-            extra["operands"] = tuple(operands)
-        if recursive:
-            extra["recursive_reads"] = tuple(recursive)
-        if paths is not None and not frame.remote:
-            if paths.globbed:
-                extra["globbed"] = tuple(dict.fromkeys(paths.globbed))
-            if paths.may_run:
-                extra["may_run"] = tuple(dict.fromkeys(paths.may_run))
-        unit = Unit(
-            command=text,
-            alternates=tuple(alternates),
-            reads=tuple(reads),
-            writes=tuple(writes),
-            cwd=known[0] if known else None,
-            floor=Action.ASK if reason else None,
-            floor_reason=reason,
-            context=context or frame.context,
+        self.sink.units.append(
+            Unit(
+                command=text,
+                alternates=tuple(alternates),
+                reads=tuple(reads),
+                writes=tuple(writes),
+                cwd=cwd,
+                other_cwds=other_cwds,
+                operands=tuple(operands),
+                recursive_reads=tuple(recursive),
+                may_run=tuple(dict.fromkeys(may_run)) if may_run else (),
+                globbed=tuple(dict.fromkeys(globbed)) if globbed else (),
+                floor=Action.ASK if reason else None,
+                floor_reason=reason,
+                context=context or frame.context,
+            )
         )
-        if extra:  # (`**{}` would triple the cost of every unit)
-            unit = msgspec.structs.replace(unit, **extra)
-        self.sink.units.append(unit)
 
     def after(self, argv: list[Word], state: Cwd) -> None:
         """Effects on the commands that follow: cd, pushd, popd, functions that cd."""
@@ -814,12 +916,10 @@ def _other_cwds(known: Sequence[str | None]) -> tuple[str, ...]:
     return tuple("" if p is None else p for p in known[1:])
 
 
-def _any_special(*groups: Sequence[str]) -> bool:
-    for group in groups:
-        for path in group:
-            if path[:5] == "/proc" or path[:8] == "/dev/fd/":
-                return True
-    return False
+# `$PWD…` (rewritten per unit) and `/proc…`, `/dev/fd/…` (_special_files), tested as
+# C-level prefix checks over a unit's paths.
+_STARTS_WITH_PWD = methodcaller("startswith", "$PWD")
+_STARTS_SPECIAL = methodcaller("startswith", ("/proc", "/dev/fd/"))
 
 
 def _names_relative(

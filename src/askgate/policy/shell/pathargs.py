@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.argv import Scan, names, scan
@@ -141,6 +142,19 @@ def _is_path(text: str) -> bool:
     )
 
 
+class PathsView(Protocol):
+    """What a unit takes from a Paths (or from a memoised, immutable copy of one)."""
+
+    @property
+    def operands(self) -> Sequence[str]: ...
+    @property
+    def recursive(self) -> Sequence[str]: ...
+    @property
+    def may_run(self) -> Sequence[str]: ...
+    @property
+    def globbed(self) -> Sequence[str]: ...
+
+
 class Paths:
     """Mutable accumulator used while building one unit."""
 
@@ -172,8 +186,18 @@ class Paths:
         """Arguments of a program whose use of them is unknown: path-looking ones are
         reads (as before), and every word that may name a file is an operand."""
         previous = ""
+        operands = self.operands
         for word in words:
             text = word.text
+            if word.dynamic is None and text.isalnum():
+                # The common case (`status`, `HEAD`, `5`): no path syntax, and the word
+                # itself is the operand (what the general steps below make of it).
+                if previous[:1] == "-" and _OUTPUT_OPTION.match(previous):
+                    self.operand("./" + text)
+                if text not in operands:
+                    operands.append(text)
+                previous = text
+                continue
             if "/" in text or "~" in text or "$" in text or text == "..":
                 path = generic_path(text)  # what generic() does, in the same pass
                 if path is not None:

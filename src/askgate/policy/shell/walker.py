@@ -41,8 +41,17 @@ _RESERVED_WORD = lazy_compile(
 )
 
 
+# Quoted strings that expand nothing ('…', or "…" with no dollar, backquote or backslash)
+# hold no command: for the bound each is one plain word. Pairing quotes left to right is
+# what bash does, and a `"` the pattern cannot pair stays in the text, which then is not
+# flat. Not with a heredoc, whose body is text where quotes pair nothing.
+_INERT_QUOTED = re.compile(rb"'[^']*'|\"[^\"$`\\]*\"")
+
+
 def _flat_command_bound(src: bytes) -> int:
     """At most how many command-like nodes src parses into; -1 when that is not obvious."""
+    if (b"'" in src or b'"' in src) and b"<<" not in src:
+        src = _INERT_QUOTED.sub(b"x", src)
     if not _FLAT_SOURCE.fullmatch(src) or _RESERVED_WORD.search(src):
         return -1
     return len(_SEPARATOR.findall(src)) + 1
@@ -120,12 +129,14 @@ class Walker(BuiltinMixin):
         self.nesting = 0
         self.piped_text: str | None = None
         self.shallow = False  # set by sweep(): substitutions are handled one by one
+        self.clean = False  # the tree parsed without errors (set by program())
         # `for f in src/*.py`: inside the body, `$f` stands for this word (loop_variable).
         self.loop_values: dict[str, Word] = {}
 
     # -- entry points -------------------------------------------------------------
 
     def program(self, root: Node, state: Cwd, frame: Frame) -> None:
+        self.clean = not root.has_error
         self.sink.floors.extend(evaluating_expansions(root, self.src, self.sink.integers))
         self.statements(root, state, frame)
 
