@@ -45,7 +45,7 @@ _RESERVED_WORD = lazy_compile(
 # hold no command: for the bound each is one plain word. Pairing quotes left to right is
 # what bash does, and a `"` the pattern cannot pair stays in the text, which then is not
 # flat. Not with a heredoc, whose body is text where quotes pair nothing.
-_INERT_QUOTED = re.compile(rb"'[^']*'|\"[^\"$`\\]*\"")
+_INERT_QUOTED = lazy_compile(rb"'[^']*'|\"[^\"$`\\]*\"")
 
 
 def _flat_command_bound(src: bytes) -> int:
