@@ -111,7 +111,9 @@ class World:
                 argv = ["/bin/bash", "-c", wrapped]
                 command, options = (), ()
         elif self.mode == "hook":
-            pytest.skip("a CLI-only form (options, or a program with arguments)")
+            pytest.fail(
+                "a CLI-only form (options, or a program with arguments): use the cli_world fixture"
+            )
         done = subprocess.run(
             [*argv, *options, *(("--", *command) if command else ())],
             capture_output=True,

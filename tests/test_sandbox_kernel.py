@@ -35,6 +35,12 @@ def world(tmp_path: Path, request: pytest.FixtureRequest) -> World:
     return World(tmp_path, mode=request.param)
 
 
+@pytest.fixture
+def cli_world(tmp_path: Path) -> World:
+    """For forms only `askgate sandbox` has (its options, a program with arguments)."""
+    return World(tmp_path, mode="cli")
+
+
 def _no_secret(run: object) -> None:
     text = str(run)
     assert SECRET not in text
@@ -169,8 +175,8 @@ def test_pipelines_and_redirects_behave_as_outside(world: World) -> None:
     assert (world.project / "sorted.txt").read_text() == "a\nb\nc\n"
 
 
-def test_several_arguments_run_as_a_program_without_a_shell(world: World) -> None:
-    run = world.sandbox("printf", "%s|", "a b", "$HOME", ";")
+def test_several_arguments_run_as_a_program_without_a_shell(cli_world: World) -> None:
+    run = cli_world.sandbox("printf", "%s|", "a b", "$HOME", ";")
     assert run.returncode == 0, run
     assert run.stdout == "a b|$HOME|;|"
 
@@ -333,22 +339,22 @@ def test_a_hidden_file_with_other_hard_links_warns_or_refuses(world: World) -> N
     assert not (world.project / "ran.txt").exists()
 
 
-def test_required_mode_never_runs_unsandboxed(world: World) -> None:
-    run = world.sandbox("touch ran.txt", options=("--backend", "none", "--required"))
+def test_required_mode_never_runs_unsandboxed(cli_world: World) -> None:
+    run = cli_world.sandbox("touch ran.txt", options=("--backend", "none", "--required"))
     assert run.returncode == 125
     assert "never runs a command unsandboxed" in run.stderr
-    assert not (world.project / "ran.txt").exists()
-    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nbash = "required"\n')
-    run = world.sandbox("touch ran.txt", options=("--backend", "none"))
+    assert not (cli_world.project / "ran.txt").exists()
+    cli_world.policy.write_text(cli_world.policy.read_text() + '\n[sandbox]\nbash = "required"\n')
+    run = cli_world.sandbox("touch ran.txt", options=("--backend", "none"))
     assert run.returncode == 125
-    assert not (world.project / "ran.txt").exists()
+    assert not (cli_world.project / "ran.txt").exists()
 
 
-def test_on_mode_without_a_backend_runs_with_a_warning(world: World) -> None:
-    run = world.sandbox("touch ran.txt", options=("--backend", "none"))
+def test_on_mode_without_a_backend_runs_with_a_warning(cli_world: World) -> None:
+    run = cli_world.sandbox("touch ran.txt", options=("--backend", "none"))
     assert run.returncode == 0
     assert "running WITHOUT a sandbox" in run.stderr
-    assert (world.project / "ran.txt").exists()
+    assert (cli_world.project / "ran.txt").exists()
 
 
 def test_a_broken_policy_refuses_to_start(world: World) -> None:
@@ -474,12 +480,14 @@ def test_a_nested_write_allow_stays_writable_inside_a_denied_directory(world: Wo
     assert not (world.guarded / "no.txt").exists()
 
 
-def test_an_agent_denied_every_write_cannot_write_the_project(world: World) -> None:
-    world.policy.write_text(world.policy.read_text() + '\n[agent.reviewer.write]\n"**" = "deny"\n')
-    run = world.sandbox("touch ran.txt", options=("--agent", "reviewer"))
+def test_an_agent_denied_every_write_cannot_write_the_project(cli_world: World) -> None:
+    cli_world.policy.write_text(
+        cli_world.policy.read_text() + '\n[agent.reviewer.write]\n"**" = "deny"\n'
+    )
+    run = cli_world.sandbox("touch ran.txt", options=("--agent", "reviewer"))
     assert run.returncode == 1 and "Read-only file system" in run.stderr
-    assert not (world.project / "ran.txt").exists()
-    assert world.sandbox("touch ran.txt").returncode == 0  # other agents still can
+    assert not (cli_world.project / "ran.txt").exists()
+    assert cli_world.sandbox("touch ran.txt").returncode == 0  # other agents still can
 
 
 def test_links_made_before_or_inside_the_sandbox_do_not_reach_the_secret(world: World) -> None:
