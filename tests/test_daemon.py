@@ -8,7 +8,6 @@ would.
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ import pytest
 from askgate.adapters.claude_code import respond
 from askgate.daemon import paths, protocol, relay
 from askgate.daemon.server import Daemon, http_body
+from data_modules import bash_corpus_commands
 
 POLICY = """
 default = "ask"
@@ -45,17 +45,7 @@ default = "ask"
 """
 
 
-def _corpus_commands() -> list[str]:
-    path = Path(__file__).parent / "data" / "bash_corpus.py"
-    spec = importlib.util.spec_from_file_location("askgate_bash_corpus_daemon", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return [case.command for case in module.CASES]
-
-
-CORPUS = _corpus_commands()
+CORPUS = bash_corpus_commands()
 
 
 def base_env(tmp_path: Path) -> dict[str, str]:

@@ -3,7 +3,6 @@ decisions with and without it, never stale, and never trusted unless it is ours 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ from askgate.adapters.claude_code import load_policy_cached, respond
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Origin, Rule, Surface
 from askgate.policy.trust import trust_project, untrust_project
+from data_modules import bash_corpus_commands
 
 POLICY = """
 default = "ask"
@@ -36,17 +36,7 @@ default = "ask"
 """
 
 
-def _corpus_commands() -> list[str]:
-    path = Path(__file__).parent / "data" / "bash_corpus.py"
-    spec = importlib.util.spec_from_file_location("askgate_bash_corpus_policy_cache", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return [case.command for case in module.CASES]
-
-
-CORPUS = _corpus_commands()
+CORPUS = bash_corpus_commands()
 
 
 @pytest.fixture

@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import analyze
+from data_modules import load_data_module
 
-
-def _load_corpus() -> ModuleType:
-    path = Path(__file__).parent / "data" / "bash_corpus.py"
-    spec = importlib.util.spec_from_file_location("askgate_bash_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # NamedTuple needs its module registered
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus()
+corpus = load_data_module("bash_corpus")
 CASES = corpus.CASES
 
 

@@ -6,30 +6,17 @@ under a floor, next to redirects and descriptors, in a tree that does not parse)
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from askgate.policy.model import Action, ShellAnalysis
 from askgate.policy.shell import analyze, base, commands
+from data_modules import load_data_module
 from test_shell_engine_corpus import permissive_policy
 
-
-def _load_corpus() -> ModuleType:
-    path = Path(__file__).parent / "data" / "bash_corpus.py"
-    spec = importlib.util.spec_from_file_location("askgate_bash_corpus_memos", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # NamedTuple needs its module registered
-    spec.loader.exec_module(module)
-    return module
-
-
-_corpus = _load_corpus()
+_corpus = load_data_module("bash_corpus")
 
 # The same plain commands in places that change their units (cwd, frame, remote).
 _CONTEXTS = (
