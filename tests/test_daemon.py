@@ -538,6 +538,10 @@ def test_killed_daemon_still_decides(tmp_path: Path, cli_env: dict[str, str]) ->
     proc = hook_process(cli_env, payload(tmp_path, "rm -rf x"))
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    # The hook started a fresh daemon for the next call; stop it (it would outlive the test).
+    assert wait_for(lambda: daemon_cli(cli_env, "status").returncode == 0)
+    assert daemon_cli(cli_env, "stop").returncode == 0
+    assert daemon_cli(cli_env, "status").returncode == 3
 
 
 def test_daemon_cli_start_status_stop(cli_env: dict[str, str]) -> None:
