@@ -105,6 +105,8 @@ def run_claude(
         "ASKGATE_SERVER": server_url,
         "ASKGATE_TOKEN": token,
         "ASKGATE_APPROVAL_BUDGET": str(budget),
+        # Decide in-process: a daemon the hook starts would outlive the test.
+        "ASKGATE_DAEMON": "off",
     }
     fake.script(COMMAND, final_text="Finished.")
     argv = [str(claude), "-p", "run it", "--output-format", "stream-json", "--verbose"]
