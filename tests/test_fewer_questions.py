@@ -3,32 +3,18 @@ quarter of ordinary agent traffic, and still allows nothing of the adversarial c
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action
 from cli_harness import Cli
+from data_modules import load_data_module
 
-DATA = Path(__file__).parent / "data"
 MAX_ASK_RATE = 0.25
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"askgate_{name}", DATA / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-traffic = _load("agent_traffic")
-corpus = _load("bash_corpus")
+traffic = load_data_module("agent_traffic")
+corpus = load_data_module("bash_corpus")
 
 
 @pytest.fixture(scope="module")
