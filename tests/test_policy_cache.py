@@ -18,6 +18,7 @@ from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Origin, Rule, Surface
 from askgate.policy.trust import trust_project, untrust_project
 from data_modules import bash_corpus_commands
+from hook_env import one_shot_hook_env
 
 POLICY = """
 default = "ask"
@@ -41,21 +42,7 @@ CORPUS = bash_corpus_commands()
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    config = tmp_path / "config" / "askgate"
-    config.mkdir(parents=True)
-    (config / "policy.toml").write_text(POLICY)
-    (tmp_path / "home").mkdir()
-    (tmp_path / "project" / ".git").mkdir(parents=True)
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "ASKGATE_MANAGED_POLICY": str(tmp_path / "managed.toml"),
-        "ASKGATE_AUDIT_LOG": "off",
-        "ASKGATE_DAEMON": "off",
-    }
+    return one_shot_hook_env(tmp_path, POLICY)
 
 
 def project(env: dict[str, str]) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import marshal
-import os
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from askgate import regex_cache
+from hook_env import one_shot_hook_env
 
 POLICY = """
 default = "ask"
@@ -27,21 +27,7 @@ default = "ask"
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    config = tmp_path / "config" / "askgate"
-    config.mkdir(parents=True)
-    (config / "policy.toml").write_text(POLICY)
-    (tmp_path / "home").mkdir()
-    (tmp_path / "project" / ".git").mkdir(parents=True)
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "ASKGATE_MANAGED_POLICY": str(tmp_path / "managed.toml"),
-        "ASKGATE_AUDIT_LOG": "off",
-        "ASKGATE_DAEMON": "off",
-    }
+    return one_shot_hook_env(tmp_path, POLICY)
 
 
 def cache_file(env: dict[str, str]) -> Path:
