@@ -20,7 +20,7 @@ from askgate.forwarding import ForwardingError, ForwardingPrompter, ForwardingSe
 from askgate.forwarding.io import HOST, atomic_write, now_ms
 from askgate.forwarding.protocol import Heartbeat, Layout, decode_heartbeat, encode
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
-from unprivileged import rerun_as_nobody
+from unprivileged import run_as_nobody
 
 PEER = str(Path(__file__).with_name("forwarding_peer.py"))
 
@@ -415,23 +415,22 @@ def test_a_partially_written_request_is_served_once_complete(tmp_path) -> None:
     assert len(approver.seen) == 1
 
 
-def test_unreadable_request_directory_is_logged_and_serving_resumes(
-    tmp_path, caplog, request
-) -> None:
-    if rerun_as_nobody(request):  # root ignores modes: check it as an ordinary user
-        return
-    layout = Layout(tmp_path)
-    with ForwardingServer("parent-1", Approver(), root=tmp_path, rescan_interval=0.1):
-        requests = layout.requests_dir("parent-1")
-        requests.chmod(0)
-        try:
-            wait_until(
-                lambda: any("cannot list" in r.getMessage() for r in caplog.records),
-                what="the listing error to be logged",
-            )
-        finally:
-            requests.chmod(0o700)
-        assert ask(ForwardingPrompter("parent-1", root=tmp_path)).state is PromptState.APPROVED
+def test_unreadable_request_directory_is_logged_and_serving_resumes(caplog) -> None:
+    def check(root: Path) -> None:  # root ignores modes: checked as an ordinary user
+        layout = Layout(root)
+        with ForwardingServer("parent-1", Approver(), root=root, rescan_interval=0.1):
+            requests = layout.requests_dir("parent-1")
+            requests.chmod(0)
+            try:
+                wait_until(
+                    lambda: any("cannot list" in r.getMessage() for r in caplog.records),
+                    what="the listing error to be logged",
+                )
+            finally:
+                requests.chmod(0o700)
+            assert ask(ForwardingPrompter("parent-1", root=root)).state is PromptState.APPROVED
+
+    run_as_nobody(check)
 
 
 def test_a_request_withdrawn_while_queued_is_never_shown(tmp_path) -> None:

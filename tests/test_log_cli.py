@@ -9,6 +9,7 @@ import pty
 import select
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from askgate.log_cli import parse_since
 from askgate.outcome import ToolRequest
 from askgate.prompters.base import PromptState
 from conftest import ScriptedPrompter, policy_for
-from unprivileged import rerun_as_nobody
+from unprivileged import run_as_nobody
 
 ASKGATE = [sys.executable, "-m", "askgate.cli"]
 
@@ -135,16 +136,20 @@ def test_a_directory_or_fifo_is_not_a_log(tmp_path) -> None:
     _one_error_line(askgate_log(tmp_path, "--file", str(fifo)), "not a regular file")
 
 
-def test_an_unreadable_log_is_a_clear_error(tmp_path, review_log, request, capsys) -> None:
-    if rerun_as_nobody(request):  # root reads any file: check it as an ordinary user
-        return
+def test_an_unreadable_log_is_a_clear_error(review_log, capsys) -> None:
     from askgate.log_cli import main as log_main
 
-    review_log.chmod(0)
-    # In-process: the unprivileged rerun may not be allowed to exec this virtualenv's python.
-    code = log_main(["--file", str(review_log)])
-    out, err = capsys.readouterr()
-    _one_error_line(subprocess.CompletedProcess([], code, out, err), "cannot read")
+    data = review_log.read_bytes()
+
+    def check(scratch: Path) -> None:  # root reads any file: checked as an ordinary user
+        unreadable = scratch / "review.jsonl"
+        unreadable.write_bytes(data)
+        unreadable.chmod(0)
+        code = log_main(["--file", str(unreadable)])
+        out, err = capsys.readouterr()
+        _one_error_line(subprocess.CompletedProcess([], code, out, err), "cannot read")
+
+    run_as_nobody(check)
 
 
 def test_corrupt_lines_are_skipped_counted_and_reported(tmp_path, review_log) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import threading
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -21,7 +22,7 @@ from askgate.policy.trust import is_trusted_digest, policy_digest, trust_store_p
 from askgate.prompters.base import PromptRequest, PromptState
 from askgate.prompters.terminal import TerminalPrompter
 from askgate.session import suggest_bash_pattern, suggest_pattern
-from unprivileged import rerun_as_nobody
+from unprivileged import run_as_nobody
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
@@ -108,17 +109,18 @@ def test_audit_log_with_lone_surrogates_is_written_not_raised(tmp_path) -> None:
     assert record["value"].startswith("rm ")
 
 
-def test_audit_log_in_read_only_directory_reports_false(tmp_path, request) -> None:
-    if rerun_as_nobody(request):  # root ignores modes: check it as an ordinary user
-        return
-    directory = tmp_path / "ro"
-    directory.mkdir()
-    directory.chmod(0o500)
-    try:
-        assert not os.access(directory, os.W_OK)
-        assert AuditLog(str(directory / "review.jsonl")).write({"a": 1}) is False
-    finally:
-        directory.chmod(0o700)
+def test_audit_log_in_read_only_directory_reports_false() -> None:
+    def check(scratch: Path) -> None:  # root ignores modes: checked as an ordinary user
+        directory = scratch / "ro"
+        directory.mkdir()
+        directory.chmod(0o500)
+        try:
+            assert not os.access(directory, os.W_OK)
+            assert AuditLog(str(directory / "review.jsonl")).write({"a": 1}) is False
+        finally:
+            directory.chmod(0o700)
+
+    run_as_nobody(check)
 
 
 # --- the trust store ---------------------------------------------------------------------

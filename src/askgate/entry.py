@@ -30,6 +30,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             gc.disable()
         return run_hook(args[1:])
-    from askgate.cli import main as cli_main
+    try:
+        from askgate.cli import main as cli_main
 
-    return cli_main(args)
+        return cli_main(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the last resort: one line, never a traceback
+        import os
+
+        if os.environ.get("ASKGATE_DEBUG"):
+            raise
+        print(_one_line(exc), file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: Exception) -> str:
+    """What a command that failed in a way nobody foresaw prints: the cause in one line,
+    and for a missing module (a broken or partial install) what to do about it."""
+    if isinstance(exc, ImportError):
+        missing = getattr(exc, "name", None) or str(exc).splitlines()[0][:200]
+        return (
+            f"askgate: error: this installation is incomplete (cannot import {missing}); "
+            "reinstall it: pip install --force-reinstall askgate"
+        )
+    first = (str(exc).splitlines() or [""])[0][:400]
+    return f"askgate: error: {type(exc).__name__}: {first} (ASKGATE_DEBUG=1 shows where)"

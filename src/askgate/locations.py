@@ -29,7 +29,10 @@ from __future__ import annotations
 
 import os
 import pwd
-from collections.abc import Mapping
+
+TYPE_CHECKING = False  # not `typing`: the relay imports this module on every tool call
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 SYSTEM_MANAGED_POLICY = "/etc/askgate/policy.toml"
 MANAGED_POLICY_ENV = "ASKGATE_MANAGED_POLICY"
@@ -181,17 +184,61 @@ def forwarding_root(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(pi_agent_dir(env), "sessions", "permission-forwarding")
 
 
+def _shared_tmp_runtime_dir() -> str:
+    return f"/tmp/{APP}-{os.getuid()}"
+
+
+def shared_runtime_dir_refusal(path: str) -> str | None:
+    """Why the `/tmp` fallback `path` must not be used (None: usable or not there yet).
+
+    /tmp is shared: a directory there that someone else owns, that is not a directory, or
+    that others can reach (a machine had `/tmp/askgate-0` at 0755) is never used."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path} cannot be examined ({exc.strerror})"
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory"
+    if st.st_uid != os.getuid():
+        return f"{path} is owned by uid {st.st_uid}, not {os.getuid()}"
+    if st.st_mode & 0o077:
+        return f"{path} is accessible to other users (mode {st.st_mode & 0o777:o})"
+    return None
+
+
 def daemon_socket_dir(env: Mapping[str, str] | None = None) -> str:
     """`$ASKGATE_RUNTIME_DIR` (absolute), else `$XDG_RUNTIME_DIR/askgate`, else
     `/tmp/askgate-<uid>` (the spec's advice: a replacement directory the user alone owns;
-    the daemon creates it 0700)."""
+    the daemon creates it 0700) — unless that one already exists and is not private to us
+    (see `shared_runtime_dir_refusal`): then `<state directory>/run`, which is ours."""
     explicit = _absolute(_environ(env).get(RUNTIME_DIR_ENV))
     if explicit is not None:
         return explicit
     runtime = runtime_dir(env)
     if runtime is not None:
         return os.path.join(runtime, APP)
-    return f"/tmp/{APP}-{os.getuid()}"
+    shared = _shared_tmp_runtime_dir()
+    if shared_runtime_dir_refusal(shared) is None:
+        return shared
+    try:
+        return os.path.join(state_dir(env), "run")
+    except ValueError:
+        return shared  # no home to fall back to: the daemon then refuses `shared`, closed
+
+
+def daemon_socket_dir_notice(env: Mapping[str, str] | None = None) -> str | None:
+    """One line for `askgate daemon` when the /tmp fallback was refused (None otherwise)."""
+    env_ = _environ(env)
+    if _absolute(env_.get(RUNTIME_DIR_ENV)) is not None or runtime_dir(env) is not None:
+        return None
+    why = shared_runtime_dir_refusal(_shared_tmp_runtime_dir())
+    if why is None:
+        return None
+    return f"{why}: not used; using {daemon_socket_dir(env)} instead"
 
 
 def state_paths(env: Mapping[str, str] | None = None) -> list[str]:

@@ -224,6 +224,12 @@ def main(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.action in ("run", "start") and not getattr(args, "quiet", False):
+        from askgate.locations import daemon_socket_dir_notice
+
+        notice = daemon_socket_dir_notice()
+        if notice:  # a shared /tmp directory refused: say where the socket went instead
+            print(f"askgate daemon: {notice}", file=sys.stderr)
     if args.action == "run":
         return _run(args)
     if args.action == "start":

@@ -25,15 +25,13 @@ def _absolute(env: Mapping[str, str], key: str) -> str | None:
 
 
 def runtime_dir(env: Mapping[str, str]) -> str:
-    """`$ASKGATE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/askgate`, else `/tmp/askgate-<uid>`
-    (checked to be ours and 0700 before use: see `ensure_private_dir`)."""
-    explicit = _absolute(env, "ASKGATE_RUNTIME_DIR")
-    if explicit:
-        return explicit
-    runtime = _absolute(env, "XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "askgate")
-    return f"/tmp/askgate-{os.getuid()}"
+    """`$ASKGATE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/askgate`, else `/tmp/askgate-<uid>`,
+    else (that one exists and is not private to us) `<state dir>/run`: one rule, kept in
+    askgate.locations. The chosen directory is checked again before use
+    (`ensure_private_dir`)."""
+    from askgate.locations import daemon_socket_dir
+
+    return daemon_socket_dir(env)
 
 
 def socket_path(env: Mapping[str, str]) -> str:

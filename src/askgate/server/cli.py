@@ -45,24 +45,41 @@ def _data_dir(args: argparse.Namespace) -> str:
     return os.path.abspath(args.data_dir or default_data_dir())
 
 
+def _known_errors() -> tuple[type[Exception], ...]:
+    """The server's own error types, whose text is already the one line to print. Looked up
+    only once something failed, and never an error itself: a broken install (a missing
+    database driver) must not turn the guard into a traceback."""
+    try:
+        from askgate.server.keys import SecretError
+        from askgate.server.store import StoreError
+    except ImportError:
+        return ()
+    return (SecretError, StoreError)
+
+
 def _guard(run: Callable[[], int]) -> int:
     """One line on stderr for every failure, never a traceback (unless ASKGATE_DEBUG)."""
-    from askgate.server.keys import SecretError
-    from askgate.server.store import StoreError
-
     try:
         return run()
     except UsageError as exc:
         print(f"askgate: error: {exc}", file=sys.stderr)
         return 2
-    except (SecretError, StoreError) as exc:
-        print(f"askgate: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
+        if isinstance(exc, _known_errors()):
+            print(f"askgate: error: {exc}", file=sys.stderr)
+            return 2
         if os.environ.get("ASKGATE_DEBUG"):
             raise
+        if isinstance(exc, ImportError):
+            missing = exc.name or (str(exc).splitlines() or ["?"])[0][:200]
+            print(
+                f"askgate: error: the approval server cannot load {missing}: "
+                "reinstall askgate (pip install --force-reinstall askgate)",
+                file=sys.stderr,
+            )
+            return 1
         first = (str(exc).splitlines() or [""])[0][:400]
         print(f"askgate: error: {type(exc).__name__}: {first}", file=sys.stderr)
         return 1
