@@ -165,3 +165,19 @@ def test_default_root_precedence(tmp_path: Path) -> None:
     assert default_forwarding_root({}) == (
         Path.home() / ".pi" / "agent" / "sessions" / "permission-forwarding"
     )
+
+
+@pytest.mark.parametrize(
+    "placeholder", ["unknown", "Unknown", "UNKNOWN", " uNkNoWn ", "\tUnknown\n"]
+)
+def test_the_unknown_placeholder_in_any_case_is_not_a_forwarding_target(placeholder: str) -> None:
+    """Seed 001: a parent session named `Unknown` would send the ask to nobody, and the child
+    would wait out its whole budget; the placeholder is skipped in every spelling."""
+    only = {"PI_AGENT_ROUTER_PARENT_SESSION_ID": placeholder}
+    assert resolve_forwarding_target(False, True, "c", only) is None
+    then_real = {**only, "PI_SUBAGENT_PARENT_SESSION": "parent-7"}
+    assert resolve_forwarding_target(False, True, "c", then_real) == "parent-7"
+    assert (
+        resolve_forwarding_target(False, True, placeholder, {"PI_SUBAGENT_PARENT_SESSION": "p"})
+        == "p"
+    )

@@ -64,11 +64,13 @@ def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def normalize_session_id(value: object) -> str | None:
-    """A usable session id, or None for missing, blank and pi's placeholder "unknown"."""
+    """A usable session id, or None for missing, blank and pi's placeholder "unknown" in
+    any case (`Unknown`, `UNKNOWN`: the real extension compares case-insensitively; a
+    placeholder taken for a session would send the ask to nobody and wait out the budget)."""
     if not isinstance(value, str):
         return None
     value = value.strip()
-    if not value or value == "unknown":
+    if not value or value.casefold() == "unknown":
         return None
     return value
 
