@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from askgate.events import (
     MAX_EVENT_VALUE_BYTES,
     EventBus,
     bound_event_value,
+    decision_event,
     request_sync,
     to_json,
 )
@@ -319,6 +321,54 @@ def test_a_long_value_is_cut_in_decision_events_with_a_flag(project, home) -> No
     assert len(event["value"].encode()) <= MAX_EVENT_VALUE_BYTES
     assert len(to_json(event)) < 500
     assert event["result"] == "allow"
+
+
+def _long_outcome(value: str, *, pattern: str, request_id: str) -> object:
+    from types import SimpleNamespace
+
+    rule = SimpleNamespace(origin="user", pattern=pattern)
+    decision = SimpleNamespace(rule=rule, surface="bash", value=value)
+    return SimpleNamespace(
+        decision=decision,
+        action="allow",
+        resolution="policy_allow",
+        session_pattern=None,
+        request_id=request_id,
+    )
+
+
+def test_a_5000_character_command_with_real_field_lengths_is_under_500_bytes() -> None:
+    """The measured gap: 500-516 bytes with a real agent name, pattern and request id."""
+    command = "echo " + "é" * 2_500 + "x" * 2_500
+    outcome = _long_outcome(
+        command, pattern="echo *", request_id="toolu_01ABCDEFGHIJKLMNOPQRSTUVWX-0123456789"
+    )
+    event = to_json(decision_event(outcome, agent="general-purpose-subagent"))  # type: ignore[arg-type]
+    assert len(event) < 500
+    decoded = json.loads(event)
+    assert decoded["valueTruncated"] is True and command.startswith(decoded["value"])
+    assert decoded["matchedPattern"] == "echo *"  # short fields are never cut
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.text(max_size=3_000),
+    agent=st.none() | st.text(max_size=2_000),
+    pattern=st.text(max_size=2_000),
+    request_id=st.text(max_size=2_000),
+)
+def test_no_decision_event_reaches_500_bytes_whatever_its_fields_hold(
+    value, agent, pattern, request_id
+) -> None:
+    outcome = _long_outcome(value, pattern=pattern, request_id=request_id)
+    event = decision_event(outcome, agent=agent)  # type: ignore[arg-type]
+    try:
+        size = len(to_json(event))
+    except UnicodeEncodeError:  # lone surrogates: what a JSON encoder escapes them to
+        size = len(json.dumps(msgspec.to_builtins(event), separators=(",", ":")))
+    assert size < 500
+    assert value.startswith(event.value)
+    assert event.value_truncated == (event.value != value)
 
 
 def test_a_short_value_is_whole_and_carries_no_flag(project, home) -> None:

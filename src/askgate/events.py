@@ -27,6 +27,7 @@ __all__ = [
     "CHANNEL_RPC_CHECK",
     "CHANNEL_RPC_PING",
     "CHANNEL_RPC_PROMPT",
+    "MAX_EVENT_BYTES",
     "MAX_EVENT_VALUE_BYTES",
     "PERMISSIONS_PROTOCOL_VERSION",
     "SESSION_ORIGIN",
@@ -288,9 +289,16 @@ def emit_ready(bus: EventBus) -> None:
     )
 
 
-# A decision event's `value` is cut to this many bytes of JSON, so that the whole payload
-# stays under ~500 bytes (seed 000's assumption) even for a 1 MB command.
+# A decision event is at most MAX_EVENT_BYTES of compact JSON, whatever its fields hold
+# (seed 000 assumes a payload under 500 bytes). `value` gets what the other fields leave,
+# at most MAX_EVENT_VALUE_BYTES; the other free-text fields (agent name, matched pattern,
+# request id, origin) are cut to MAX_EVENT_FIELD_BYTES, ending in "…", only when they
+# would leave the value less than MIN_EVENT_VALUE_BYTES.
+MAX_EVENT_BYTES = 499
 MAX_EVENT_VALUE_BYTES = 300
+MAX_EVENT_FIELD_BYTES = 64
+MIN_EVENT_VALUE_BYTES = 64
+ELLIPSIS = "…"
 
 
 def _json_size(text: str) -> int:
@@ -370,20 +378,44 @@ def decision_event(outcome: DecidedOutcome, *, agent: str | None) -> PermissionD
     if str(outcome.resolution) == "session_approved" and outcome.session_pattern:
         # A session approval decided, not the ask rule that it answered.
         origin, pattern = SESSION_ORIGIN, outcome.session_pattern
-    value, cut = bound_event_value(outcome.decision.value)
-    return PermissionDecisionEvent(
-        surface=str(outcome.decision.surface),
-        value=value,
-        value_truncated=cut,
+    fields: dict[str, Any] = {
+        "surface": str(outcome.decision.surface),
         # An outcome is allow or deny; anything else is reported as deny (fail closed).
-        result="allow" if str(outcome.action) == "allow" else "deny",
+        "result": "allow" if str(outcome.action) == "allow" else "deny",
         # A Resolution value is one of the DecisionResolution literals (test_events).
-        resolution=str(outcome.resolution),  # type: ignore[arg-type]
-        origin=origin,
-        agent_name=agent,
-        matched_pattern=pattern,
-        request_id=outcome.request_id,
-    )
+        "resolution": str(outcome.resolution),
+        "origin": origin,
+        "agent_name": agent,
+        "matched_pattern": pattern,
+        "request_id": outcome.request_id,
+    }
+    room = _value_room(fields)
+    if room < MIN_EVENT_VALUE_BYTES:
+        for name in ("origin", "agent_name", "matched_pattern", "request_id", "surface"):
+            fields[name] = _cut_field(fields[name])
+        room = _value_room(fields)
+    value, cut = bound_event_value(outcome.decision.value, min(MAX_EVENT_VALUE_BYTES, room))
+    return PermissionDecisionEvent(value=value, value_truncated=cut, **fields)
+
+
+def _value_room(fields: dict[str, Any]) -> int:
+    """Bytes left for `value` in an event of these other fields (measured with an empty
+    value and the truncation flag set, the largest form the event can take)."""
+    probe = PermissionDecisionEvent(value="", value_truncated=True, **fields)
+    try:
+        size = len(_JSON_ENCODER.encode(probe))
+    except UnicodeEncodeError:  # lone surrogates: measure the escaped form (an upper bound)
+        import json
+
+        size = len(json.dumps(msgspec.to_builtins(probe), separators=(",", ":")))
+    return MAX_EVENT_BYTES - size
+
+
+def _cut_field(text: str | None) -> str | None:
+    if text is None:
+        return None
+    cut, was_cut = bound_event_value(text, MAX_EVENT_FIELD_BYTES - len(ELLIPSIS.encode()))
+    return cut + ELLIPSIS if was_cut else cut
 
 
 def emit_decision(bus: EventBus, outcome: DecidedOutcome, *, agent: str | None) -> None:
