@@ -5,6 +5,15 @@ end-to-end tests). Run as ``python pi_rpc_worker.py [options] --mode rpc ...``.
 On `prompt` it answers the response (pi 1.6 style with ``--line 1.6``), streams a turn,
 opens the scripted dialog and, when the answer allows it, "runs the tool": appends a
 line to ``--side-effect``. Everything it receives is appended to ``--log`` as JSONL.
+`steer` is answered with ``{"disposition": "queued"}``. With ``--hang`` it stops after the
+prompt's response and waits for frames until its stdin ends (``--ignore-eof``: forever).
+With ``--pid-file`` it writes its pid there; the end of its stdin is logged as
+``{"type": "stdin-eof"}``.
+
+With ``--mode json`` (pi's JSON print mode, the stdio transport) it reads the whole of
+stdin as the prompt (logged as ``{"type": "stdin", "text": …}``), streams the same turn
+without a UI (a dialog is a no-op: the tool is blocked), and exits. ``--crash`` crashes
+in both modes, ``--crash-rpc`` only in rpc mode (before any tool starts).
 """
 
 from __future__ import annotations
@@ -56,6 +65,11 @@ def options() -> argparse.Namespace:
     p.add_argument("--ignore-term", action="store_true")
     p.add_argument("--ignore-eof", action="store_true")
     p.add_argument("--crash", action="store_true")
+    p.add_argument("--crash-rpc", action="store_true")
+    p.add_argument("--crash-after-tool", action="store_true")
+    p.add_argument("--hang", action="store_true")
+    p.add_argument("--pid-file")
+    p.add_argument("--mode", default="rpc")
     p.add_argument("--stderr-bytes", type=int, default=0)
     p.add_argument("--env-dump")
     p.add_argument("--text", default="All done\u2028with a line separator")
@@ -112,7 +126,7 @@ def dialog(args: argparse.Namespace) -> dict[str, Any] | None:
             return {**frame, "denied_with_reason": True}
 
 
-def turn(args: argparse.Namespace) -> None:
+def turn(args: argparse.Namespace, *, has_ui: bool = True) -> None:
     emit({"type": "agent_start"})
     emit({"type": "extension_ui_request", "id": "s1", "method": "setStatus", "statusKey": "k"})
     emit({"type": "extension_ui_request", "id": "s2", "method": "notify", "message": "hi"})
@@ -122,12 +136,18 @@ def turn(args: argparse.Namespace) -> None:
         raw(b'this is not json\n{"no_type": 1}\n[1,2]\n{"type": \n')
     emit({"type": "response", "id": "nobody-asked", "command": "get_state", "success": True})
     allowed = True
-    if args.dialog != "none":
+    if args.dialog != "none" and not has_ui:
+        allowed = False  # pi without a UI: dialog methods are no-ops, the gate blocks
+    elif args.dialog != "none":
         answer = dialog(args)
         if answer is None:
             return
         allowed = answer_allows(args, answer)
     emit({"type": "tool_execution_start", "toolCallId": "c1", "toolName": "bash", "args": {}})
+    if args.crash_after_tool:
+        sys.stderr.write("worker crashed after a tool started\n")
+        sys.stderr.flush()
+        os._exit(3)
     if allowed and args.side_effect:
         with open(args.side_effect, "a", encoding="utf-8") as fh:
             fh.write("ran\n")
@@ -148,8 +168,30 @@ def turn(args: argparse.Namespace) -> None:
         emit({"type": "agent_settled", "aborted": False})
 
 
+def json_mode(args: argparse.Namespace) -> int:
+    text = sys.stdin.buffer.read().decode("utf-8", "replace")
+    if args.log:
+        with open(args.log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"type": "stdin", "text": text}) + "\n")
+    if args.crash:
+        sys.stderr.write("worker crashed\n")
+        return 3
+    emit({"type": "session", "version": 3, "id": "s-1", "cwd": os.getcwd()})
+    turn(args, has_ui=False)
+    return 0
+
+
+def log_eof(args: argparse.Namespace) -> None:
+    if args.log:
+        with open(args.log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"type": "stdin-eof"}) + "\n")
+
+
 def main() -> int:
     args = options()
+    if args.pid_file:
+        with open(args.pid_file, "w", encoding="utf-8") as fh:
+            fh.write(str(os.getpid()))
     if args.env_dump:
         with open(args.env_dump, "w", encoding="utf-8") as fh:
             json.dump(dict(os.environ), fh)
@@ -158,14 +200,17 @@ def main() -> int:
     if args.stderr_bytes:
         sys.stderr.write("e" * args.stderr_bytes + "\nlast words\n")
         sys.stderr.flush()
+    if args.mode == "json":
+        return json_mode(args)
     last_text = ""
     while True:
         frame = read_frame(args.log)
         if frame is None:
+            log_eof(args)
             break
         kind = frame.get("type")
         if kind == "prompt":
-            if args.crash:
+            if args.crash or args.crash_rpc:
                 sys.stderr.write("worker crashed\n")
                 return 3
             if args.no_response:
@@ -177,8 +222,20 @@ def main() -> int:
             if data:
                 response["data"] = data
             emit(response)
+            if args.hang:
+                continue  # no turn: the run waits for the agent until it is stopped
             turn(args)
             last_text = args.text
+        elif kind == "steer":
+            emit(
+                {
+                    "type": "response",
+                    "id": frame.get("id"),
+                    "command": "steer",
+                    "success": True,
+                    "data": {"disposition": "queued"},
+                }
+            )
         elif kind == "get_last_assistant_text":
             emit(
                 {

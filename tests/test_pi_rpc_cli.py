@@ -135,7 +135,9 @@ def test_ask_without_a_human_cancels(tmp_path):
         env={**os.environ, "HOME": str(tmp_path)},
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["counters"]["dialogsCancelled"] == 1
+    counters = json.loads(result.stdout)["counters"]
+    assert counters["dialogsCancelled"] == 1
+    assert counters["dialogsAsked"] == 0  # nobody could be reached: nobody was asked
     assert not side.exists()
 
 
@@ -147,6 +149,8 @@ def test_ask_without_a_human_cancels(tmp_path):
         (["run"], "required"),
         (["run", "--prompt-timeout", "0", "go"], "must be positive"),
         (["run", "--cwd", "/no/such/dir", "go"], "not a directory"),
+        (["run", "--stop-grace", "-1", "go"], "--stop-grace"),
+        (["run", "--transport", "stdio", "--steer-stdin", "go"], "needs the rpc transport"),
         (["frobnicate"], "invalid choice"),
     ],
 )

@@ -80,7 +80,8 @@ def test_settles_on_agent_end_for_the_old_line_and_counts_everything(tmp_path):
     assert counters["responsesUnmatched"] == 1
     # The unknown frame type reached subscribers.
     assert any(isinstance(f, UnknownFrame) and f.type == "brand_new_event" for f in seen)
-    assert [f["type"] for f in sent] == ["prompt", "get_last_assistant_text"]
+    # The stop began by ending the worker's stdin (seed 004: stdin end, wait, SIGKILL).
+    assert [f["type"] for f in sent] == ["prompt", "get_last_assistant_text", "stdin-eof"]
 
 
 def test_settles_on_agent_settled_for_the_new_line(tmp_path):
@@ -140,13 +141,15 @@ def test_stop_escalates_to_kill_once_for_a_stubborn_worker():
     assert killed
 
 
-def test_stop_terminates_a_worker_that_ignores_eof():
+def test_stop_kills_a_worker_that_ignores_the_end_of_its_stdin():
+    """Seed 004's orderly stop: stdin end, wait, then SIGKILL (no SIGTERM in between)."""
+
     async def go() -> int | None:
-        client = PiRpcClient(worker("--ignore-eof"))
+        client = PiRpcClient(worker("--ignore-eof", "--ignore-term"))
         await client.start()
         return await client.stop(grace=0.5)
 
-    assert run(go()) == -15
+    assert run(go()) == -9
 
 
 def test_stderr_is_bounded_and_keeps_the_end():
@@ -253,6 +256,7 @@ def test_block_policy_leaves_the_dialog_pending(tmp_path):
     ],
 )
 def test_ask_policy_confirm_answers_what_the_human_chose(tmp_path, state, expected, ran):
+    asked = 0 if state is PromptState.UNAVAILABLE else 1  # nobody reached: not asked
     prompter = ScriptedPrompter([state])
     summary, side, sent, _ = _run_worker(
         tmp_path, "--dialog", "confirm", dialogs=DialogPolicy.ASK, prompter=prompter
@@ -260,7 +264,7 @@ def test_ask_policy_confirm_answers_what_the_human_chose(tmp_path, state, expect
     answers = [f for f in sent if f["type"] == "extension_ui_response"]
     assert answers == [{"type": "extension_ui_response", "id": "dlg-1", **expected}]
     assert side.exists() is ran
-    assert summary.counters["dialogsAsked"] == 1
+    assert summary.counters["dialogsAsked"] == asked
     assert prompter.seen[0].message == 'Allow tool call?\nbash {"command":"x"}'
 
 

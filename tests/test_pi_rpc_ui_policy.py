@@ -180,5 +180,5 @@ def test_plain_yes_no_selects_and_confirms():
     assert isinstance(action, Ask) and action.prompt.message == "t\nm"
     assert core.answer_for_reply(confirm, approved).response.confirmed is True
     assert core.answer_for_reply(confirm, denied).response.confirmed is False
-    assert core.counters.dialogs_asked == 2
+    assert core.counters.dialogs_asked == 2  # two dialogs put to a human
     assert core.counters.dialogs_answered == 4

@@ -3,8 +3,8 @@
 It spawns the worker with askgate's own secrets removed from the environment, writes
 commands, matches each `response` to its command by id (with a per-command timeout),
 hands every other frame to subscribers, keeps the worker's stderr in a bounded buffer
-for error reports, and stops the worker in order: close stdin, wait, terminate, kill
-(at most once).
+for error reports, and stops the worker in seed 004's order: end its stdin, wait, then
+SIGKILL (at most once).
 
 "Settled" is `agent_settled` on workers that send it (pi 1.6+, recognised by the
 `prompt` response's `disposition` or by the frame itself) and `agent_end` otherwise.
@@ -160,23 +160,47 @@ class PiRpcClient:
         return self.decoder.malformed
 
     async def stop(self, grace: float = DEFAULT_STOP_GRACE) -> int | None:
-        """Close stdin and wait; then SIGTERM and wait; then SIGKILL (once). The
-        worker's exit status (negative: killed by that signal)."""
+        """End the worker's stdin and wait up to `grace`; then SIGKILL (once) — seed 004's
+        orderly stop. Safe to call again: a second call only waits for the same exit.
+        The worker's exit status (negative: killed by that signal)."""
         process = self._process
         if process is None:
             return None
         if process.returncode is None:
             self._close_stdin()
             if not await self._wait_exit(grace):
-                self._signal(signal.SIGTERM)
-                if not await self._wait_exit(grace):
-                    self._kill()
-                    await self._wait_exit(grace)
+                self._kill()
+                await self._wait_exit(grace)
         for task in self._tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(task, grace)
         self._fail_pending(WorkerError("worker stopped"))
         return process.returncode
+
+    async def write_input(self, data: bytes) -> None:
+        """Raw bytes to the worker's stdin (the stdio transport's prompt)."""
+        process = self._process
+        if process is None or process.stdin is None or process.stdin.is_closing():
+            raise WorkerError("worker's stdin is not open")
+        try:
+            process.stdin.write(data)
+            await process.stdin.drain()
+        except (ConnectionError, BrokenPipeError) as exc:
+            raise WorkerError(f"worker stopped reading: {exc}") from exc
+
+    def end_input(self) -> None:
+        """End the worker's stdin (no more commands or input follow)."""
+        if self._process is not None:
+            self._close_stdin()
+
+    async def wait_exit(self, timeout: float | None = None) -> int:
+        """The worker's exit status once it exits by itself. WorkerError on timeout."""
+        if self._process is None:
+            raise WorkerError("worker not started")
+        try:
+            return await asyncio.wait_for(self._process.wait(), timeout)
+        except TimeoutError:
+            raise WorkerError(f"the worker did not finish within {timeout:g} s") from None
 
     def _close_stdin(self) -> None:
         assert self._process is not None

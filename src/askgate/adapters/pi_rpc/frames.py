@@ -174,6 +174,21 @@ class GetLastAssistantText(_Command, frozen=True, tag="get_last_assistant_text")
     pass
 
 
+class Steer(_Command, frozen=True, tag="steer"):
+    """A message for the running agent, delivered after the current turn's tool calls and
+    before its next model call (pi answers `{"disposition": "queued" | "handled"}`)."""
+
+    message: str
+    images: list[Any] | None = None
+
+
+class FollowUp(_Command, frozen=True, tag="follow_up"):
+    """A message processed once the agent has no more tool calls or steering messages."""
+
+    message: str
+    images: list[Any] | None = None
+
+
 class ExtensionUIResponse(
     msgspec.Struct,
     frozen=True,
@@ -190,7 +205,7 @@ class ExtensionUIResponse(
     cancelled: bool | None = None
 
 
-Command = Prompt | Abort | GetState | GetLastAssistantText
+Command = Prompt | Steer | FollowUp | Abort | GetState | GetLastAssistantText
 
 _encoder = msgspec.json.Encoder()
 

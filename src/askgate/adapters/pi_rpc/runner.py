@@ -16,13 +16,16 @@ from typing import Any
 
 import msgspec
 
-from askgate.adapters.pi_rpc.client import PiRpcClient, WorkerError
+from askgate.adapters.pi_rpc.client import DEFAULT_STOP_GRACE, PiRpcClient, WorkerError
 from askgate.adapters.pi_rpc.frames import (
+    AgentSettled,
     ExtensionUIRequest,
     Frame,
     GetLastAssistantText,
     MessageEnd,
     Prompt,
+    Steer,
+    ToolExecutionStart,
     UnknownFrame,
 )
 from askgate.adapters.pi_rpc.ui_policy import (
@@ -50,6 +53,68 @@ class RunSummary(msgspec.Struct, kw_only=True, rename="camel"):
     dialogs: str = "cancel"
     counters: dict[str, Any] = msgspec.field(default_factory=dict)
     stderr_tail: str = ""
+    # `rpc` or `stdio`: the transport that produced this result.
+    transport: str = "rpc"
+    # The run was stopped from outside (a signal, the parent's death, a caller's stop).
+    aborted: bool = False
+    # Tool executions the worker started (a retry after one could run a tool twice).
+    tools_started: int = 0
+    # Set when this result comes from the stdio retry after an early rpc failure.
+    fallback_from: str | None = None
+    fallback_reason: str | None = None
+
+
+class SteerResult(msgspec.Struct, kw_only=True, rename="camel"):
+    """pi's answer to a `Steer`: `queued` (pi queued it) or `handled` (an input handler
+    consumed it); `ok` false with `error` when the worker refused it."""
+
+    ok: bool
+    disposition: str | None = None
+    error: str | None = None
+
+
+class StopRequest:
+    """A request to stop a run from outside (a signal handler, a parent's death, a caller):
+    `request(reason)` is safe to call any number of times; the first reason is kept."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.reason: str | None = None
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.event.set()
+
+    @property
+    def requested(self) -> bool:
+        return self.event.is_set()
+
+
+async def until_stopped(work: Any, stop: StopRequest | None) -> bool:
+    """Await `work` (a coroutine) unless `stop` is requested first: then cancel it.
+    True when it was stopped."""
+    task = asyncio.ensure_future(work)
+    if stop is None:
+        await task
+        return False
+    if stop.requested:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return True
+    waiter = asyncio.ensure_future(stop.event.wait())
+    try:
+        done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task in done:
+        task.result()  # its error, if any
+        return False
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, WorkerError):
+        await task
+    return True
 
 
 def worker_argv(pi_command: str, model: str | None = None) -> list[str]:
@@ -127,16 +192,20 @@ class WorkerRun:
         prompt_timeout: float = DEFAULT_PROMPT_TIMEOUT,
         settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
         command_timeout: float = 60.0,
+        stop_grace: float = DEFAULT_STOP_GRACE,
         on_frame: Callable[[Frame], None] | None = None,
     ) -> None:
         self.client = PiRpcClient(argv, env=env, cwd=cwd, command_timeout=command_timeout)
-        self.policy = UiRequestPolicy(dialogs)
+        self.stop_grace = stop_grace
+        self.policy = UiRequestPolicy(dialogs, reachable=prompter.available)
         self.prompter = prompter
         self.prompt_timeout = prompt_timeout
         self.settle_timeout = settle_timeout
         self.on_frame = on_frame
         self.last_text = ""
         self.model_error: str | None = None
+        self.tools_started = 0
+        self.settled_aborted = False
         self._dialogs: set[asyncio.Task[None]] = set()
 
     def counters(self) -> dict[str, Any]:
@@ -155,21 +224,36 @@ class WorkerRun:
     async def stop(self) -> int | None:
         for task in self._dialogs:
             task.cancel()
-        return await self.client.stop()
+        return await self.client.stop(self.stop_grace)
 
-    async def run(self, message: str) -> RunSummary:
+    async def steer(self, message: str) -> SteerResult:
+        """Send a typed `steer` command to the running agent and return pi's answer."""
+        try:
+            response = await self.client.request(Steer(message=message))
+        except WorkerError as exc:
+            return SteerResult(ok=False, error=str(exc))
+        data = response.data if isinstance(response.data, dict) else {}
+        disposition = data.get("disposition")
+        return SteerResult(
+            ok=response.success,
+            disposition=disposition if isinstance(disposition, str) else None,
+            error=None if response.success else str(response.error or "refused"),
+        )
+
+    async def run(self, message: str, stop: StopRequest | None = None) -> RunSummary:
+        """Send `message`, wait for the agent to settle, stop the worker, summarise. A
+        `stop` request (or any error) ends the run the same way: stdin end, wait, SIGKILL."""
         error: str | None = None
+        stopped = False
         try:
             await self.start()
-            response = await self.client.request(Prompt(message=message))
-            if not response.success:
-                raise WorkerError(f"the worker refused the prompt: {response.error}")
-            await self.client.wait_settled(self.settle_timeout)
-            await self._final_text()
+            stopped = await until_stopped(self._converse(message), stop)
         except WorkerError as exc:
             error = str(exc)
         finally:
             status = await self.stop()
+        if stopped:
+            error = f"stopped: {stop.reason if stop is not None else 'requested'}"
         if error is None and self.model_error is not None:
             error = f"the model call failed: {self.model_error}"
         if error is None and status not in (0, None):
@@ -182,7 +266,17 @@ class WorkerRun:
             dialogs=self.policy.policy.value,
             counters=self.counters(),
             stderr_tail=self.client.stderr.text()[-4000:],
+            transport="rpc",
+            aborted=stopped or self.settled_aborted,
+            tools_started=self.tools_started,
         )
+
+    async def _converse(self, message: str) -> None:
+        response = await self.client.request(Prompt(message=message))
+        if not response.success:
+            raise WorkerError(f"the worker refused the prompt: {response.error}")
+        await self.client.wait_settled(self.settle_timeout)
+        await self._final_text()
 
     async def _final_text(self) -> None:
         try:
@@ -203,6 +297,10 @@ class WorkerRun:
             if text is not None:
                 self.last_text = text
                 self.model_error = model_error
+        elif isinstance(frame, ToolExecutionStart):
+            self.tools_started += 1
+        elif isinstance(frame, AgentSettled) and frame.aborted:
+            self.settled_aborted = True
         if self.on_frame is not None:
             self.on_frame(frame)
 

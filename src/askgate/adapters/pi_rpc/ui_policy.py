@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import logging
 import re
+from collections.abc import Callable
 from enum import StrEnum
 
 import msgspec
@@ -59,15 +60,20 @@ class DialogPolicy(StrEnum):
     ASK = "ask"
 
 
-def parse_policy(value: str | None) -> DialogPolicy:
-    """The policy named by `value`; anything unknown is `cancel` (fail safe)."""
+def known_policy(value: str | None) -> DialogPolicy | None:
+    """The policy `value` names (any case, surrounding blanks ignored), None if none."""
     if value is None:
-        return DialogPolicy.CANCEL
+        return None
     try:
         return DialogPolicy(value.strip().lower())
     except ValueError:
-        logger.warning("unknown dialog policy %r: using cancel", value)
-        return DialogPolicy.CANCEL
+        return None
+
+
+def parse_policy(value: str | None) -> DialogPolicy:
+    """The policy named by `value`; anything unknown is `cancel` (fail safe). Says
+    nothing: the caller that read the value reports a bad one, once."""
+    return known_policy(value) or DialogPolicy.CANCEL
 
 
 class UiCounters(msgspec.Struct, kw_only=True, rename="camel"):
@@ -131,9 +137,17 @@ def _yes_no_options(options: list[str]) -> tuple[str, str] | None:
 class UiRequestPolicy:
     """Decides each UI request; keeps the counters."""
 
-    def __init__(self, policy: DialogPolicy | str = DialogPolicy.CANCEL) -> None:
+    def __init__(
+        self,
+        policy: DialogPolicy | str = DialogPolicy.CANCEL,
+        *,
+        reachable: Callable[[], bool] | None = None,
+    ) -> None:
         self.policy = policy if isinstance(policy, DialogPolicy) else parse_policy(policy)
         self.counters = UiCounters()
+        # Whether a human can be asked at all (the prompter's `available`): a dialog that
+        # nobody can be shown is cancelled at once and not counted as asked.
+        self.reachable = reachable or (lambda: True)
         # Reasons the human gave for "No, provide reason", waiting for the extension's
         # follow-up input dialog (pi preflights tool calls one at a time: FIFO is exact).
         self._reasons: collections.deque[str | None] = collections.deque()
@@ -157,7 +171,7 @@ class UiRequestPolicy:
             return Block()
         if self.policy is DialogPolicy.ASK:
             prompt = self._prompt_for(request)
-            if prompt is not None:
+            if prompt is not None and self._reachable():
                 self.counters.dialogs_asked += 1
                 return Ask(request, prompt)
             logger.info("dialog %s (%s) cannot be put to a human: cancelled", request.id, method)
@@ -178,6 +192,8 @@ class UiRequestPolicy:
     def answer_for_reply(self, request: ExtensionUIRequest, reply: PromptReply) -> Answer:
         """The response to an `Ask`ed dialog, given the human's reply (or a timeout)."""
         response = self._response_for(request, reply)
+        if reply.state is PromptState.UNAVAILABLE and self.counters.dialogs_asked:
+            self.counters.dialogs_asked -= 1  # nobody could be shown it after all
         if response.cancelled:
             self.counters.dialogs_cancelled += 1
         else:
@@ -191,6 +207,12 @@ class UiRequestPolicy:
         return Answer(cancelled(request.id))
 
     # -- internals
+
+    def _reachable(self) -> bool:
+        try:
+            return bool(self.reachable())
+        except Exception:  # a failing check reaches nobody: cancel (fail closed)
+            return False
 
     def _follow_up(self, request: ExtensionUIRequest) -> Answer | None:
         """The second dialog of an answer the human already gave."""
