@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -297,3 +298,95 @@ def test_askgate_pi_run_fails_when_the_model_is_unreachable(pi16):
     )
     assert result.returncode == 1, result.stdout
     assert json.loads(result.stdout)["ok"] is False
+
+
+# ---------------------------------------------------------------- seed 004's worker layer
+
+
+def _stdio(pi: Pi, *extra: str) -> RunSummary:
+    from askgate.adapters.pi_rpc.worker import Transport, WorkerOptions, run_worker
+
+    options = WorkerOptions(
+        pi_command=pi.command(*extra),
+        model="fake-model",
+        transport=Transport.STDIO,
+        cwd=str(pi.work),
+        env=pi.env,
+        settle_timeout=120,
+    )
+    return asyncio.run(run_worker("Please run the command.", options))
+
+
+def test_the_stdio_transport_runs_a_prompt_on_real_pi(pi_line):
+    summary = _stdio(pi_line)
+    assert summary.ok, (summary.error, summary.stderr_tail)
+    assert summary.transport == "stdio" and summary.final_text == "DONE"
+    assert pi_line.side_effect.read_text() == "HELLO\n"  # no gate loaded: the tool ran
+    assert summary.tools_started == 1
+
+
+def test_the_stdio_transport_never_confirms_a_dialog_on_real_pi(pi_line, tmp_path):
+    """JSON mode has no UI: the gate's confirm is a no-op, so the tool is blocked, and
+    nothing in askgate could have said yes."""
+    summary = _stdio(pi_line, "-e", str(tmp_path / "confirm.ts"))
+    assert summary.ok, (summary.error, summary.stderr_tail)
+    assert not pi_line.side_effect.exists()
+    assert pi_line.fake.tool_results() == ["Blocked by the test gate"]
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if text.encode() in fh.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def test_sigterm_stops_real_pi_in_order_and_a_steer_reaches_it(pi16, tmp_path):
+    """A dialog left pending (`--dialogs block`) keeps real pi busy; a steer sent meanwhile
+    is queued by pi; SIGTERM then runs the stop sequence: no pi process is left, the tool
+    never ran."""
+    extension = str(tmp_path / "confirm.ts")
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "askgate.cli", "pi", "run", "--dialogs", "block"),
+            *("--steer-stdin", "--stop-grace", "5", "--model", "fake-model"),
+            *("--cwd", str(pi16.work), "--pi-command", pi16.command("-e", extension)),
+            "Please run the command.",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=pi16.env,
+    )
+    try:
+        assert proc.stderr is not None and proc.stdin is not None
+        seen = []
+        for line in proc.stderr:  # progress: the dialog's line shows pi is waiting on it
+            seen.append(line)
+            if "? confirm" in line:
+                break
+        else:
+            pytest.fail("no dialog line: " + "".join(seen))
+        proc.stdin.write("never mind, stop\n")
+        proc.stdin.flush()
+        for line in proc.stderr:
+            seen.append(line)
+            if "steer" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, "".join(seen) + rest
+    assert any("steer 'never mind, stop': queued" in line for line in seen), "".join(seen)
+    assert _processes_mentioning(extension) == []
+    assert not pi16.side_effect.exists()
