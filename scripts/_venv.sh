@@ -1,4 +1,4 @@
-# Sourced by scripts/*: create .venv and install askgate with its dev and bench extras
+# Sourced by scripts/*: create .venv and install askgate with its dev, bench and frameworks extras
 # when missing or when pyproject.toml changed since the last install.
 VENV="${ASKGATE_VENV:-$PWD/.venv}"
 PY="${PYTHON:-python3}"
@@ -12,6 +12,6 @@ fi
 stamp="$VENV/.askgate-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null
-  "$VENV/bin/python" -m pip install --quiet -e ".[dev,bench]"
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev,bench,frameworks]"
   touch "$stamp"
 fi
