@@ -168,7 +168,7 @@ class Guard:
         `client`."""
         from askgate.audit import AuditLog
         from askgate.locations import review_log_disabled, review_log_path
-        from askgate.policy import Policy
+        from askgate.policy.engine import Policy
         from askgate.prompters.choose import default_prompter
 
         root = os.path.abspath(cwd or os.getcwd())

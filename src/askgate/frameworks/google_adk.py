@@ -30,7 +30,7 @@ CLIENT = "google-adk"
 TOKEN_KEY = "askgate_token"
 
 
-class AskgatePlugin(BasePlugin):  # type: ignore[misc]
+class AskgatePlugin(BasePlugin):
     def __init__(
         self,
         guard: Guard | None = None,

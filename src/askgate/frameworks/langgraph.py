@@ -32,7 +32,7 @@ from askgate.frameworks.core import Allow, Ask, Deny, Guard
 CLIENT = "langgraph"
 
 
-class AskgateMiddleware(AgentMiddleware):  # type: ignore[misc]
+class AskgateMiddleware(AgentMiddleware):
     def __init__(
         self,
         guard: Guard | None = None,

@@ -80,7 +80,7 @@ def protect_tool(tool: Any, guard: Guard) -> None:
 
 
 def input_guardrail(guard: Guard) -> Any:
-    @tool_input_guardrail  # type: ignore[misc]
+    @tool_input_guardrail
     def askgate(data: Any) -> Any:
         context = data.context
         try:
