@@ -6,13 +6,13 @@ lets the kernel allow.
 
 `risky_class(text)` takes a bash pattern (`npm install *`) or a unit's command (`npm install
 lodash`), words separated by spaces, and names the class, or None. A `*` where the deciding
-word would be counts as that word (`npm *` covers `npm install`).
+word would be counts as that word (`pip *` covers `pip install`).
 
     >>> risky_class("curl -s https://x")
     'a network tool'
     >>> risky_class("python3 -c *")
     'an interpreter running inline code'
-    >>> risky_class("npm *")
+    >>> risky_class("pip *")
     'a package install'
     >>> risky_class("npm test *") is None
     True
