@@ -13,15 +13,16 @@ exist). What each rule kind becomes:
 | `Bash(git status)`, `Bash(a * b)`| `[bash]` the same text (`*` spans anything in both) |
 | `Read(//abs)`, `Read(~/x)`       | `[read] "/abs"`, `"~/x"`                           |
 | `Read(/x)`, `Read(./x)`          | `[read] "x"` (relative to the project root)        |
-| `Read(.env)`, `Read(id_rsa)`     | `[read] "**/.env"`: a name without `/` matches at any depth (gitignore), as in Claude Code |
-| deny/ask `Read(secrets/**)`      | `[read] "**/secrets/**"`: a one-segment directory matches at any depth for deny and ask |
+| `Read(.env)`, `Read(id_rsa)`     | `[read] "**/.env"` (a bare name: any depth)        |
+| deny/ask `Read(secrets/**)`      | `[read] "**/secrets/**"` (deny/ask: any depth)     |
 | `Read`, `Edit` (whole tool)      | `[read] "/**"`, `[write] "/**"`                    |
 | `Edit(path)`                     | `[write]` path, converted as for Read              |
 | `mcp__server__tool`, `mcp__server`| `[mcp] "server:tool"`, `"server:*"`               |
 | any other whole tool (`WebFetch`)| `[tool] "WebFetch"`                                 |
 | `additionalDirectories`          | `extra_directories`                                 |
 | `defaultMode: dontAsk`           | `default = "deny"`                                  |
-| `defaultMode: bypassPermissions` | `yolo = true` (asks become allow; denies stay) — from the user file only: Claude Code ignores it in a project's settings |
+| `defaultMode: bypassPermissions` | `yolo = true` (asks become allow; denies stay),     |
+|                                  | from the user file only (ignored in a project's)    |
 | `defaultMode: acceptEdits`       | `[write] "**" = "allow"` plus each added directory  |
 
 The file selects askgate's `read-only` profile: Claude Code runs its own read-only
