@@ -153,7 +153,7 @@ ROUTED_HELP: dict[str, str] = {
     "doctor": "check the configuration: budgets, database, secret, notifier",
     "daemon": "the resident decider: start | status | stop",
     "install": "register askgate with an agent: claude-code | codex | gemini",
-    "import": "convert an agent's permission settings: claude-code",
+    "import": "convert an agent's permission settings: claude-code | codex | gemini | pi",
     "pi": "drive pi workers over RPC: run",
     "acp": "an ACP proxy in front of an ACP agent",
     "sandbox": "run a command in a kernel sandbox derived from the policy",

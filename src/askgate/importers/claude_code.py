@@ -53,7 +53,7 @@ from typing import Any, NoReturn
 
 ACTIONS = ("allow", "ask", "deny")
 STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
-SURFACE_ORDER = ("tool", "bash", "read", "write", "mcp")
+SURFACE_ORDER = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
 READ_TOOLS = ("Read",)
 EDIT_TOOLS = ("Edit",)
 PATHLESS_FILE_TOOLS = ("Write", "MultiEdit", "NotebookEdit")
@@ -82,10 +82,13 @@ class Conversion:
     rules: list[Converted] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     default: str | None = None
+    default_why: str = ""
     yolo: bool = False
     extra_directories: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     profiles: list[str] = field(default_factory=lambda: ["read-only"])
+    profiles_why: str = "Claude Code's built-in read-only commands ask nothing"
+    rule_prefix: str = "Claude Code rule "  # a deny's reason: prefix + the source rule
 
 
 class ImportError_(Exception):
@@ -288,17 +291,18 @@ def _toml(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a TOML basic string
 
 
-def render(conversion: Conversion) -> str:
-    lines = ["# Converted from Claude Code settings by `askgate import claude-code`:"]
+def render(
+    conversion: Conversion, title: str = "Claude Code settings by `askgate import claude-code`"
+) -> str:
+    lines = [f"# Converted from {title}:"]
     lines += [f"#   {_comment(s)}" for s in conversion.sources]
     lines.append("")
     if conversion.profiles:
         selected = ", ".join(_toml(p) for p in conversion.profiles)
-        lines.append(
-            f"profiles = [{selected}]  # Claude Code's built-in read-only commands ask nothing"
-        )
+        lines.append(f"profiles = [{selected}]  # {conversion.profiles_why}")
     if conversion.default:
-        lines.append(f"default = {_toml(conversion.default)}  # defaultMode: dontAsk")
+        why = conversion.default_why or "defaultMode: dontAsk"
+        lines.append(f"default = {_toml(conversion.default)}  # {_comment(why)}")
     if conversion.yolo:
         lines.append("yolo = true  # defaultMode: bypassPermissions (denies still apply)")
     if conversion.extra_directories:
@@ -311,7 +315,8 @@ def render(conversion: Conversion) -> str:
         lines += ["", f"[{surface}]"]
         for rule in rules:
             if rule.action == "deny":
-                value = f'{{ action = "deny", reason = {_toml("Claude Code rule " + rule.rule)} }}'
+                reason = _toml(conversion.rule_prefix + rule.rule)
+                value = f'{{ action = "deny", reason = {reason} }}'
             else:
                 value = _toml(rule.action)
             lines.append(f"{_toml(rule.pattern)} = {value}  # {_comment(rule.rule)}")
