@@ -135,6 +135,10 @@ def test_init_requires_the_sandbox_where_it_works_and_allows_what_it_holds(
     assert check("bash", "cat .env") == "deny"
     assert check("read", str(root / ".env.example")) == "allow"
     assert check("write", str(cli.home / "notes.txt")) == "ask"
+    # git's own files are writable (git commit works inside), what runs programs is not.
+    assert check("write", str(root / ".git" / "index.lock")) == "allow"
+    for protected in ("config", "hooks/pre-commit", "commondir", "config.worktree"):
+        assert check("write", str(root / ".git" / protected)) == "ask", protected
 
 
 def test_init_without_the_sandbox_writes_the_stricter_profiles_and_says_why(
