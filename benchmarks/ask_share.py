@@ -30,6 +30,9 @@ NAME = "ask_share"
 TITLE = "ask share of `askgate init --yes` on a stand-in for agent traffic"
 TARGET = 0.25
 KINDS = ("python", "node", "go", "rust", "monorepo")
+# A Node project as it is after `npm install`: node_modules holds tens of thousands of
+# files, and the sandbox plan searches the project for the anywhere-patterns (`**/.env*`).
+BIG_TREE_FILES = 60_000
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "agent_traffic.py"
 
 FILES: dict[str, tuple[str, ...]] = {
@@ -105,6 +108,27 @@ def environment(base: str) -> dict[str, str]:
     }
 
 
+def add_dependency_tree(root: str, files: int = BIG_TREE_FILES) -> None:
+    per_package = 100
+    for package in range(files // per_package):
+        directory = os.path.join(root, "node_modules", f"pkg{package}", "lib")
+        os.makedirs(directory, exist_ok=True)
+        for index in range(per_package):
+            with open(os.path.join(directory, f"f{index}.js"), "w"):
+                pass
+
+
+def plan_ask_reason(policy: Any, root: str, env: Mapping[str, str]) -> str | None:
+    """Why the hook would ask about every allowed command here (an incomplete sandbox
+    plan), or None. Only with the sandbox required."""
+    from askgate.sandbox.plan import build_plan
+
+    if policy.sandbox.bash != "required":
+        return None
+    plan = build_plan(policy, policy.sandbox, cwd=root, mode="required")
+    return None if plan.startable else str(plan.ask_reason or "the plan refuses")
+
+
 def build_project(base: str, kind: str) -> str:
     home = Path(base) / "home"
     (home / ".ssh").mkdir(parents=True, exist_ok=True)
@@ -132,7 +156,9 @@ def init(root: str, env: Mapping[str, str], sandbox: str) -> None:
         raise RuntimeError(f"askgate init failed: {done.stderr.decode()[-500:]}")
 
 
-def measure(kind: str, *, sandbox: str = "auto", base: str | None = None) -> dict[str, Any]:
+def measure(
+    kind: str, *, sandbox: str = "auto", base: str | None = None, big_tree: bool = False
+) -> dict[str, Any]:
     """Decide the workload of `kind` under the policy `init --yes --sandbox SANDBOX` wrote.
     Returns totals, per-class counts, the asked commands and whether the sandbox is on."""
     from askgate.policy.engine import Policy
@@ -143,10 +169,15 @@ def measure(kind: str, *, sandbox: str = "auto", base: str | None = None) -> dic
     try:
         env = environment(base)
         root = build_project(base, kind)
+        if big_tree:
+            add_dependency_tree(root)
         init(root, env, sandbox)
         policy = Policy.load(root, env=env)
         if policy.errors:
             raise RuntimeError(f"the init policy does not load: {policy.errors[0]}")
+        # With the sandbox required the hook asks about an allowed command whose plan is
+        # incomplete: count those as the asks they are.
+        plan_reason = plan_ask_reason(policy, root, env)
         data = traffic()
         classes = data.workload(kind, root, env["HOME"])
         per_class: dict[str, tuple[int, int]] = {}
@@ -157,6 +188,8 @@ def measure(kind: str, *, sandbox: str = "auto", base: str | None = None) -> dic
             asks = 0
             for command in commands:
                 action = policy.decide("bash", command, cwd=root).action
+                if action is Action.ALLOW and plan_reason is not None:
+                    action = Action.ASK
                 if action is Action.ASK:
                     asks += 1
                     asked.append(command)
@@ -168,6 +201,7 @@ def measure(kind: str, *, sandbox: str = "auto", base: str | None = None) -> dic
         return {
             "kind": kind,
             "sandboxed": policy.sandbox.bash == "required",
+            "plan_ask_reason": plan_reason,
             "total": total,
             "asks": len(asked),
             "share": len(asked) / total,
@@ -211,6 +245,18 @@ def run(quick: bool) -> AreaReport:
                 notes.append(f"{kind} ({mode}) asks per class: {by_class}")
                 if found["wrongly_allowed"]:
                     notes.append(f"{kind}: ALLOWED what must not be: {found['wrongly_allowed']}")
+    if not quick:
+        found = measure("node", big_tree=True)
+        share = f"{found['share']:.1%} ({found['asks']} of {found['total']})"
+        rows.append(
+            Row(
+                measured=f"node project with {BIG_TREE_FILES} files in node_modules",
+                ours=Figure(name="askgate", note=share),
+                target=f"<= {TARGET:.0%}",
+            )
+        )
+        if found["plan_ask_reason"]:
+            notes.append(f"node_modules: every allowed command asks: {found['plan_ask_reason']}")
     notes.append(
         "stand-in, not a replay: real traffic repeats few commands many times and reads more"
     )
