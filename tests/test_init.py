@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -64,22 +65,22 @@ def test_init_yes_writes_a_trusted_project_policy_that_loads(tmp_path: Path) -> 
 def test_init_is_idempotent_and_never_overwrites_without_force(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
     root = _python_project(cli)
-    assert cli.run("init", "--yes", "--cwd", str(root)).returncode == 0
-    again = cli.run("init", "--yes", "--cwd", str(root))
+    assert cli.run("init", "--yes", "--sandbox", "off", "--cwd", str(root)).returncode == 0
+    again = cli.run("init", "--yes", "--sandbox", "off", "--cwd", str(root))
     assert again.returncode == 0 and "already up to date" in again.stdout
     policy_file = root / ".askgate" / "policy.toml"
     policy_file.write_text('default = "deny"\n')
-    refused = cli.run("init", "--yes", "--cwd", str(root))
+    refused = cli.run("init", "--yes", "--sandbox", "off", "--cwd", str(root))
     assert refused.returncode == 1 and "use --force" in refused.stderr
     assert policy_file.read_text() == 'default = "deny"\n'
-    forced = cli.run("init", "--yes", "--force", "--cwd", str(root))
+    forced = cli.run("init", "--yes", "--force", "--sandbox", "off", "--cwd", str(root))
     assert forced.returncode == 0 and "profiles =" in policy_file.read_text()
 
 
 def test_init_without_yes_and_without_a_terminal_writes_nothing(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
     root = _python_project(cli)
-    result = cli.run("init", "--cwd", str(root))
+    result = cli.run("init", "--sandbox", "off", "--cwd", str(root))
     assert result.returncode == 1 and "--yes" in result.stderr
     assert not (root / ".askgate" / "policy.toml").exists()
 
@@ -87,7 +88,9 @@ def test_init_without_yes_and_without_a_terminal_writes_nothing(tmp_path: Path) 
 def test_init_user_and_explicit_profiles(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
     root = _python_project(cli)
-    result = cli.run("init", "--user", "--yes", "--profile", "go-dev", "--cwd", str(root))
+    result = cli.run(
+        "init", "--user", "--yes", "--sandbox", "off", "--profile", "go-dev", "--cwd", str(root)
+    )
     assert result.returncode == 0, result
     assert 'profiles = ["go-dev"]' in cli.user_file.read_text()
     assert "no trust step" in result.stdout
@@ -233,3 +236,25 @@ def test_init_and_doctor_warn_about_a_secret_git_tracks(tmp_path: Path) -> None:
     subprocess.run(["git", "-C", str(root), "rm", "-q", "--cached", ".env", "deploy/.netrc"])
     clean = cli.run("doctor", "--cwd", str(root))
     assert "ok   tracked secrets" in clean.stdout, clean
+
+
+def test_init_warns_when_the_sandbox_plan_cannot_search_the_project(tmp_path: Path) -> None:
+    """A tree past the plan's search budget (a Node project's node_modules) makes the hook
+    ask about every sandboxed command: init says so instead of leaving it to be found."""
+    from sandbox_world import require_bwrap
+
+    require_bwrap()
+    cli = Cli(tmp_path)
+    root = _python_project(cli)
+    deps = root / "node_modules" / "pkg" / "lib"
+    deps.mkdir(parents=True)
+    first = deps / "f.js"
+    first.touch()
+    for index in range(50_100):  # names of one file: entries to search, cheap to make
+        os.link(first, deps / f"f{index}.js")
+    result = cli.run("init", "--yes", "--cwd", str(root))
+    assert result.returncode == 0, result
+    assert "every sandboxed command here will ask" in result.stderr, result
+    small = Cli(tmp_path / "small")
+    quiet = small.run("init", "--yes", "--cwd", str(_python_project(small)))
+    assert "will ask" not in quiet.stderr, quiet

@@ -157,7 +157,28 @@ def main(argv: list[str]) -> int:
     print(f"wrote {path}")
     code = _trust(args, root, path)
     _warn_tracked_secrets(root)
+    if sandboxed:
+        _warn_incomplete_plan(root)
     return code
+
+
+def _warn_incomplete_plan(root: str) -> None:
+    """The sandbox plan searches the project for anywhere-patterns within a budget; past it
+    the hook asks about every command. Say so now rather than at every command."""
+    import json
+    import subprocess
+
+    argv = [sys.executable, "-m", "askgate", "sandbox", "--plan", "--json", "--cwd", root]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=120, check=False)
+        reason = json.loads(done.stdout).get("ask_reason") if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError, AttributeError):
+        return
+    if isinstance(reason, str) and reason:
+        print(
+            f"askgate: warning: every sandboxed command here will ask: {reason}",
+            file=sys.stderr,
+        )
 
 
 def _warn_tracked_secrets(root: str) -> None:
