@@ -7,8 +7,18 @@ askgate's figures, measuring whatever baselines it can.
 
 from __future__ import annotations
 
-from benchmarks import acp_proxy, approval, forwarding, frameworks, hook, policy, rpc_codec, sandbox
+from benchmarks import (
+    acp_proxy,
+    approval,
+    ask_share,
+    forwarding,
+    frameworks,
+    hook,
+    policy,
+    rpc_codec,
+    sandbox,
+)
 
-AREAS = (policy, hook, approval, forwarding, rpc_codec, acp_proxy, sandbox, frameworks)
+AREAS = (policy, hook, approval, forwarding, rpc_codec, acp_proxy, sandbox, ask_share, frameworks)
 
 __all__ = ["AREAS"]

@@ -3,6 +3,9 @@ quarter of ordinary agent traffic, and still allows nothing of the adversarial c
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from askgate.policy.engine import Policy
@@ -86,3 +89,29 @@ def test_the_adversarial_corpus_allows_nothing_under_the_generated_policy(
     policy, root = python_project
     decision = policy.decide("bash", case.command, cwd=root)  # type: ignore[attr-defined]
     assert decision.action is not Action.ALLOW, decision.reason
+
+
+@pytest.mark.parametrize("kind", ["python", "node"])
+def test_init_with_the_sandbox_asks_about_at_most_a_quarter_of_the_larger_workload(
+    kind: str,
+) -> None:
+    """The measure of issue 21: `askgate init --yes` (run as a user would, its own probe
+    finding bubblewrap) on the larger stand-in (benchmarks/ask_share.py reports the same
+    numbers per kind and per class)."""
+    from sandbox_world import require_bwrap
+
+    repository = str(Path(__file__).resolve().parents[1])
+    if repository not in sys.path:  # benchmarks/ is a top-level package of the repository
+        sys.path.insert(0, repository)
+    from benchmarks.ask_share import measure
+
+    require_bwrap()
+    found = measure(kind)
+    assert found["sandboxed"], "bubblewrap works here: init must require the sandbox"
+    print(f"\n{kind}: ask share {found['share']:.1%} ({found['asks']} of {found['total']})")
+    print(*(f"  {name}: {a}/{n}" for name, (a, n) in found["per_class"].items()), sep="\n")
+    assert found["share"] <= MAX_ASK_RATE, found["asked"]
+    assert not found["wrongly_allowed"], found["wrongly_allowed"]
+    # The classes the sandbox cannot make safe stay questions: the network, installs.
+    assert found["per_class"]["network"][0] == found["per_class"]["network"][1]
+    assert found["per_class"]["installs"][0] == found["per_class"]["installs"][1]

@@ -22,10 +22,14 @@ from conftest import ScriptedPrompter
 
 
 def payload(tmp_path: Path, tool: str = "run_shell_command", **tool_input: Any) -> dict[str, Any]:
+    # The project beside HOME (tmp_path/home), not above it: a search of a directory that
+    # holds HOME reaches the built-in secrets (~/.ssh …) and asks.
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
     return {
         "session_id": "gemini-session-1",
         "transcript_path": str(tmp_path / "t.json"),
-        "cwd": str(tmp_path),
+        "cwd": str(project),
         "hook_event_name": "BeforeTool",
         "timestamp": "2026-12-01T00:00:00.000Z",
         "tool_name": tool,

@@ -37,7 +37,8 @@ CASES: dict[str, tuple[dict[str, Any], list[tuple[str, dict[str, Any], str | Non
         {"allow": ["Bash(git status)"]},
         [
             ("Bash", {"command": "git status"}, "allow"),
-            ("Bash", {"command": "git status --short"}, None),
+            # Claude Code's own read-only commands ask nothing: the profile read-only.
+            ("Bash", {"command": "git status --short"}, "allow"),
             ("Bash", {"command": "git push"}, None),
         ],
     ),
@@ -122,6 +123,23 @@ CASES: dict[str, tuple[dict[str, Any], list[tuple[str, dict[str, Any], str | Non
         [
             ("Edit", {"file_path": "{project}/src/a.py"}, "allow"),
             ("Edit", {"file_path": "{project}/secrets/k"}, "deny"),
+        ],
+    ),
+    "read-bare-name-any-depth": (
+        {"deny": ["Read(.env)", "Read(id_rsa)"]},
+        [
+            ("Read", {"file_path": "{project}/.env"}, "deny"),
+            ("Read", {"file_path": "{project}/services/api/.env"}, "deny"),
+            ("Read", {"file_path": "{project}/deploy/keys/id_rsa"}, "deny"),
+            ("Read", {"file_path": "{project}/.env.example"}, None),
+        ],
+    ),
+    "deny-one-segment-directory-any-depth": (
+        {"deny": ["Read(secrets/**)"]},
+        [
+            ("Read", {"file_path": "{project}/secrets/k"}, "deny"),
+            ("Read", {"file_path": "{project}/app/secrets/k"}, "deny"),
+            ("Read", {"file_path": "{project}/app/secretsx/k"}, None),
         ],
     ),
     "mode-bypass": (
@@ -269,3 +287,33 @@ def test_bad_settings_are_one_line_errors(tmp_path: Path, content: str, message:
 def test_no_settings_anywhere_is_an_error(tmp_path: Path) -> None:
     done = run_import(tmp_path)
     assert done.returncode == 2 and "no Claude Code settings file found" in done.stderr
+
+
+def test_bypass_permissions_in_a_project_settings_file_is_not_yolo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code ignores `defaultMode: bypassPermissions` in a project's settings: a
+    cloned repository cannot switch its own prompts off. The import must not either."""
+    project = tmp_path / "project"
+    for name in ("settings.json", "settings.local.json"):
+        settings = project / ".claude" / name
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"permissions": {"defaultMode": "bypassPermissions"}}))
+        conversion = convert_files([str(settings)])
+        assert not conversion.yolo and "yolo" not in render(conversion)
+        assert "ignores bypassPermissions in a project" in conversion.skipped[0].reason
+    user = tmp_path / "home" / ".claude" / "settings.json"
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"permissions": {"defaultMode": "bypassPermissions"}}))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    assert convert_files([str(user)]).yolo, "the user's own file: yolo"
+
+
+def test_the_import_selects_the_read_only_profile_and_says_so(tmp_path: Path) -> None:
+    settings = tmp_path / "s.json"
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(make test)"]}}))
+    done = run_import(tmp_path, str(settings))
+    assert done.returncode == 0, done.stderr
+    assert 'profiles = ["read-only"]' in done.stdout
+    assert "selected profile read-only" in done.stderr

@@ -23,6 +23,7 @@ EXPECTED = {
     "go-dev",
     "docker-read",
     "project-write",
+    "sandboxed-project",
 }
 
 

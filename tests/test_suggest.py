@@ -5,18 +5,27 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from askgate.policy.model import Surface
 from askgate.profiles.policy_edit import with_rules
 from cli_harness import Cli
 
 
-def _record(units: list[tuple[str, str]], *, resolution: str = "user_approved") -> str:
+def _record(
+    units: list[tuple[str, str]],
+    *,
+    resolution: str = "user_approved",
+    original: str | None = None,
+) -> str:
+    value = original or " && ".join(command for command, _ in units)
     return json.dumps(
         {
             "timestamp": "2026-11-30T10:00:00.000+00:00",
             "event": "decision",
             "surface": "bash",
-            "value": " && ".join(command for command, _ in units),
+            "value": value[:1000],
+            "value_exact": value,
             "resolution": resolution,
             "policy_action": "ask",
             "action": "allow",
@@ -38,14 +47,14 @@ def test_frequent_approvals_become_proposals_with_counts(tmp_path: Path) -> None
     log = _log(
         cli,
         [_record([("make test", "ask")])] * 4
-        + [_record([("git fetch origin", "ask"), ("git status", "allow")])] * 3
+        + [_record([("git merge main", "ask"), ("git status", "allow")])] * 3
         + [_record([("cargo run", "ask")])] * 2
         + [_record([("make lint", "ask")], resolution="user_denied")] * 5,
     )
     result = _suggest(cli, log, "--json")
     assert result.returncode == 0, result
     proposals = {p["pattern"]: p["count"] for p in result.json()["proposals"]}
-    assert proposals == {"make *": 4, "git fetch *": 3}, "denials and rare ones do not count"
+    assert proposals == {"make *": 4, "git merge *": 3}, "denials and rare ones do not count"
     text = _suggest(cli, log)
     assert 'approved 4x: bash "make *" -> allow' in text.stdout
 
@@ -56,7 +65,8 @@ def test_never_proposes_what_lifts_a_deny_covers_a_floor_or_is_unsafe(tmp_path: 
     cli.user_file.write_text('[bash]\n"curl *" = "deny"\n')
     log = _log(
         cli,
-        [_record([("curl -s https://x", "ask")])] * 3  # a deny now: proposal would lift it
+        [_record([("wget -q https://x", "ask")])] * 3  # a network tool, no sandbox
+        + [_record([("cat notes.txt", "ask")], resolution="user_approved")] * 0
         + [_record([("bash x.sh", "ask")])] * 3  # an interpreter: no safe pattern
         + [_record([("sudo make install", "ask")])] * 3  # a wrapper: no safe pattern
         + [_record([("cat notes.txt", "ask")])] * 3,
@@ -66,7 +76,7 @@ def test_never_proposes_what_lifts_a_deny_covers_a_floor_or_is_unsafe(tmp_path: 
     report = result.json()
     assert {p["pattern"] for p in report["proposals"]} == {"cat *"}
     rejected = {r["pattern"]: r["why"] for r in report["rejected"]}
-    assert "would lift the deny" in rejected["curl *"]
+    assert rejected["wget *"].startswith("a network tool")
 
 
 def test_a_floored_approval_is_not_proposed(tmp_path: Path) -> None:
@@ -131,3 +141,78 @@ def test_with_rules_inserts_under_the_right_table() -> None:
     assert added == 2
     assert text.index('"make *"') < text.index("[write]")
     assert text.rstrip().endswith('[mcp]\n"github:*" = "allow"  # added by askgate suggest')
+
+
+def test_a_deny_is_never_lifted_by_a_proposal(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    cli.user_file.parent.mkdir(parents=True)
+    cli.user_file.write_text('[bash]\n"make *" = "deny"\n')
+    log = _log(cli, [_record([("make test", "ask")])] * 3)
+    rejected = {r["pattern"]: r["why"] for r in _suggest(cli, log, "--json").json()["rejected"]}
+    assert "would lift the deny" in rejected["make *"]
+
+
+def test_the_original_request_is_rechecked_not_the_unquoted_unit(tmp_path: Path) -> None:
+    """The unit's logged command is unquoted: `grep 'x > ~/.bashrc' f` logs as
+    `grep x > ~/.bashrc f`, which re-parses as a write to ~/.bashrc. Re-checking the
+    original allows it; the unquoted copy would be wrongly refused (or, the other way
+    round, wrongly allowed)."""
+    cli = Cli(tmp_path)
+    original = "grep 'x > ~/.bashrc' notes.txt"
+    log = _log(cli, [_record([("grep x > ~/.bashrc notes.txt", "ask")], original=original)] * 3)
+    report = _suggest(cli, log, "--json").json()
+    assert [p["pattern"] for p in report["proposals"]] == ["grep *"], report
+
+
+def test_approvals_the_log_did_not_keep_whole_are_skipped(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    cut = json.loads(_record([("make test", "ask")]))
+    cut["value_exact"] = None  # too long or secret-looking: the logger kept no copy
+    old = json.loads(_record([("make test", "ask")]))
+    del old["value_exact"]
+    old["value"] = "make test && " + "x" * 990 + "…[+500 chars]"
+    log = _log(cli, [json.dumps(cut)] * 3 + [json.dumps(old)] * 3)
+    result = _suggest(cli, log, "--json")
+    assert result.json()["proposals"] == [] and "skipped 6 approvals" in result.stderr
+
+
+def test_multi_line_bodies_are_never_proposed(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    heredoc = "cat > notes.md << 'EOF'\nhello\nEOF"
+    log = _log(cli, [_record([("cat", "ask")], original=heredoc)] * 4)
+    result = _suggest(cli, log, "--json")
+    assert result.json()["proposals"] == [], result
+
+
+@pytest.mark.parametrize(
+    ("unit", "why"),
+    [
+        ("curl -s https://api.example.com", "a network tool"),
+        ("git fetch origin", "a network tool"),
+        ("python3 -c print(1)", "an interpreter running inline code"),
+        ("node -e console.log(1)", "an interpreter running inline code"),
+        ("pip install requests", "a package install"),
+        ("npm install lodash", "a package install"),
+        ("cargo install ripgrep", "a package install"),
+    ],
+)
+def test_risky_classes_are_proposed_only_where_the_sandbox_is_required(
+    tmp_path: Path, unit: str, why: str
+) -> None:
+    cli = Cli(tmp_path)
+    log = _log(cli, [_record([(unit, "ask")])] * 3)
+    report = _suggest(cli, log, "--json").json()
+    assert report["proposals"] == [], report
+    assert report["rejected"] == [] or report["rejected"][0]["why"].startswith(why), report
+    cli.user_file.parent.mkdir(parents=True, exist_ok=True)
+    cli.user_file.write_text('[sandbox]\nbash = "required"\n')
+    sandboxed = _suggest(cli, log, "--json").json()
+    assert all(not r["why"].startswith(why) for r in sandboxed["rejected"]), sandboxed
+
+
+def test_the_hook_logs_the_exact_request_for_suggest(tmp_path: Path) -> None:
+    from askgate.audit import exact_value
+
+    assert exact_value("grep 'a  b' f") == "grep 'a  b' f"
+    assert exact_value("x" * 9_000) is None
+    assert exact_value("curl -H 'Authorization: Bearer abcdefgh12345678' x") is None

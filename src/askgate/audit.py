@@ -52,6 +52,18 @@ def mask_text(text: str) -> str:
     return _SECRET_INLINE.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
 
 
+MAX_EXACT = 8_000  # (fewer-asks) `askgate suggest` re-checks the original request
+
+
+def exact_value(text: str) -> str | None:
+    """The request's value byte for byte when it is short enough and holds nothing
+    secret-looking (else None): `askgate suggest` re-decides exactly what was approved,
+    where `value` may be cut short and a unit's command is unquoted."""
+    if len(text) > MAX_EXACT or mask_text(text) != text:
+        return None
+    return text
+
+
 def sanitize(value: Any, depth: int = 0) -> Any:
     """JSON-safe, secret-masked, bounded copy of a tool input."""
     if depth > MAX_DEPTH:
@@ -93,6 +105,7 @@ def record_for(
         "tool": bound(tool, 200) if tool else None,
         "surface": str(outcome.decision.surface),
         "value": bound(mask_text(outcome.decision.value)),
+        "value_exact": exact_value(outcome.decision.value),
         "policy_action": str(outcome.decision.action),
         "action": str(outcome.action),
         "resolution": str(outcome.resolution),

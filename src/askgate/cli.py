@@ -133,7 +133,7 @@ ROUTED: dict[str, str] = {
     "serve": "askgate.server.cli:serve_main",
     "user": "askgate.server.cli:user_main",
     "enroll": "askgate.server.cli:enroll_main",
-    "doctor": "askgate.server.doctor:main",
+    "doctor": "askgate.cli:doctor_main",
     "daemon": "askgate.daemon.cli:main",
     "install": "askgate.install:main",
     "import": "askgate.importers:main",
@@ -153,7 +153,7 @@ ROUTED_HELP: dict[str, str] = {
     "doctor": "check the configuration: budgets, database, secret, notifier",
     "daemon": "the resident decider: start | status | stop",
     "install": "register askgate with an agent: claude-code | codex | gemini",
-    "import": "convert an agent's permission settings: claude-code",
+    "import": "convert an agent's permission settings: claude-code | codex | gemini | pi",
     "pi": "drive pi workers over RPC: run",
     "acp": "an ACP proxy in front of an ACP agent",
     "sandbox": "run a command in a kernel sandbox derived from the policy",
@@ -161,6 +161,34 @@ ROUTED_HELP: dict[str, str] = {
     "suggest": "suggest rules from what people approved",
     "log": "show the review log",
 }
+
+
+def doctor_main(rest: list[str]) -> int:
+    """`askgate doctor`: the approval path's checks (server/doctor.py), then the project's
+    own (tracked secrets: profiles/tracked_secrets.py), each one line."""
+    from askgate.server.doctor import main as server_doctor
+
+    code = server_doctor(rest)
+    if "-h" in rest or "--help" in rest:
+        return code
+    from askgate.profiles.tracked_secrets import find_tracked_secrets, warning_lines
+
+    cwd = rest[rest.index("--cwd") + 1] if "--cwd" in rest[:-1] else os.getcwd()
+    try:
+        from askgate.policy.config import find_project_root
+
+        found = find_tracked_secrets(find_project_root(os.path.abspath(cwd)))
+    except Exception as exc:  # one line, never a traceback
+        print(f"skip tracked secrets: {type(exc).__name__}: {exc}"[:300])
+        return code
+    lines = warning_lines(found)
+    if not lines:
+        print(
+            f"ok   tracked secrets: {found.note or 'git tracks no file the policy denies reading'}"
+        )
+    for line in lines:
+        print(f"warn tracked secrets: {line}")
+    return code
 
 
 def _routed(word: str, rest: list[str]) -> int:
@@ -377,7 +405,15 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def _validate(loaded: Any, *, as_json: bool) -> int:
+    import msgspec
+
+    from askgate.profiles.broad_allows import broad_allow_warnings
     from askgate.report import dump_json
+
+    # A broad allow without the sandbox required cannot keep its own denies.
+    loaded = msgspec.structs.replace(
+        loaded, warnings=(*loaded.warnings, *broad_allow_warnings(loaded))
+    )
 
     if as_json:
         print(

@@ -9,6 +9,9 @@ import sys
 # agent -> module with `main(argv) -> int` (argv: the arguments after the agent name)
 AGENTS: dict[str, str] = {
     "claude-code": "askgate.importers.claude_code",
+    "codex": "askgate.importers.codex_rules",
+    "gemini": "askgate.importers.gemini_policy",
+    "pi": "askgate.importers.pi_permissions",
 }
 
 

@@ -12,15 +12,22 @@ exist). What each rule kind becomes:
 | `Bash(npm run test:*)`           | `[bash] "npm run test *"` (legacy `:*` = ` *`)     |
 | `Bash(git status)`, `Bash(a * b)`| `[bash]` the same text (`*` spans anything in both) |
 | `Read(//abs)`, `Read(~/x)`       | `[read] "/abs"`, `"~/x"`                           |
-| `Read(/x)`, `Read(./x)`, `Read(x)`| `[read] "x"` (relative to the project root)        |
+| `Read(/x)`, `Read(./x)`          | `[read] "x"` (relative to the project root)        |
+| `Read(.env)`, `Read(id_rsa)`     | `[read] "**/.env"` (a bare name: any depth)        |
+| deny/ask `Read(secrets/**)`      | `[read] "**/secrets/**"` (deny/ask: any depth)     |
 | `Read`, `Edit` (whole tool)      | `[read] "/**"`, `[write] "/**"`                    |
 | `Edit(path)`                     | `[write]` path, converted as for Read              |
 | `mcp__server__tool`, `mcp__server`| `[mcp] "server:tool"`, `"server:*"`               |
 | any other whole tool (`WebFetch`)| `[tool] "WebFetch"`                                 |
 | `additionalDirectories`          | `extra_directories`                                 |
 | `defaultMode: dontAsk`           | `default = "deny"`                                  |
-| `defaultMode: bypassPermissions` | `yolo = true` (asks become allow; denies stay)      |
+| `defaultMode: bypassPermissions` | `yolo = true` (asks become allow; denies stay),     |
+|                                  | from the user file only (ignored in a project's)    |
 | `defaultMode: acceptEdits`       | `[write] "**" = "allow"` plus each added directory  |
+
+The file selects askgate's `read-only` profile: Claude Code runs its own read-only
+commands (`ls`, `cat`, `grep`, `git status`, …) without asking, and an import that left
+them out would ask about every one.
 
 Claude Code evaluates deny, then ask, then allow, and the first match wins, so an allow
 can never carve an exception out of a deny; in askgate a narrower rule overrides a wider
@@ -46,7 +53,7 @@ from typing import Any, NoReturn
 
 ACTIONS = ("allow", "ask", "deny")
 STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
-SURFACE_ORDER = ("tool", "bash", "read", "write", "mcp")
+SURFACE_ORDER = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
 READ_TOOLS = ("Read",)
 EDIT_TOOLS = ("Edit",)
 PATHLESS_FILE_TOOLS = ("Write", "MultiEdit", "NotebookEdit")
@@ -75,9 +82,13 @@ class Conversion:
     rules: list[Converted] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     default: str | None = None
+    default_why: str = ""
     yolo: bool = False
     extra_directories: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    profiles: list[str] = field(default_factory=lambda: ["read-only"])
+    profiles_why: str = "Claude Code's built-in read-only commands ask nothing"
+    rule_prefix: str = "Claude Code rule "  # a deny's reason: prefix + the source rule
 
 
 class ImportError_(Exception):
@@ -87,8 +98,17 @@ class ImportError_(Exception):
 # --- one rule ---------------------------------------------------------------------------
 
 
-def convert_path(spec: str) -> str:
-    """A Read/Edit specifier (gitignore style) as an askgate path glob."""
+def convert_path(spec: str, action: str = "allow") -> str:
+    """A Read/Edit specifier (gitignore style) as an askgate path glob. As in gitignore and
+    Claude Code, a bare name (no `/` but a trailing one) matches at any depth, and for
+    deny and ask a one-segment directory pattern (`secrets/**`) does too."""
+    bare = not spec.startswith(("/", "./", "~"))
+    name = spec.rstrip("/")
+    if bare and name and "/" not in name:
+        return "**/" + name + ("/**" if spec.endswith("/") else "")
+    first, sep, rest = spec.partition("/")
+    if bare and action != "allow" and sep and first and rest == "**":
+        return f"**/{first}/**"
     if spec.startswith("//"):
         path = spec[1:]
     elif spec.startswith("~/") or spec == "~":
@@ -144,7 +164,7 @@ def convert_rule(text: str, action: str, source: str) -> list[Converted] | Skipp
         return out("bash", convert_bash(spec))
     if tool in READ_TOOLS + EDIT_TOOLS:
         surface = "read" if tool in READ_TOOLS else "write"
-        return out(surface, "/**" if whole else convert_path(str(spec)))
+        return out(surface, "/**" if whole else convert_path(str(spec), action))
     if whole:
         return out("tool", tool)
     if tool in PATHLESS_FILE_TOOLS:
@@ -157,7 +177,10 @@ def convert_rule(text: str, action: str, source: str) -> list[Converted] | Skipp
 # --- a whole settings file ------------------------------------------------------------------
 
 
-def convert_settings(conversion: Conversion, settings: dict[str, Any], source: str) -> None:
+def convert_settings(
+    conversion: Conversion, settings: dict[str, Any], source: str, *, project: bool = False
+) -> None:
+    """`project`: a project's `.claude/settings*.json` (not the user's own file)."""
     conversion.sources.append(source)
     permissions = settings.get("permissions", {})
     if not isinstance(permissions, dict):
@@ -176,7 +199,10 @@ def convert_settings(conversion: Conversion, settings: dict[str, Any], source: s
         if isinstance(directory, str) and directory not in conversion.extra_directories:
             conversion.extra_directories.append(directory)
     mode = permissions.get("defaultMode")
-    if mode is not None:
+    if mode == "bypassPermissions" and project:
+        reason = "Claude Code ignores bypassPermissions in a project's settings file"
+        conversion.skipped.append(Skipped(f"defaultMode: {mode}", "mode", source, reason))
+    elif mode is not None:
         _default_mode(conversion, mode, source)
 
 
@@ -265,12 +291,18 @@ def _toml(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a TOML basic string
 
 
-def render(conversion: Conversion) -> str:
-    lines = ["# Converted from Claude Code settings by `askgate import claude-code`:"]
+def render(
+    conversion: Conversion, title: str = "Claude Code settings by `askgate import claude-code`"
+) -> str:
+    lines = [f"# Converted from {title}:"]
     lines += [f"#   {_comment(s)}" for s in conversion.sources]
     lines.append("")
+    if conversion.profiles:
+        selected = ", ".join(_toml(p) for p in conversion.profiles)
+        lines.append(f"profiles = [{selected}]  # {conversion.profiles_why}")
     if conversion.default:
-        lines.append(f"default = {_toml(conversion.default)}  # defaultMode: dontAsk")
+        why = conversion.default_why or "defaultMode: dontAsk"
+        lines.append(f"default = {_toml(conversion.default)}  # {_comment(why)}")
     if conversion.yolo:
         lines.append("yolo = true  # defaultMode: bypassPermissions (denies still apply)")
     if conversion.extra_directories:
@@ -283,7 +315,8 @@ def render(conversion: Conversion) -> str:
         lines += ["", f"[{surface}]"]
         for rule in rules:
             if rule.action == "deny":
-                value = f'{{ action = "deny", reason = {_toml("Claude Code rule " + rule.rule)} }}'
+                reason = _toml(conversion.rule_prefix + rule.rule)
+                value = f'{{ action = "deny", reason = {reason} }}'
             else:
                 value = _toml(rule.action)
             lines.append(f"{_toml(rule.pattern)} = {value}  # {_comment(rule.rule)}")
@@ -309,11 +342,25 @@ class _Parser(argparse.ArgumentParser):
         raise ImportError_(message)
 
 
+def user_settings_dir() -> str:
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR", "")
+    return config_dir if config_dir.startswith("/") else os.path.expanduser("~/.claude")
+
+
+def is_project_settings(path: str) -> bool:
+    """A `.claude/settings*.json` that is not the user's own settings file."""
+    absolute = os.path.realpath(path)
+    user = os.path.realpath(os.path.join(user_settings_dir(), "settings.json"))
+    if absolute == user:
+        return False
+    parent = os.path.basename(os.path.dirname(absolute))
+    return parent == ".claude" and os.path.basename(absolute).startswith("settings")
+
+
 def default_settings_files(cwd: str) -> list[str]:
     from askgate.policy.config import find_project_root
 
-    config_dir = os.environ.get("CLAUDE_CONFIG_DIR", "")
-    user_dir = config_dir if config_dir.startswith("/") else os.path.expanduser("~/.claude")
+    user_dir = user_settings_dir()
     root = find_project_root(cwd)
     candidates = [
         os.path.join(user_dir, "settings.json"),
@@ -341,7 +388,12 @@ def load_settings(path: str) -> dict[str, Any]:
 def convert_files(paths: Sequence[str]) -> Conversion:
     conversion = Conversion()
     for path in paths:
-        convert_settings(conversion, load_settings(path), os.path.abspath(path))
+        convert_settings(
+            conversion,
+            load_settings(path),
+            os.path.abspath(path),
+            project=is_project_settings(path),
+        )
     resolve_precedence(conversion)
     return conversion
 
@@ -363,6 +415,11 @@ def main(argv: Sequence[str]) -> int:
             print(f"wrote {args.output}: {len(conversion.rules)} rule(s)")
         else:
             sys.stdout.write(text)
+        print(
+            "askgate import: selected profile read-only (Claude Code's built-in read-only"
+            " commands: ls, cat, grep, git status, … ask nothing there)",
+            file=sys.stderr,
+        )
         for skipped in conversion.skipped:
             print(f"askgate import: not converted: {describe(skipped)}", file=sys.stderr)
         return 0

@@ -107,7 +107,27 @@ def main(argv: list[str]) -> int:
     if bad:
         print(f"askgate: warning: skipped {bad} unreadable lines of {path}", file=sys.stderr)
     cwd = os.path.abspath(args.cwd or os.getcwd())
-    return _suggest(args, approved_values(records, since), cwd)
+    approved, skipped = approved_values(records, since)
+    if skipped:
+        print(
+            f"askgate: note: skipped {skipped} approvals whose original request the log did"
+            " not keep, or that span several lines (heredocs, edit payloads)",
+            file=sys.stderr,
+        )
+    return _suggest(args, approved, cwd)
+
+
+def _user_requires_sandbox(loaded: Any) -> bool:
+    """The proposals go to the user file: does it (or the managed file above it) require
+    the sandbox for bash? A project file's setting does not hold in other projects."""
+    from askgate.policy.model import Origin
+
+    for file in loaded.files:
+        table = file.sandbox
+        scoped = file.origin in (Origin.USER, Origin.MANAGED)
+        if scoped and table is not None and table.bash == "required":
+            return True
+    return False
 
 
 def _suggest(args: argparse.Namespace, approved: list[Any], cwd: str) -> int:
@@ -126,7 +146,7 @@ def _suggest(args: argparse.Namespace, approved: list[Any], cwd: str) -> int:
 
     def decide_with(rule: Any, surface: Any, value: str) -> Any:
         extended = msgspec.structs.replace(loaded, rules=(*loaded.rules, rule))
-        return Policy.from_loaded(extended).decide(surface, value, cwd=cwd).action
+        return Policy.from_loaded(extended).decide(surface, value, cwd=cwd)
 
     proposals, rejected = propose(
         approved,
@@ -134,6 +154,7 @@ def _suggest(args: argparse.Namespace, approved: list[Any], cwd: str) -> int:
         decide_with=decide_with,
         minimum=args.min,
         home=home_directory(),
+        sandbox_required=_user_requires_sandbox(loaded),
     )
     if args.json:
         print(
