@@ -39,11 +39,14 @@ def _parse(text: str, *, trusted: bool = True):
     ("spelling", "host"),
     [
         ("Registry.NPMjs.ORG.", "registry.npmjs.org"),
-        ("2130706433", "127.0.0.1"),
-        ("0x7f.1", "127.0.0.1"),
-        ("127.1", "127.0.0.1"),
-        ("[::FFFF:127.0.0.1]", "[::ffff:7f00:1]"),
-        ("::1", "[::1]"),
+        ("2130706433", "localhost"),
+        ("0x7f.1", "localhost"),
+        ("127.1", "localhost"),
+        ("[::FFFF:127.0.0.1]", "localhost"),
+        ("::1", "localhost"),
+        ("Dev.LOCALHOST", "localhost"),
+        ("0x0a000001", "10.0.0.1"),
+        ("[2001:DB8::1]", "[2001:db8::1]"),
         ("bücher.example", "xn--bcher-kva.example"),
     ],
 )
@@ -69,8 +72,10 @@ def test_an_authority_parsers_could_read_differently_is_no_host(url: str) -> Non
 def test_a_pattern_without_a_port_matches_every_port() -> None:
     assert net_pattern_text("registry.npmjs.org") == "registry.npmjs.org:*"
     assert net_pattern_text("*") == "*:*"
-    assert net_pattern_text("[::1]") == "[::1]:*"
+    assert net_pattern_text("[::1]") == "localhost:*"
+    assert net_pattern_text("[2001:DB8::1]") == "[2001:db8::1]:*"
     assert net_pattern_text("*.PythonHosted.org:443") == "*.pythonhosted.org:443"
+    assert net_pattern_text("127.0.0.1:8000") == "localhost:8000"  # one name for this machine
 
 
 def _policy(project, home, rules, **kwargs):

@@ -22,6 +22,7 @@ allow.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import NamedTuple
 
@@ -81,7 +82,14 @@ class NetTarget(NamedTuple):
 
 
 def normalize_host(host: str) -> str:
-    """The one spelling of `host`; ValueError when it is not a host name or address."""
+    """The one spelling of `host`; ValueError when it is not a host name or address.
+    Every name and address of this machine (127.0.0.0/8, ::1, `*.localhost` …) is
+    spelled `localhost`, so `"localhost:*"` covers them all."""
+    spelled = _spelling(host)
+    return "localhost" if names_loopback(spelled) else spelled
+
+
+def _spelling(host: str) -> str:
     text = host.strip().lower()
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
@@ -221,10 +229,13 @@ def net_pattern_text(pattern: str) -> str:
     port (`*` -> `*:*`). Invalid patterns come back lowered (the loader rejects them)."""
     lowered = pattern.strip().lower()
     try:
-        _host, port = _split_pattern(lowered)
+        host, port = _split_pattern(lowered)
     except ValueError:
         return lowered
-    return lowered if port is not None else lowered + ":*"
+    if not any(char in host for char in "*?"):
+        with contextlib.suppress(ValueError):  # (the loader has rejected it already)
+            host = normalize_host(host)  # 127.0.0.1 -> localhost, as values are
+    return f"{host}:{port if port is not None else '*'}"
 
 
 def is_loopback(address: str) -> bool:
@@ -245,4 +256,6 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 
 def names_loopback(host: str) -> bool:
     """A host spelling that means this machine whatever DNS says."""
-    return host in LOOPBACK_NAMES or host.endswith(".localhost") or is_loopback(host)
+    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    return (host[:1].isdigit() or host.startswith("[")) and is_loopback(host)

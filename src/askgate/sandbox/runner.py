@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import msgspec
 
@@ -237,10 +237,15 @@ def _run_bwrap(
         _say(f"refused: {error}")
         return EXIT_REFUSED
     try:
-        status, tail, ran = _bwrap_once(plan, command, env, found.path, empty, proc=found.proc)
-        if not ran and found.proc and bwrap_backend.is_proc_error(tail):
-            # The command never started, so trying again without /proc is safe.
-            status, tail, ran = _bwrap_once(plan, command, env, found.path, empty, proc=False)
+        with _network(plan, command, env) as (extra, command):
+            status, tail, ran = _bwrap_once(
+                plan, command, env, found.path, empty, proc=found.proc, extra=extra
+            )
+            if not ran and found.proc and bwrap_backend.is_proc_error(tail):
+                # The command never started, so trying again without /proc is safe.
+                status, tail, ran = _bwrap_once(
+                    plan, command, env, found.path, empty, proc=False, extra=extra
+                )
     finally:
         registry.release()
     if not ran:
@@ -254,6 +259,21 @@ def _run_bwrap(
     return status
 
 
+@contextlib.contextmanager
+def _network(
+    plan: SandboxPlan, command: Sequence[str], env: Mapping[str, str]
+) -> Iterator[tuple[Sequence[str], Sequence[str]]]:
+    """`network = "policy"`: askgate's proxy for this run and the bridge in front of the
+    command (netproxy.py); otherwise nothing changes. Yields (extra bwrap args, command)."""
+    if not plan.net_proxy:
+        yield (), command
+        return
+    from askgate.sandbox.netproxy import network_through_proxy
+
+    with network_through_proxy(plan, command, env) as proxied:
+        yield proxied.bwrap_args, proxied.command
+
+
 def _bwrap_once(
     plan: SandboxPlan,
     command: Sequence[str],
@@ -262,6 +282,7 @@ def _bwrap_once(
     empty: str,
     *,
     proc: bool,
+    extra: Sequence[str] = (),
 ) -> tuple[int, str, bool]:
     """One bwrap run: (status, stderr tail, whether the command started). bwrap writes
     `"exit-code"` to its status descriptor only for a command that ran; a setup failure
@@ -269,7 +290,13 @@ def _bwrap_once(
     status_read, status_write = os.pipe()
     try:
         argv = bwrap_backend.bwrap_argv(
-            plan, command, bwrap=bwrap, empty_file=empty, proc=proc, status_fd=status_write
+            plan,
+            command,
+            bwrap=bwrap,
+            empty_file=empty,
+            proc=proc,
+            status_fd=status_write,
+            extra=extra,
         )
         status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=(status_write,))
         os.set_blocking(status_read, False)

@@ -815,7 +815,7 @@ EXAMPLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("curl -H X-Token:1 -o out http://a.test:8080/p", ("a.test:8080",)),
     ("curl -x proxy.test:3128 https://b.test", ("b.test:443", "proxy.test:3128")),
     ("curl --resolve b.test:443:10.0.0.1 https://b.test", ("b.test:443", "?")),
-    ("curl http://2130706433/", ("127.0.0.1:80",)),
+    ("curl http://2130706433/", ("localhost:80",)),
     ("curl http://evil.test\\@good.test/", ("?",)),
     ("wget -q -O - https://files.test/a.tgz", ("files.test:443",)),
     ("nc -z db.test 5432", ("db.test:5432",)),
