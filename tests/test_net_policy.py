@@ -355,3 +355,38 @@ def test_a_repository_that_rewrites_urls_makes_its_remotes_unknown(project, home
         check=True,
     )
     assert render(contacted("git fetch origin", str(repo))) == ("?",)
+
+
+# --- the table `askgate init` writes -------------------------------------------------
+
+
+def test_the_init_table_allows_the_projects_registries_and_localhost_and_asks_the_rest(
+    project, home
+) -> None:
+    from askgate.policy.net_defaults import default_net_table, render_net_table
+
+    table = default_net_table(["read-only", "python-dev", "node-dev"])
+    parsed = _parse(render_net_table(table))
+    rules = [(r.pattern, r.action.value) for r in parsed.rules]
+    assert ("files.pythonhosted.org:443", "allow") in rules and ("*", "ask") in rules
+    policy = policy_for(project, home, [("net", p, a) for p, a in rules])
+    assert policy.check_net("registry.npmjs.org", 443).action is Action.ALLOW
+    assert policy.check_net("127.0.0.1", 5432).action is Action.ALLOW
+    assert policy.check_net("registry.npmjs.org", 80).action is Action.ASK
+    assert policy.check_net("crates.io", 443).action is Action.ASK  # not a Rust project
+    assert "github.com:22" in default_net_table([], extra_hosts=["github.com:22"])
+
+
+def test_askgate_check_answers_for_a_host(project, home, tmp_path) -> None:
+    import os
+    import sys
+
+    config = tmp_path / "p.toml"
+    config.write_text('[net]\n"*.evil.test" = "deny"\n')
+    env = {**os.environ, "HOME": str(home), "ASKGATE_DAEMON": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "askgate.cli", "check", "--config", str(config), "net",
+         "https://a.evil.test/x"],
+        capture_output=True, text=True, cwd=project, env=env, timeout=60,
+    )  # fmt: skip
+    assert "deny" in done.stdout.lower(), done
