@@ -244,13 +244,27 @@ def test_network_off_and_on_plans_start_no_proxy(tmp_path: Path) -> None:
 def test_the_bridge_without_a_proxy_never_goes_direct(servers: tuple[_Server, _Server]) -> None:
     """Proxy gone: the bridge closes the connection; it never reaches the server itself."""
     allowed, _ = servers
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", netproxy.BRIDGE, "/nonexistent/proxy.sock", "--",
-         CURL, "-sS", "--max-time", "10", f"http://127.0.0.1:{allowed.port}/"],
-        capture_output=True, timeout=60,
-    )  # fmt: skip
+    ours, proxy_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    proxy_end.close()  # the proxy has stopped
+    with ours:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", netproxy.BRIDGE, str(ours.fileno()), "--",
+             CURL, "-sS", "--max-time", "10", f"http://127.0.0.1:{allowed.port}/"],
+            capture_output=True, timeout=60, pass_fds=(ours.fileno(),),
+        )  # fmt: skip
     assert done.returncode in (52, 56), done  # empty reply / connection reset
     assert allowed.seen == []
+
+
+def test_the_command_does_not_inherit_the_proxy_descriptor() -> None:
+    ours, proxy_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with ours, proxy_end:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", netproxy.BRIDGE, str(ours.fileno()), "--",
+             "/bin/ls", "/proc/self/fd"],
+            capture_output=True, text=True, timeout=60, pass_fds=(ours.fileno(),),
+        )  # fmt: skip
+    assert sorted(done.stdout.split()) == ["0", "1", "2", "3"], done  # 3: ls's own listing
 
 
 def _wheel(name: str) -> tuple[str, bytes]:

@@ -100,11 +100,9 @@ def bwrap_argv(
     empty_file: str,
     proc: bool = True,
     status_fd: int | None = None,
-    extra: Sequence[str] = (),
 ) -> list[str]:
     """The full argument list: `bwrap … -- /bin/bash -c COMMAND` (or the given argv).
-    `status_fd`: where bwrap reports JSON status (an `"exit-code"` only if the command ran).
-    `extra`: mounts added last, after the masks (the network proxy's socket directory)."""
+    `status_fd`: where bwrap reports JSON status (an `"exit-code"` only if the command ran)."""
     argv = [bwrap]
     if status_fd is not None:
         argv += ["--json-status-fd", str(status_fd)]
@@ -128,7 +126,6 @@ def bwrap_argv(
             argv += ["--perms", "000", "--tmpfs", entry.path, "--remount-ro", entry.path]
         else:
             argv += ["--ro-bind", empty_file, entry.path]
-    argv += extra
     if proc:
         argv += ["--proc", "/proc"]
     argv += ["--chdir", plan.cwd, "--"]

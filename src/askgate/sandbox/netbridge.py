@@ -1,14 +1,16 @@
 """Inside the sandbox's network namespace: a loopback TCP port that leads to askgate's
 proxy outside, then the command.
 
-    python3 -I -S netbridge.py SOCKET -- bash -c COMMAND
+    python3 -I -S netbridge.py FD -- bash -c COMMAND
 
 Run by bwrap as the sandbox's first program (standard library only, no askgate import:
 it starts in ~15 ms). It binds 127.0.0.1 on a free port *before* the command starts (so
 no connection can race it), points the usual proxy variables at that port, forks the
-command, and then copies bytes between each TCP connection and a fresh connection to the
-Unix socket SOCKET, where the proxy decides. It decides nothing itself: whatever the
-command does to it (kill it, connect to SOCKET directly) gains nothing, since the proxy
+command, and then hands each TCP connection to the proxy: a new socket pair per
+connection, one end sent over the inherited descriptor FD (`SCM_RIGHTS`), the other
+copied to and from the TCP connection. The proxy has no address the command could reach
+otherwise, and the command never inherits FD. The bridge decides nothing itself:
+whatever the command does to it (kill it, even trace it) gains nothing, since the proxy
 checks every connection and the namespace has no other way out. Exit status: the
 command's (128+N when killed by signal N).
 """
@@ -68,15 +70,16 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
                 end.shutdown(how)
 
 
-def _serve_one(client: socket.socket, path: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _serve_one(client: socket.socket, control: socket.socket) -> None:
+    upstream, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        upstream.connect(path)
+        socket.send_fds(control, [b"c"], [theirs.fileno()])
     except OSError:
         # The proxy is gone: refuse, never reach out any other way (fail closed).
-        upstream.close()
-        client.close()
+        for end in (upstream, theirs, client):
+            end.close()
         return
+    theirs.close()
     back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
     back.start()
     _pipe(client, upstream)
@@ -85,20 +88,26 @@ def _serve_one(client: socket.socket, path: str) -> None:
     upstream.close()
 
 
-def _accept(listener: socket.socket, path: str) -> None:
+def _accept(listener: socket.socket, control: socket.socket) -> None:
     while True:
         try:
             client, _ = listener.accept()
         except OSError:
             return
-        threading.Thread(target=_serve_one, args=(client, path), daemon=True).start()
+        threading.Thread(target=_serve_one, args=(client, control), daemon=True).start()
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        print("askgate netbridge: usage: netbridge.py SOCKET -- COMMAND…", file=sys.stderr)
+        print("askgate netbridge: usage: netbridge.py FD -- COMMAND…", file=sys.stderr)
         return 125
-    path, command = argv[0], argv[2:]
+    command = argv[2:]
+    try:
+        control = socket.socket(fileno=int(argv[0]))
+        os.set_inheritable(control.fileno(), False)  # the command never gets it
+    except (ValueError, OSError) as error:
+        print(f"askgate sandbox: refused: no proxy descriptor: {error}", file=sys.stderr)
+        return 125
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         listener.bind(("127.0.0.1", 0))
@@ -111,6 +120,7 @@ def main(argv: list[str]) -> int:
     child = os.fork()
     if child == 0:
         listener.close()
+        control.close()
         try:
             os.execve(command[0], command, env)
         except OSError as error:
@@ -118,7 +128,7 @@ def main(argv: list[str]) -> int:
         os._exit(127)
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, lambda signum, _frame: os.kill(child, signum))
-    threading.Thread(target=_accept, args=(listener, path), daemon=True).start()
+    threading.Thread(target=_accept, args=(listener, control), daemon=True).start()
     while True:
         try:
             _, status = os.waitpid(child, 0)

@@ -2,15 +2,16 @@
 proxy askgate runs outside the sandbox (docs/network.md).
 
     askgate sandbox (this process)                 bwrap --unshare-net …
-      NetProxy thread  <── Unix socket ──  netbridge.py: 127.0.0.1:PORT  <── curl, pip, git …
+      NetProxy thread  <── socket pair ──  netbridge.py: 127.0.0.1:PORT  <── curl, pip, git …
       (checks each host against [net],            (HTTP_PROXY=http://127.0.0.1:PORT …)
        resolves names, connects)
 
 * **Per run.** The proxy is a thread of the `askgate sandbox` process that runs the
   command, holding the plan's `[net]` rules; it lives exactly as long as the run. It has
-  no control interface at all: its only input is the proxy protocol on its socket, whose
-  every request is checked. The socket sits in a fresh 0700 directory; inside the sandbox
-  it is reachable only as what the bridge already offers.
+  no control interface at all: its only input is the proxy protocol, whose every request
+  is checked. It has no address either: the bridge inherits one end of a socket pair and
+  hands each connection over it as a descriptor, so no other process, and no other
+  sandbox with another policy, can reach this proxy.
 * **Protocols:** HTTP `CONNECT host:port` (any TCP: TLS, git over https …) and plain
   HTTP forwarding (`GET http://host/…`, one request per connection). A refusal is
   `403 Forbidden` with a one-line body naming the host and the rule (curl prints
@@ -36,9 +37,8 @@ import os
 import shutil
 import socket
 import sys
-import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from askgate.policy.model import Surface
@@ -244,48 +244,57 @@ def _resolve(host: str, port: int) -> list[tuple[int, tuple[object, ...]]]:
 
 
 class NetProxy:
-    """An HTTP CONNECT and forward proxy on a Unix socket, one thread per connection."""
+    """An HTTP CONNECT and forward proxy, one thread per connection. Connections arrive
+    as descriptors over a private socket pair (`SCM_RIGHTS`): the bridge holds the other
+    end, inherited, and the proxy has no name in any filesystem, so no other process (no
+    other sandbox) can reach it."""
 
     def __init__(
         self,
-        socket_path: str,
         decide: Decider,
         *,
         resolver: Resolver | None = None,
         report: Callable[[str], None] | None = None,
     ) -> None:
-        self.socket_path = socket_path
         self.decide = decide
         self.resolver = resolver or _resolve
         self.report = report or _say
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._control, self._bridge_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread = threading.Thread(target=self._receive, daemon=True)
 
     def start(self) -> None:
-        old = os.umask(0o177)  # the socket: 0600 (its directory is 0700 anyway)
-        try:
-            self._listener.bind(self.socket_path)
-        finally:
-            os.umask(old)
-        self._listener.listen(128)
         self._thread.start()
+
+    def bridge_fd(self) -> int:
+        """A fresh descriptor of the bridge's end, to pass to one bwrap run."""
+        return os.dup(self._bridge_end.fileno())
 
     def close(self) -> None:
         self._closed.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
-        with contextlib.suppress(OSError):
-            os.unlink(self.socket_path)
+        for end in (self._control, self._bridge_end):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
 
-    def _accept(self) -> None:
+    def _receive(self) -> None:
         while not self._closed.is_set():
             try:
-                client, _ = self._listener.accept()
+                _data, fds, _flags, _address = socket.recv_fds(self._control, 16, 4)
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            if not _data and not fds:
+                return  # every bridge end is closed
+            for fd in fds:
+                try:
+                    client = socket.socket(fileno=fd)
+                except OSError:
+                    os.close(fd)  # not a socket: nothing to serve
+                    continue
+                if client.type != socket.SOCK_STREAM:
+                    client.close()
+                    continue
+                threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
         try:
@@ -390,33 +399,27 @@ def _say(text: str) -> None:
 # --- the runner's one entry point -------------------------------------------------------
 
 
-class ProxiedRun(NamedTuple):
-    """What the bwrap run needs: extra bwrap arguments and the command to run instead."""
+class ProxiedRun:
+    """What each bwrap run needs: the command behind the bridge, and the descriptor to
+    pass (a fresh one per attempt: the runner closes what it passed)."""
 
-    bwrap_args: list[str]
-    command: list[str]
+    def __init__(self, proxy: NetProxy) -> None:
+        self.proxy = proxy
+
+    def attempt(self, command: Sequence[str]) -> tuple[list[str], tuple[int, ...]]:
+        fd = self.proxy.bridge_fd()
+        python = sys.executable or shutil.which("python3") or "/usr/bin/python3"
+        return [python, "-I", "-S", BRIDGE, str(fd), "--", *command], (fd,)
 
 
 @contextlib.contextmanager
-def network_through_proxy(
-    plan: SandboxPlan, command: Sequence[str], env: Mapping[str, str]
-) -> Iterator[ProxiedRun]:
-    """For a plan with `network = "policy"`: start the proxy for this run, and say how
-    bwrap runs the command behind the bridge. The namespace is unshared by the plan
-    already (`plan.network` is False), so whatever goes wrong here leaves no network."""
-    directory = tempfile.mkdtemp(prefix="askgate-net-", dir=_socket_parent(env))
-    proxy = NetProxy(os.path.join(directory, "proxy.sock"), plan_decider(plan))
+def network_through_proxy(plan: SandboxPlan) -> Iterator[ProxiedRun]:
+    """For a plan with `network = "policy"`: the proxy for this run. The namespace is
+    unshared by the plan already (`plan.network` is False), so whatever goes wrong here
+    leaves the command without network, never with more."""
+    proxy = NetProxy(plan_decider(plan))
     try:
         proxy.start()
-        python = sys.executable or shutil.which("python3") or "/usr/bin/python3"
-        bridge = [python, "-I", "-S", BRIDGE, proxy.socket_path, "--", *command]
-        yield ProxiedRun(bwrap_args=["--bind", directory, directory], command=bridge)
+        yield ProxiedRun(proxy)
     finally:
         proxy.close()
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def _socket_parent(env: Mapping[str, str]) -> str:
-    """Where the socket's directory goes: /tmp (a scratch directory every plan keeps
-    visible), else the system's temporary directory."""
-    return "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -28,6 +29,9 @@ from askgate.sandbox import landlock
 from askgate.sandbox.blocked import explain_failure
 from askgate.sandbox.placeholders import Registry, SandboxSetupError
 from askgate.sandbox.plan import SandboxPlan
+
+if TYPE_CHECKING:
+    from askgate.sandbox.netproxy import ProxiedRun
 
 EXIT_REFUSED = 125
 STDERR_TAIL_BYTES = 64 * 1024
@@ -237,14 +241,14 @@ def _run_bwrap(
         _say(f"refused: {error}")
         return EXIT_REFUSED
     try:
-        with _network(plan, command, env) as (extra, command):
+        with _network(plan) as network:
             status, tail, ran = _bwrap_once(
-                plan, command, env, found.path, empty, proc=found.proc, extra=extra
+                plan, command, env, found.path, empty, proc=found.proc, network=network
             )
             if not ran and found.proc and bwrap_backend.is_proc_error(tail):
                 # The command never started, so trying again without /proc is safe.
                 status, tail, ran = _bwrap_once(
-                    plan, command, env, found.path, empty, proc=False, extra=extra
+                    plan, command, env, found.path, empty, proc=False, network=network
                 )
     finally:
         registry.release()
@@ -260,18 +264,16 @@ def _run_bwrap(
 
 
 @contextlib.contextmanager
-def _network(
-    plan: SandboxPlan, command: Sequence[str], env: Mapping[str, str]
-) -> Iterator[tuple[Sequence[str], Sequence[str]]]:
-    """`network = "policy"`: askgate's proxy for this run and the bridge in front of the
-    command (netproxy.py); otherwise nothing changes. Yields (extra bwrap args, command)."""
+def _network(plan: SandboxPlan) -> Iterator[ProxiedRun | None]:
+    """`network = "policy"`: askgate's proxy for this run (netproxy.py), whose bridge
+    goes in front of the command; otherwise None and nothing changes."""
     if not plan.net_proxy:
-        yield (), command
+        yield None
         return
     from askgate.sandbox.netproxy import network_through_proxy
 
-    with network_through_proxy(plan, command, env) as proxied:
-        yield proxied.bwrap_args, proxied.command
+    with network_through_proxy(plan) as proxied:
+        yield proxied
 
 
 def _bwrap_once(
@@ -282,23 +284,20 @@ def _bwrap_once(
     empty: str,
     *,
     proc: bool,
-    extra: Sequence[str] = (),
+    network: ProxiedRun | None = None,
 ) -> tuple[int, str, bool]:
     """One bwrap run: (status, stderr tail, whether the command started). bwrap writes
     `"exit-code"` to its status descriptor only for a command that ran; a setup failure
     leaves it out."""
     status_read, status_write = os.pipe()
+    fds: tuple[int, ...] = ()
+    if network is not None:  # the bridge and its descriptor, fresh for each attempt
+        command, fds = network.attempt(command)
     try:
         argv = bwrap_backend.bwrap_argv(
-            plan,
-            command,
-            bwrap=bwrap,
-            empty_file=empty,
-            proc=proc,
-            status_fd=status_write,
-            extra=extra,
+            plan, command, bwrap=bwrap, empty_file=empty, proc=proc, status_fd=status_write
         )
-        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=(status_write,))
+        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=(status_write, *fds))
         os.set_blocking(status_read, False)
         report = b""
         with contextlib.suppress(BlockingIOError, OSError):
