@@ -29,9 +29,9 @@ from askgate.policy.model import (
     Unit,
     UnitDecision,
 )
+from askgate.policy.net import NETWORK_PROGRAMS
 from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
-from askgate.policy.shell.network import NETWORK_PROGRAMS
 
 if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy

@@ -51,6 +51,13 @@ SCHEME_PORTS: dict[str, int] = {
     "socks5h": 1080,
     "telnet": 23,
 }
+# Programs whose arguments name hosts (policy/shell/network.py knows how to read them);
+# here, in a leaf module, so the engine can skip every other command without importing
+# the shell analysis.
+NETWORK_PROGRAMS = frozenset(
+    {"curl", "wget", "wget2", "nc", "ncat", "netcat", "telnet", "socat", "ssh", "scp", "sftp",
+     "rsync", "git", "pip", "pip3", "npm", "pnpm", "yarn", "npx", "cargo", "go", "uv"}
+) | {f"python{v}" for v in ("", "3", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14")}  # fmt: skip
 # An example or value given without a port is taken as HTTPS.
 EXAMPLE_PORT = 443
 UNKNOWN_PORT = 0  # the port could not be told (a pattern naming a port never matches)

@@ -27,7 +27,14 @@ import re
 from collections.abc import Callable, Sequence
 
 from askgate.policy.lazy_regex import lazy_compile
-from askgate.policy.net import SCHEME_PORTS, UNKNOWN_PORT, NetTarget, net_target, parse_url
+from askgate.policy.net import (
+    NETWORK_PROGRAMS,
+    SCHEME_PORTS,
+    UNKNOWN_PORT,
+    NetTarget,
+    net_target,
+    parse_url,
+)
 
 # A target the analysis cannot name: the engine applies the default to it.
 Unknown = None
@@ -805,7 +812,6 @@ PROGRAMS: dict[str, Callable[[Sequence[str], str], Targets]] = {
     "cargo": _implicit(_CARGO_NETWORK, CRATES),
     "go": _go,
 }
-NETWORK_PROGRAMS = frozenset(PROGRAMS) | {"python", "python3", "uv"}
 _PYTHON = lazy_compile(r"python(?:[0-9.]*)?")
 
 # (command, the HOST:PORT values it contacts; "?" = a target that cannot be told)
@@ -856,7 +862,7 @@ def contacted(command: str, cwd: str) -> Targets:
         program, rest = "pip", rest[1:]
     handler = PROGRAMS.get(program)
     if handler is None:
-        return []
+        return []  # (NETWORK_PROGRAMS names every key of PROGRAMS: a test checks it)
     found = handler(rest, cwd)
     unique: Targets = []
     for target in found:
