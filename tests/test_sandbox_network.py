@@ -368,3 +368,38 @@ def test_an_agents_net_rules_reach_its_proxy(tmp_path: Path) -> None:
     decide = netproxy.plan_decider(plan)
     assert not decide(netproxy.NetTarget("a.test", 443)).allowed
     assert len(plan.net_rules) == 2
+
+
+@pytest.mark.usefixtures("bwrap_available")
+def test_a_hook_hands_the_agent_the_launcher_form_and_it_runs_behind_the_proxy(
+    tmp_path: Path, servers: tuple[_Server, _Server]
+) -> None:
+    """What an agent hook emits under `network = "policy"`, run as the agent's shell would."""
+    from askgate.sandbox.wrap import sandbox_rewrite
+
+    allowed, denied = servers
+    policy = (
+        'default = "allow"\n[sandbox]\nbash = "required"\nnetwork = "policy"\n'
+        f'[net]\n"localhost:{allowed.port}" = "allow"\n"*" = "ask"\n'
+    )
+    world = World(tmp_path, policy=policy)
+    command = f"{CURL} -sS http://localhost:{allowed.port}/hook; {CURL} -sSf http://localhost:{denied.port}/"
+    rewrite = sandbox_rewrite(
+        "Bash",
+        {"command": command},
+        cwd=str(world.project),
+        config_files=[str(world.policy)],
+        env=world.env,
+        launcher=[sys.executable, "-m", "askgate"],
+    )
+    assert rewrite is not None and rewrite.updated_input is not None
+    wrapped = rewrite.updated_input["command"]
+    assert "askgate-sandbox" not in wrapped  # not the prepared (no-Python) wrapper
+    done = subprocess.run(
+        ["/bin/bash", "-c", wrapped], capture_output=True, text=True, cwd=world.project,
+        env=world.env, timeout=120,
+    )  # fmt: skip
+    assert done.stdout.startswith("hello from allowed\n"), done
+    assert done.returncode == 22 and f"blocked localhost:{denied.port}" in done.stderr
+    assert "ask:" in done.stderr  # an ask is a refusal inside: nobody can be asked mid-command
+    assert allowed.seen == ["/hook"] and denied.seen == []
