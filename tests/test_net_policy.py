@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from askgate.gate import Gate
 from askgate.outcome import ToolRequest
@@ -394,3 +396,27 @@ def test_askgate_check_answers_for_a_host(project, home, tmp_path) -> None:
         capture_output=True, text=True, cwd=project, env=env, timeout=60,
     )  # fmt: skip
     assert "deny" in done.stdout.lower(), done
+
+
+# --- hostile input ------------------------------------------------------------------
+
+_URLISH = st.text(alphabet=st.sampled_from(list("abc.:/@\\[]%#?1 \t-x*")), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rest=_URLISH)
+def test_url_reading_never_raises_and_a_host_it_names_is_a_clean_one(rest: str) -> None:
+    found = parse_url("http://" + rest)
+    if found is not None:
+        assert normalize_host(found.host) == found.host
+        assert not set(found.host) & set("@\\%/ \t#?")
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=200))
+def test_the_proxy_head_parser_never_raises(data: bytes) -> None:
+    from askgate.sandbox.netproxy import Head, Refusal, parse_head
+
+    for candidate in (data, b"CONNECT " + data + b" HTTP/1.1\r\n\r\n"):
+        result = parse_head(candidate)
+        assert result is None or isinstance(result, Head | Refusal)

@@ -403,3 +403,25 @@ def test_a_hook_hands_the_agent_the_launcher_form_and_it_runs_behind_the_proxy(
     assert done.returncode == 22 and f"blocked localhost:{denied.port}" in done.stderr
     assert "ask:" in done.stderr  # an ask is a refusal inside: nobody can be asked mid-command
     assert allowed.seen == ["/hook"] and denied.seen == []
+
+
+def test_with_no_sandbox_backend_a_policy_network_command_is_refused_not_run(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`bash = "on"` may run a command unsandboxed when no backend works; under
+    `network = "policy"` that would be the whole network, so it is refused."""
+    from askgate.sandbox.prepared import ensure_state_directory
+    from askgate.sandbox.runner import EXIT_REFUSED, run_sandboxed
+
+    world = World(tmp_path)
+    ensure_state_directory(world.env)
+    policy = Policy([], project_root=str(world.project), env=world.env)
+    plan = build_plan(policy, SandboxSettings(bash="on", network="policy"), cwd=str(world.project))
+    marker = world.project / "ran"
+    registry = Registry(state_directory(world.env))
+    status = run_sandboxed(
+        plan, ["/bin/bash", "-c", f"touch {marker}"], env=world.env, registry=registry,
+        backend="none",
+    )  # fmt: skip
+    assert status == EXIT_REFUSED and not marker.exists()
+    assert 'network = "policy" never runs a command unsandboxed' in capfd.readouterr().err

@@ -177,6 +177,9 @@ def _unsandboxed(
     if plan.mode == "required":
         _say(f'refused: {why}; [sandbox] bash = "required" never runs a command unsandboxed')
         return EXIT_REFUSED
+    if plan.net_proxy:  # unsandboxed would mean the whole network: never (netproxy.py)
+        _say(f'refused: {why}; [sandbox] network = "policy" never runs a command unsandboxed')
+        return EXIT_REFUSED
     _say(f"warning: running WITHOUT a sandbox: {why}")
     status, _ = _spawn_and_wait(command, env=env, cwd=plan.cwd)
     return status
