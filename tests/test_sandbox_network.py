@@ -9,6 +9,7 @@ or a refusal naming the host and rule) and whether the server saw the request at
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.server
 import io
@@ -425,3 +426,57 @@ def test_with_no_sandbox_backend_a_policy_network_command_is_refused_not_run(
     )  # fmt: skip
     assert status == EXIT_REFUSED and not marker.exists()
     assert 'network = "policy" never runs a command unsandboxed' in capfd.readouterr().err
+
+
+class _RawServer:
+    """A TCP server on 127.0.0.1 that records what the first client sends (an ssh peer)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.received = b""
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        try:
+            client, _ = self.listener.accept()
+        except OSError:
+            return
+        with client:
+            client.sendall(b"SSH-2.0-askgate-test\r\n")
+            client.settimeout(10)
+            with contextlib.suppress(OSError):
+                self.received = client.recv(256)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytestmark_kernel
+def test_git_over_ssh_reaches_an_allowed_host_through_the_proxy_only(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    allowed, denied = _RawServer(), _RawServer()
+    try:
+        world = World(tmp_path)
+        plan = _plan(world, [("git.allowed.test", "allow"), (f"localhost:{allowed.port}", "allow")])
+        ssh = (
+            "ssh() { command ssh -o BatchMode=yes -o StrictHostKeyChecking=no "
+            '-o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 "$@"; }; '
+        )
+        # git runs $GIT_SSH_COMMAND, which the bridge set to tunnel through the proxy
+        probe = '[ -n "$GIT_SSH_COMMAND" ] && eval "$GIT_SSH_COMMAND -o BatchMode=yes '
+        probe += "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+        status, _, err = _run(
+            world, plan, f'{ssh}{probe}-p {allowed.port} git@git.allowed.test true"', capfd
+        )
+        assert status == 255  # our fake server is no ssh server, but ssh reached it
+        assert allowed.received.startswith(b"SSH-2.0-"), err
+        status, _, err = _run(
+            world, plan, f'{probe}-p {denied.port} git@git.denied.test true"', capfd
+        )
+        assert status == 255 and f"blocked git.denied.test:{denied.port}" in err
+        assert denied.received == b""
+    finally:
+        allowed.close()
+        denied.close()

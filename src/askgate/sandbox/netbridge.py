@@ -2,6 +2,7 @@
 proxy outside, then the command.
 
     python3 -I -S netbridge.py FD -- bash -c COMMAND
+    python3 -I -S netbridge.py --connect HOST PORT      (an ssh ProxyCommand, inside)
 
 Run by bwrap as the sandbox's first program (standard library only, no askgate import:
 it starts in ~15 ms). It binds 127.0.0.1 on a free port *before* the command starts (so
@@ -13,6 +14,10 @@ otherwise, and the command never inherits FD. The bridge decides nothing itself:
 whatever the command does to it (kill it, even trace it) gains nothing, since the proxy
 checks every connection and the namespace has no other way out. Exit status: the
 command's (128+N when killed by signal N).
+
+ssh speaks no HTTP proxy, so the command also gets `ASKGATE_SSH_PROXY_COMMAND` (and
+`GIT_SSH_COMMAND` when neither it nor `GIT_SSH` is set): `--connect` tunnels stdin and
+stdout through the proxy with CONNECT, so `git push` over ssh reaches an allowed host.
 """
 
 from __future__ import annotations
@@ -52,7 +57,57 @@ def proxy_environment(port: int, environ: dict[str, str]) -> dict[str, str]:
     env.update(dict.fromkeys(PROXY_VARIABLES, url))
     env.update(dict.fromkeys(EMPTY_VARIABLES, ""))
     env["NODE_USE_ENV_PROXY"] = "1"  # Node's own fetch and http honour the variables
+    # ssh speaks no HTTP proxy: a ProxyCommand that tunnels through it (git over ssh).
+    helper = " ".join(_quote(w) for w in (sys.executable, "-I", "-S", __file__, "--connect"))
+    env["ASKGATE_SSH_PROXY_COMMAND"] = f"{helper} %h %p"
+    if "GIT_SSH_COMMAND" not in env and "GIT_SSH" not in env:
+        env["GIT_SSH_COMMAND"] = f"ssh -o {_quote('ProxyCommand=' + helper + ' %h %p')}"
     return env
+
+
+def _quote(word: str) -> str:
+    """POSIX shell quoting (shlex.quote, without importing shlex and re)."""
+    if word and all(c.isalnum() or c in "@%+=:,./-_" for c in word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def connect_through(host: str, port: str, proxy: str) -> int:
+    """`ProxyCommand` helper: CONNECT host:port through the proxy at `proxy`
+    (`http://127.0.0.1:PORT`), then copy stdin/stdout to and from the tunnel."""
+    address = proxy.removeprefix("http://").rstrip("/")
+    proxy_host, _, proxy_port = address.rpartition(":")
+    tunnel = socket.create_connection((proxy_host, int(proxy_port)))
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    tunnel.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = tunnel.recv(BUFFER)
+        if not chunk:
+            break
+        head += chunk
+    status_line, _, rest = head.partition(b"\r\n")
+    if b" 200 " not in status_line + b" ":
+        body = rest.partition(b"\r\n\r\n")[2].decode("utf-8", "replace").strip()
+        print(body or status_line.decode("utf-8", "replace"), file=sys.stderr)
+        return 1
+    leftover = rest.partition(b"\r\n\r\n")[2]
+    if leftover:
+        os.write(1, leftover)
+
+    def upstream() -> None:
+        while True:
+            data = os.read(0, BUFFER)
+            if not data:
+                break
+            tunnel.sendall(data)
+        with contextlib.suppress(OSError):
+            tunnel.shutdown(socket.SHUT_WR)
+
+    threading.Thread(target=upstream, daemon=True).start()
+    while chunk := tunnel.recv(BUFFER):
+        os.write(1, chunk)
+    return 0
 
 
 def _pipe(source: socket.socket, sink: socket.socket) -> None:
@@ -98,6 +153,13 @@ def _accept(listener: socket.socket, control: socket.socket) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--connect"] and len(argv) == 3:
+        proxy = os.environ.get("ASKGATE_NET_PROXY", "")
+        try:
+            return connect_through(argv[1], argv[2], proxy)
+        except (OSError, ValueError) as error:
+            print(f"askgate sandbox: cannot reach the proxy: {error}", file=sys.stderr)
+            return 1
     if len(argv) < 3 or argv[1] != "--":
         print("askgate netbridge: usage: netbridge.py FD -- COMMAND…", file=sys.stderr)
         return 125
