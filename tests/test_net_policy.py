@@ -225,6 +225,13 @@ def test_a_webfetch_tool_allow_does_not_beat_a_net_deny(project, home) -> None:
     assert _webfetch(project, home, rules, "https://fine.test/") is Action.ALLOW
 
 
+def test_a_net_allow_does_not_turn_a_denied_webfetch_back_on(project, home) -> None:
+    rules = [("tool", "WebFetch", "deny"), ("net", "pypi.org", "allow")]
+    assert _webfetch(project, home, rules, "https://pypi.org/simple/") is Action.DENY
+    rules = [("tool", "WebFetch", "ask"), ("net", "*", "allow")]
+    assert _webfetch(project, home, rules, "https://pypi.org/simple/") is Action.ASK
+
+
 def test_webfetch_of_an_ambiguous_url_is_asked_not_allowed(project, home) -> None:
     rules = [("net", "good.test", "allow"), ("tool", "WebFetch", "allow")]
     assert _webfetch(project, home, rules, "http://evil.test\\@good.test/") is Action.ASK

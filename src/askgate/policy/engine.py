@@ -230,7 +230,19 @@ class Policy:
             target = parse_example(value)  # HOST:PORT, a URL, or HOST (port 443)
         except ValueError as error:
             return _refuse(Surface.NET, _printable(value), f"not a host and port: {error}")
-        return self._decide_name(Surface.NET, target.value, agent, tool)
+        decision = self._decide_name(Surface.NET, target.value, agent, tool)
+        if tool:
+            # A deny or ask of the tool itself (`[tool] "WebFetch" = "deny"`) still holds
+            # where a net rule allows the host: the host list cannot turn a tool back on.
+            action, check = self._lookup(Surface.TOOL, tool, agent)
+            if (
+                check is not None
+                and action is not None
+                and action.strictness > (decision.action.strictness)
+            ):
+                checks = [*decision.checks, check]
+                return _decision(Surface.NET, target.value, action, checks, units=())
+        return decision
 
     def _unknown_host_check(self, what: str) -> Check:
         note = (
