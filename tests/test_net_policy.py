@@ -370,6 +370,18 @@ def test_a_repository_that_rewrites_urls_makes_its_remotes_unknown(project, home
     assert render(contacted("git fetch origin", str(repo))) == ("?",)
 
 
+def test_init_can_list_the_hosts_of_the_repositorys_remotes(project) -> None:
+    from askgate.policy.shell.network import remote_hosts
+
+    repo = project / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for name, url in (("origin", "git@github.com:o/r.git"), ("up", "https://gitlab.test/o/r")):
+        subprocess.run(["git", "-C", str(repo), "remote", "add", name, url], check=True)
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "local", "/srv/r.git"], check=True)
+    assert remote_hosts(str(repo / "sub")) == ["github.com:22", "gitlab.test:443"]
+    assert remote_hosts(str(project)) == []
+
+
 # --- the table `askgate init` writes -------------------------------------------------
 
 

@@ -710,6 +710,30 @@ def remote_urls(name: str, directory: str, git_dir: str | None = None) -> list[s
     return urls or None
 
 
+def remote_hosts(directory: str) -> list[str]:
+    """`HOST:PORT` of every remote of the repository around `directory` (for the `[net]`
+    table `askgate init` writes); [] when there is none or URLs are rewritten."""
+    config = _git_config_path(directory, None)
+    if config is None:
+        return []
+    try:
+        with open(config, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(256 * 1024)
+    except OSError:
+        return []
+    names = [m["name"] for m in _REMOTE_HEADER.finditer(text)]
+    found: list[str] = []
+    for name in names:
+        for url in remote_urls(name, directory) or []:
+            target = _git_remote(url) if url != _REWRITTEN else None
+            if isinstance(target, NetTarget) and target.value not in found:
+                found.append(target.value)
+    return found
+
+
+_REMOTE_HEADER = lazy_compile(r'^\s*\[\s*remote\s+"(?P<name>[^"]*)"\s*\]', re.MULTILINE)
+
+
 def _git_config_path(directory: str, git_dir: str | None) -> str | None:
     if git_dir is not None:
         return os.path.join(git_dir, "config")
@@ -893,4 +917,12 @@ def check_examples(cwd: str = "/") -> list[str]:
     return failed
 
 
-__all__ = ["PROGRAMS", "SCHEME_PORTS", "Implied", "check_examples", "contacted", "remote_urls"]
+__all__ = [
+    "PROGRAMS",
+    "SCHEME_PORTS",
+    "Implied",
+    "check_examples",
+    "contacted",
+    "remote_hosts",
+    "remote_urls",
+]
