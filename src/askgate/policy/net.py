@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from askgate.policy.lazy_regex import lazy_compile
@@ -88,6 +89,7 @@ class NetTarget(NamedTuple):
         return f"{self.host}:{self.port}"
 
 
+@lru_cache(maxsize=4096)  # the same few hosts come back in command after command
 def normalize_host(host: str) -> str:
     """The one spelling of `host`; ValueError when it is not a host name or address.
     Every name and address of this machine (127.0.0.0/8, ::1, `*.localhost` …) is
