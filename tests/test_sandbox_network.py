@@ -480,3 +480,43 @@ def test_git_over_ssh_reaches_an_allowed_host_through_the_proxy_only(
     finally:
         allowed.close()
         denied.close()
+
+
+def test_an_allowed_name_resolving_to_a_metadata_service_is_refused() -> None:
+    """DNS rebinding to 169.254.169.254 meets the built-in deny. (The test's resolver
+    gives an AF_UNIX family: were the check missing, connecting would fail here, never
+    reach out.)"""
+    from askgate.policy.model import Origin
+
+    plan = SandboxPlan(
+        cwd="/p", project_root="/p", mode="on", network=False, hard_links="warn",
+        writable=(), write_holes=(), read_denies=(), net_proxy=True,
+        net_rules=(
+            make_rule("net", "*", "allow"),
+            make_rule("net", "169.254.169.254", "deny", origin=Origin.BUILTIN, rank=0),
+        ),
+    )  # fmt: skip
+    reports: list[str] = []
+    proxy = netproxy.NetProxy(
+        netproxy.plan_decider(plan),
+        resolver=lambda host, port: [(socket.AF_UNIX, ("169.254.169.254", port))],
+        report=reports.append,
+    )
+    ours, theirs = socket.socketpair()
+    with ours:
+        ours.sendall(b"CONNECT meta.example.test:80 HTTP/1.1\r\n\r\n")
+        proxy._serve(theirs)
+        answer = ours.recv(4096).decode()
+    proxy.close()
+    assert answer.startswith("HTTP/1.1 403") and "resolves to 169.254.169.254" in answer
+    assert reports and "meta.example.test:80" in reports[0]
+
+
+def test_the_builtin_rules_deny_metadata_services_even_under_a_net_allow_all(
+    tmp_path: Path,
+) -> None:
+    world = World(tmp_path, policy='[net]\n"*" = "allow"\n')
+    policy = Policy.load(str(world.project), config_files=[str(world.policy)], env=world.env)
+    assert policy.check_url("http://169.254.169.254/latest/meta-data/").action.value == "deny"
+    assert policy.check_net("metadata.google.internal", 80).action.value == "deny"
+    assert policy.check_net("pypi.org", 443).action.value == "allow"

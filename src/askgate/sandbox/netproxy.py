@@ -77,6 +77,7 @@ _TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH
 class Verdict(NamedTuple):
     allowed: bool
     reason: str
+    denied: bool = False  # a deny rule matched (not only "not allowed")
 
 
 class Head(NamedTuple):
@@ -205,7 +206,8 @@ def plan_decider(plan: SandboxPlan) -> Decider:
         )
         if allowed:
             return Verdict(True, decision.reason)
-        return Verdict(False, f"{decision.action}: {decision.reason}")
+        reason = f"{decision.action}: {decision.reason}"
+        return Verdict(False, reason, denied=decision.action is Action.DENY)
 
     return decide
 
@@ -348,7 +350,7 @@ class NetProxy:
         except OSError as error:
             client.sendall(refusal_response(502, f"askgate: cannot resolve {target.host}: {error}"))
             return None
-        from askgate.policy.net import is_loopback
+        from askgate.policy.net import is_loopback, normalize_host
 
         if target.host != "localhost" and any(is_loopback(str(a[1][0])) for a in addresses):
             localhost = self.decide(NetTarget("localhost", target.port))
@@ -356,6 +358,20 @@ class NetProxy:
                 why = f"it resolves to this machine and localhost:{target.port} is not allowed"
                 self._refuse(client, target, why)
                 return None
+        for _family, address in addresses:
+            # DNS pointing an allowed name at a denied address (a metadata service, an
+            # internal range written as an address) meets that address's deny.
+            try:
+                resolved = NetTarget(normalize_host(str(address[0])), target.port)
+            except ValueError:
+                continue
+            if resolved != target and resolved.host != "localhost":
+                verdict = self.decide(resolved)
+                if verdict.denied:
+                    self._refuse(
+                        client, target, f"it resolves to {resolved.host}: {verdict.reason}"
+                    )
+                    return None
         last: OSError | None = None
         for family, address in addresses:
             upstream = socket.socket(family, socket.SOCK_STREAM)
