@@ -71,6 +71,15 @@ def test_an_authority_parsers_could_read_differently_is_no_host(url: str) -> Non
     assert parse_url(url) is None
 
 
+def test_urls_in_free_text_are_found_for_the_mcp_gateway() -> None:
+    from askgate.policy.net import MAX_URLS_IN_TEXT, urls_in
+
+    text = 'See https://a.test/x, then "git+ssh://git@b.test/r.git" (and ftp://c.test).'
+    assert urls_in(text) == ["https://a.test/x", "git+ssh://git@b.test/r.git", "ftp://c.test"]
+    assert urls_in("no links here") == []
+    assert urls_in(" http://x.test" * (MAX_URLS_IN_TEXT + 1)) is None
+
+
 def test_a_pattern_without_a_port_matches_every_port() -> None:
     assert net_pattern_text("registry.npmjs.org") == "registry.npmjs.org:*"
     assert net_pattern_text("*") == "*:*"

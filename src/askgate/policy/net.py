@@ -195,6 +195,17 @@ def parse_url(url: str, *, default_scheme: str | None = None) -> NetTarget | Non
         return None
 
 
+_URL_IN_TEXT = lazy_compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s\"'<>`]+")
+MAX_URLS_IN_TEXT = 64
+
+
+def urls_in(text: str) -> list[str] | None:
+    """The URLs written in free text (an MCP argument, a prompt), in order; None when
+    there are more than MAX_URLS_IN_TEXT (the caller asks rather than check a sample)."""
+    found = [match.group().rstrip(".,;:!?)]}") for match in _URL_IN_TEXT.finditer(text)]
+    return None if len(found) > MAX_URLS_IN_TEXT else found
+
+
 def parse_example(text: str) -> NetTarget:
     """A rule example: `HOST:PORT`, a URL, or a bare `HOST` (taken as port 443)."""
     if "://" in text:
