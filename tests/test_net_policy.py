@@ -246,6 +246,21 @@ def test_webfetch_of_an_ambiguous_url_is_asked_not_allowed(project, home) -> Non
     assert _webfetch(project, home, rules, "http://evil.test\\@good.test/") is Action.ASK
 
 
+def test_geminis_web_fetch_needs_every_url_of_its_prompt_allowed(project, home) -> None:
+    policy = policy_for(
+        project, home, [("net", "docs.test", "allow"), ("net", "*.evil.test", "deny")]
+    )
+
+    def decide(prompt: str) -> Action:
+        target = target_for("web_fetch", {"prompt": prompt}, str(project))
+        return policy.decide(target.surface, target.value, tool="web_fetch").action
+
+    assert decide("Summarise https://docs.test/a and https://docs.test/b") is Action.ALLOW
+    assert decide("Compare https://docs.test/a with https://x.evil.test/") is Action.DENY
+    assert decide("Compare https://docs.test/a with https://other.test/") is Action.ASK
+    assert decide("no link at all") is Action.ASK  # the tool's rule, else the default
+
+
 def test_the_gate_reports_webfetch_on_the_net_surface(project, home) -> None:
     prompter = ScriptedPrompter([])
     gate = Gate(policy_for(project, home, [("net", "*.evil.test", "deny")]), prompter=prompter)

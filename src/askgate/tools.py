@@ -70,6 +70,8 @@ _TABLE: dict[str, ToolRow] = {
     "glob": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
     "grep_search": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
     "search_file_content": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
+    # a prompt naming up to 20 URLs: each on the net surface (policy/engine.py)
+    "web_fetch": ToolRow(Surface.NET, ("prompt",), False, False),
 }
 
 MCP_PREFIX = "mcp__"

@@ -229,6 +229,8 @@ class Policy:
         try:
             target = parse_example(value)  # HOST:PORT, a URL, or HOST (port 443)
         except ValueError as error:
+            if tool in TEXT_URL_TOOLS:  # a prompt naming its URLs (Gemini's web_fetch)
+                return self._decide_urls_in(value, agent, tool)
             return _refuse(Surface.NET, _printable(value), f"not a host and port: {error}")
         decision = self._decide_name(Surface.NET, target.value, agent, tool)
         if tool:
@@ -243,6 +245,18 @@ class Policy:
                 checks = [*decision.checks, check]
                 return _decision(Surface.NET, target.value, action, checks, units=())
         return decision
+
+    def _decide_urls_in(self, text: str, agent: str | None, tool: str | None) -> Decision:
+        """Every URL a free-text input names must be allowed; none: the tool's own rule."""
+        from askgate.policy.net import urls_in
+
+        urls = urls_in(text)
+        if urls is None:
+            return _refuse(Surface.NET, _printable(text), "too many URLs to check one by one")
+        if not urls:
+            return self._decide_name(Surface.TOOL, tool or "", agent, None)
+        decisions = [self._decide_net(url, agent, tool) for url in urls]
+        return max(decisions, key=lambda decision: decision.action.strictness)
 
     def _unknown_host_check(self, what: str) -> Check:
         note = (
@@ -839,6 +853,8 @@ def _printable(value: object) -> str:
     return text[:200].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+# Tools whose input is free text naming the URLs to fetch (Gemini CLI's web_fetch prompt).
+TEXT_URL_TOOLS = frozenset({"web_fetch"})
 # Tools that search a directory and everything below it (Claude Code's Glob and Grep,
 # pi's grep and find, Gemini CLI's glob, grep_search and search_file_content).
 RECURSIVE_TOOLS = frozenset(
