@@ -430,7 +430,8 @@ def test_decision_event_for_every_prompt_outcome(project, home, reply, result, r
     gate.decide(_request(project, "WebFetch", url="https://example.com"))
     event = _only_event(decisions)
     assert (event["result"], event["resolution"]) == (result, resolution)
-    assert (event["surface"], event["value"], event["agentName"]) == ("tool", "WebFetch", "explore")
+    assert (event["surface"], event["value"]) == ("net", "example.com:443")
+    assert event["agentName"] == "explore"
     assert event["requestId"] == "id-WebFetch"
     assert event["matchedPattern"] is None and event["origin"] is None  # the default asked
 

@@ -63,7 +63,7 @@ def test_prompt_replies_map_to_resolutions(project, home, reply, action, resolut
     if reply.denial_reason:
         assert reply.denial_reason in out.reason
         assert out.denial_reason == reply.denial_reason
-    assert prompter.seen[0].surface == "tool" and prompter.seen[0].value == "WebFetch"
+    assert prompter.seen[0].surface == "net" and prompter.seen[0].value == "x:443"
 
 
 def test_approve_for_session_then_session_hit(project, home) -> None:

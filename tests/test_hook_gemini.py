@@ -75,7 +75,7 @@ def assert_denied_on_every_channel(run, text: str) -> None:
         ("list_directory", {"dir_path": "."}, "allow", "read"),
         ("glob", {"pattern": "*.py"}, "allow", "read"),
         ("grep_search", {"pattern": "x"}, "allow", "read"),
-        ("web_fetch", {"prompt": "https://example.com"}, "deny", "tool"),
+        ("web_fetch", {"prompt": "https://example.com"}, "deny", "net"),  # its URL, tool deny holds
         ("google_web_search", {"query": "x"}, "ask", "tool"),
     ],
 )

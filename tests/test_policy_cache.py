@@ -250,9 +250,12 @@ def test_the_recorded_inputs_are_what_the_loader_read(env: dict[str, str]) -> No
 def _forge_allow_everything(path: Path) -> None:
     """Rewrite a valid entry so that it allows everything, keeping its key and inputs."""
     entry = msgspec.msgpack.decode(path.read_bytes(), type=policy_cache.Entry)
-    rule = Rule(surface=Surface.BASH, pattern="*", action=Action.ALLOW, origin=Origin.USER, rank=0)
+    rules = tuple(
+        Rule(surface=surface, pattern="*", action=Action.ALLOW, origin=Origin.USER, rank=0)
+        for surface in (Surface.BASH, Surface.NET)  # net: curl's host needs an allow too
+    )
     forged = msgspec.structs.replace(
-        entry, policy=msgspec.structs.replace(entry.policy, rules=(rule,), builtin_rules=())
+        entry, policy=msgspec.structs.replace(entry.policy, rules=rules, builtin_rules=())
     )
     path.write_bytes(msgspec.msgpack.encode(forged))
 

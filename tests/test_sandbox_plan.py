@@ -298,7 +298,7 @@ def test_the_sandbox_table_parses_and_paths_expand() -> None:
     ("text", "error"),
     [
         ('[sandbox]\nbash = "maybe"', '/p/policy.toml:2: sandbox.bash: invalid value "maybe"'),
-        ("[sandbox]\nnetwork = true", "/p/policy.toml:2: sandbox.network: invalid value"),
+        ("[sandbox]\nnetwork = 1", "/p/policy.toml:2: sandbox.network: invalid value"),
         ('[sandbox]\nhard_links = "x"', "/p/policy.toml:2: sandbox.hard_links: invalid value"),
         ("[sandbox]\nnope = 1", "/p/policy.toml:2: sandbox.nope: unknown key"),
         ('[sandbox]\nwritable = ["a/*"]', "sandbox.writable: entry 1 is a glob"),

@@ -68,7 +68,11 @@ def test_a_malformed_mcp_name_is_an_input_error(tool: str) -> None:
 
 
 def test_an_unknown_tool_is_decided_by_its_name_on_the_tool_surface() -> None:
-    assert target_for("WebFetch", {"url": "https://x"}, CWD) == ToolTarget(Surface.TOOL, "WebFetch")
+    assert target_for("WebSearch", {"query": "x"}, CWD) == ToolTarget(Surface.TOOL, "WebSearch")
+
+
+def test_webfetch_is_decided_by_the_host_of_its_url_on_the_net_surface() -> None:
+    assert target_for("WebFetch", {"url": "https://x"}, CWD) == ToolTarget(Surface.NET, "https://x")
 
 
 def test_every_row_of_the_table_is_consistent() -> None:

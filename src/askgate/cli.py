@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from askgate.policy.config import LoadedPolicy
     from askgate.policy.engine import Policy
 
-SURFACES = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
+SURFACES = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill", "net")
 COMMANDS = ("check", "explain", "config", "schema", "trust", "untrust", "hook")
 # A VALUE read with --stdin larger than this is refused outright; anything over the
 # engine's own limit (far smaller) is answered "ask" without being analysed.

@@ -50,6 +50,8 @@ _TABLE: dict[str, ToolRow] = {
     "Glob": ToolRow(Surface.READ, ("path",), True, True),
     "Grep": ToolRow(Surface.READ, ("path",), True, True),
     "Skill": ToolRow(Surface.SKILL, ("skill", "name"), False, False),
+    # the URL's HOST:PORT on the net surface, then the `tool` rule (docs/network.md)
+    "WebFetch": ToolRow(Surface.NET, ("url",), False, False),
     # pi
     "bash": ToolRow(Surface.BASH, ("command",), False, False),
     "read": ToolRow(Surface.READ, ("path", "file_path"), True, False),
@@ -68,6 +70,8 @@ _TABLE: dict[str, ToolRow] = {
     "glob": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
     "grep_search": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
     "search_file_content": ToolRow(Surface.READ, ("dir_path", "path"), True, True),
+    # a prompt naming up to 20 URLs: each on the net surface (policy/engine.py)
+    "web_fetch": ToolRow(Surface.NET, ("prompt",), False, False),
 }
 
 MCP_PREFIX = "mcp__"
@@ -101,6 +105,8 @@ def target_for(tool: str, tool_input: Mapping[str, Any], cwd: str) -> ToolTarget
             return ToolTarget(surface, _search_root(tool, tool_input, value), read_only)
     if entry.path_optional:
         return ToolTarget(surface, _search_root(tool, tool_input, cwd), read_only)
+    if surface is Surface.NET:  # no URL: nothing to connect to, the tool's own rule decides
+        return ToolTarget(Surface.TOOL, tool)
     raise ToolInputError(f"{tool}: input has no {' or '.join(repr(k) for k in entry.keys)} field")
 
 

@@ -29,6 +29,7 @@ from askgate.policy.model import (
     Unit,
     UnitDecision,
 )
+from askgate.policy.net import NETWORK_PROGRAMS
 from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
 
@@ -183,9 +184,123 @@ class Policy:
             decision = self._decide_bash(value, cwd, agent, analysis)
         elif surface.is_path:
             decision = self._decide_path(surface, value, cwd, agent, tool)
+        elif surface is Surface.NET:
+            decision = self._decide_net(value, agent, tool)
         else:
             decision = self._decide_name(surface, value, agent, tool)
         return self._clamp(decision)
+
+    # --- net (policy/net.py, docs/network.md) --------------------------------------
+
+    def check_net(
+        self, host: str, port: int, *, agent: str | None = None, tool: str | None = None
+    ) -> Decision:
+        """May `host:port` be contacted? The `net` rules, then `tool`'s rule, then the
+        default. For callers holding a host (the sandbox's proxy, the MCP gateway)."""
+        from askgate.policy.net import net_target
+
+        try:
+            value = net_target(host, port).value
+        except ValueError as error:
+            return self._clamp(_refuse(Surface.NET, _printable(host), f"not a host: {error}"))
+        return self.decide(Surface.NET, value, agent=agent, tool=tool)
+
+    def check_url(self, url: str, *, agent: str | None = None, tool: str | None = None) -> Decision:
+        """`check_net` for the host and port a URL connects to. A URL whose host cannot be
+        read for sure gets the default (never a named host's allow)."""
+        from askgate.policy.net import parse_url
+
+        target = parse_url(url)
+        if target is None:
+            return self._clamp(
+                _decision(
+                    Surface.NET,
+                    _printable(url),
+                    self.default,
+                    [self._unknown_host_check(url)],
+                    units=(),
+                )
+            )
+        return self.decide(Surface.NET, target.value, agent=agent, tool=tool)
+
+    def _decide_net(self, value: str, agent: str | None, tool: str | None) -> Decision:
+        from askgate.policy.net import parse_example
+
+        try:
+            target = parse_example(value)  # HOST:PORT, a URL, or HOST (port 443)
+        except ValueError as error:
+            if tool in TEXT_URL_TOOLS:  # a prompt naming its URLs (Gemini's web_fetch)
+                return self._decide_urls_in(value, agent, tool)
+            return _refuse(Surface.NET, _printable(value), f"not a host and port: {error}")
+        decision = self._decide_name(Surface.NET, target.value, agent, tool)
+        if tool:
+            # A deny or ask of the tool itself (`[tool] "WebFetch" = "deny"`) still holds
+            # where a net rule allows the host: the host list cannot turn a tool back on.
+            action, check = self._lookup(Surface.TOOL, tool, agent)
+            if (
+                check is not None
+                and action is not None
+                and action.strictness > (decision.action.strictness)
+            ):
+                checks = [*decision.checks, check]
+                return _decision(Surface.NET, target.value, action, checks, units=())
+        return decision
+
+    def _decide_urls_in(self, text: str, agent: str | None, tool: str | None) -> Decision:
+        """Every URL a free-text input names must be allowed; none: the tool's own rule."""
+        from askgate.policy.net import urls_in
+
+        urls = urls_in(text)
+        if urls is None:
+            return _refuse(Surface.NET, _printable(text), "too many URLs to check one by one")
+        if not urls:
+            return self._decide_name(Surface.TOOL, tool or "", agent, None)
+        decisions = [self._decide_net(url, agent, tool) for url in urls]
+        return max(decisions, key=lambda decision: decision.action.strictness)
+
+    def _unknown_host_check(self, what: str) -> Check:
+        note = (
+            f"the host it contacts cannot be told from {_printable(what)[:120]!r}; "
+            f"default is {self.default} ({self.default_origin})"
+        )
+        return Check(
+            surface=Surface.NET, value="?", action=self.default, rule=None,
+            basis=Basis.DEFAULT, note=note,
+        )  # fmt: skip
+
+    def _net_checks(
+        self, unit: Unit, cwd: str, agent: str | None, consent: bool
+    ) -> tuple[list[Check], bool]:
+        """The hosts a unit's network tool contacts, each on the `net` surface: a net
+        rule, else the default (a wildcard bash allow such as `curl *` allows running
+        curl, not reaching any host). A bash rule without `*` speaks for the hosts it
+        spells out (only net deny/ask apply), as it does for paths; so do the commands
+        an unknown program may run, and the hosts a program contacts without the command
+        naming them (npm's registry for `npm install`).
+        Returns (checks, whether a git configuration was read)."""
+        from askgate.policy.shell.network import Implied, contacted, looks_at_files
+
+        directories = self._unit_directories(unit, cwd)
+        directory = directories[0] if isinstance(directories, list) else cwd
+        checks: list[Check] = []
+        looked = False
+        for command, tighten in ((unit.command, consent), *((f, True) for f in unit.may_run)):
+            looked = looked or looks_at_files(command)
+            for target in contacted(command, directory):
+                if target is None:
+                    if not tighten:
+                        checks.append(self._unknown_host_check(command))
+                    continue
+                action, check = self._lookup(Surface.NET, target.value, agent)
+                stricter_only = tighten or isinstance(target, Implied)
+                if check is None:
+                    if not stricter_only:
+                        checks.append(self._default_check(Surface.NET, target.value))
+                elif stricter_only and action is Action.ALLOW:
+                    checks.append(_ignored(check))
+                else:
+                    checks.append(check)
+        return checks, looked
 
     # --- surfaces --------------------------------------------------------------------
 
@@ -396,6 +511,11 @@ class Policy:
         )
         if looks_at_files:
             checks += self._unit_path_checks(unit, cwd, agent, path_memo, consent)
+        if first_word.rpartition("/")[2] in NETWORK_PROGRAMS or unit.may_run:
+            speaks = consent or _literal_consent(primary)  # a bash rule without `*`
+            net_checks, read_git_config = self._net_checks(unit, cwd, agent, speaks)
+            checks += net_checks
+            looks_at_files = looks_at_files or read_git_config
         # The strictest action among the checks that count, and the first check giving it.
         decisive = checks[0]  # never an ignored check
         strictness = _STRICTNESS[decisive.action]
@@ -733,6 +853,8 @@ def _printable(value: object) -> str:
     return text[:200].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+# Tools whose input is free text naming the URLs to fetch (Gemini CLI's web_fetch prompt).
+TEXT_URL_TOOLS = frozenset({"web_fetch"})
 # Tools that search a directory and everything below it (Claude Code's Glob and Grep,
 # pi's grep and find, Gemini CLI's glob, grep_search and search_file_content).
 RECURSIVE_TOOLS = frozenset(

@@ -6,7 +6,8 @@ A rule may carry the values it is meant to match and not to match:
 
 For wildcard surfaces an example is the value itself (a bash example is one command, its
 words separated by single spaces, as units are matched); for path surfaces it is a path,
-relative ones taken from the project root and `~` expanded, like the rule's pattern. An
+relative ones taken from the project root and `~` expanded, like the rule's pattern; for
+`net` it is `HOST:PORT`, a URL, or a bare `HOST` (taken as port 443). An
 example that does not behave as written makes the file fail to load (it then clamps like
 any broken file): a rule whose author's intent and pattern disagree is not a rule to trust.
 """
@@ -58,5 +59,9 @@ def example_matches(
             kind_of(surface), expand_path_pattern(pattern, home=home, base_dir=base_dir)
         )
         return compiled.matches(normalize(value, base_dir, env))
+    if surface is Surface.NET:  # HOST:PORT, a URL, or HOST (port 443): policy/net.py
+        from askgate.policy.net import parse_example
+
+        return compile_pattern("net", pattern).matches(parse_example(value).value)
     text = " ".join(value.split()) if surface is Surface.BASH else value
     return compile_pattern(kind_of(surface), pattern).matches(text)

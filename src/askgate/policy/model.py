@@ -40,6 +40,7 @@ class Surface(StrEnum):
     EXTERNAL_DIRECTORY = "external_directory"
     MCP = "mcp"
     SKILL = "skill"
+    NET = "net"  # HOST:PORT a tool or command connects to (policy/net.py)
 
     @property
     def is_path(self) -> bool:

@@ -29,7 +29,7 @@ import msgspec
 
 from askgate.policy.model import Surface
 
-PatternKind = Literal["wildcard", "path"]
+PatternKind = Literal["wildcard", "path", "net"]
 
 MAX_PATTERN_LENGTH = 1_000
 
@@ -41,6 +41,8 @@ _OTHER = "\x00other"  # alphabet symbol: a character appearing in neither patter
 
 
 def kind_of(surface: Surface) -> PatternKind:
+    if surface is Surface.NET:
+        return "net"  # a wildcard over HOST:PORT, normalised first (policy/net.py)
     return "path" if surface.is_path else "wildcard"
 
 
@@ -239,10 +241,18 @@ def validate_pattern(surface: Surface, pattern: str) -> None:
         raise ValueError("pattern contains an invalid character (lone surrogate)")
     if surface.is_path and "***" in pattern:
         raise ValueError("'***' is not a valid path glob (use '**')")
+    if surface is Surface.NET:
+        from askgate.policy.net import validate_net_pattern
+
+        validate_net_pattern(pattern)
 
 
 @lru_cache(maxsize=65_536)
 def compile_pattern(kind: PatternKind, text: str) -> Pattern:
+    if kind == "net":
+        from askgate.policy.net import net_pattern_text
+
+        text = net_pattern_text(text)
     items = _parse_path(text) if kind == "path" else _parse_wildcard(text)
     return Pattern(kind, text, tuple(items), _literal_prefix(items))
 

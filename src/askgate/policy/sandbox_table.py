@@ -3,7 +3,7 @@
 ```toml
 [sandbox]
 bash = "on"              # "off" | "on" | "required": run allowed shell commands in the sandbox
-network = "off"          # "on" | "off"
+network = "off"          # "on" | "off" | "policy" (true = "on", false = "off"; docs/network.md)
 writable = ["~/.cache/pip"]   # extra writable directories (plain paths, no globs)
 hidden = ["~/.aws/**"]        # extra paths the command may not read (path globs, like [read] deny)
 hard_links = "refuse"    # "warn" | "refuse": a hidden file with other hard links
@@ -11,7 +11,8 @@ hard_links = "refuse"    # "warn" | "refuse": a hidden file with other hard link
 
 Settings come from the highest scope that sets them (as `default` and `yolo` do); the lists
 are the union of every file that loaded. An untrusted project file can only tighten: its
-`bash` can raise the mode, `network = "off"`, `hidden` and `hard_links = "refuse"` apply,
+`bash` can raise the mode, a stricter `network` (on < policy < off), `hidden` and
+`hard_links = "refuse"` apply,
 and its `writable` is ignored. This module parses values and reports problems as
 `(key, message)`; `policy_file` turns them into its one-line `file:line: key: message`.
 """
@@ -24,7 +25,10 @@ import msgspec
 
 SANDBOX_KEYS: tuple[str, ...] = ("bash", "network", "writable", "hidden", "hard_links")
 BASH_MODES: tuple[str, ...] = ("off", "on", "required")
-NETWORK_MODES: tuple[str, ...] = ("on", "off")
+NETWORK_MODES: tuple[str, ...] = ("on", "off", "policy")
+# Booleans users write for the network: true = on, false = off.
+_NETWORK_BOOLEANS = {True: "on", False: "off"}
+_NETWORK_ORDER = {"on": 0, "policy": 1, "off": 2}
 HARD_LINK_MODES: tuple[str, ...] = ("warn", "refuse")
 _GLOB_CHARS = frozenset("*?")
 
@@ -75,7 +79,8 @@ def parse_sandbox_table(
         if key == "bash":
             fields[key] = _choice(key, item, BASH_MODES)
         elif key == "network":
-            fields[key] = _choice(key, item, NETWORK_MODES)
+            mode = _NETWORK_BOOLEANS.get(item) if isinstance(item, bool) else item
+            fields[key] = _choice(key, mode, NETWORK_MODES)
         elif key == "hard_links":
             fields[key] = _choice(key, item, HARD_LINK_MODES)
         elif key in ("writable", "hidden"):
@@ -152,7 +157,8 @@ def merge_sandbox_tables(tables: Iterable[tuple[SandboxTable, bool]]) -> Sandbox
             continue
         if table.bash and _BASH_ORDER[table.bash] > _BASH_ORDER[bash]:
             bash = table.bash
-        network = "off" if table.network == "off" else network
+        if table.network and _NETWORK_ORDER[table.network] > _NETWORK_ORDER[network]:
+            network = table.network
         hard_links = "refuse" if table.hard_links == "refuse" else hard_links
     return SandboxSettings(
         bash=bash,

@@ -141,7 +141,11 @@ _SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "bash": {"enum": ["off", "on", "required"]},
-                "network": {"enum": ["on", "off"]},
+                "network": {
+                    "enum": ["on", "off", "policy", True, False],
+                    "description": "policy: only the [net] hosts, through askgate's proxy "
+                    "(docs/network.md); true = on, false = off.",
+                },
                 "hard_links": {"enum": ["warn", "refuse"]},
                 "writable": {"$ref": "#/$defs/pathList"},
                 "hidden": {"$ref": "#/$defs/pathList"},

@@ -123,7 +123,7 @@ def _show_plan(plan: Any, as_json: bool) -> int:
         return 0
     print(f"cwd:      {plan.cwd}")
     print(f"project:  {plan.project_root}")
-    print(f"mode:     bash = {plan.mode!r}, network = {'on' if plan.network else 'off'}")
+    print(f"mode:     bash = {plan.mode!r}, network = {_network_mode(plan)}")
     sections = (
         ("writable", plan.writable),
         ("read-only inside writable (write holes)", plan.write_holes),
@@ -227,3 +227,11 @@ def main(argv: Sequence[str]) -> int:
         from askgate.sandbox.runner import EXIT_REFUSED
 
         return EXIT_REFUSED
+
+
+def _network_mode(plan: Any) -> str:
+    return (
+        "policy ([net] hosts via askgate's proxy)"
+        if plan.net_proxy
+        else ("on" if plan.network else "off")
+    )

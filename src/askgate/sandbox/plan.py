@@ -84,6 +84,12 @@ class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
     ask_reason: str | None = None  # the plan is incomplete: ask about the command instead
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # `network = "policy"` (netproxy.py): no network of its own (`network` is False), only
+    # the hosts these `[net]` rules and default allow, through askgate's proxy.
+    net_proxy: bool = False
+    net_rules: tuple[Rule, ...] = ()
+    net_default: str = "ask"
+    net_yolo: bool = False
 
     @property
     def startable(self) -> bool:
@@ -412,6 +418,11 @@ def build_plan(
     builder.check(writable, holes, denies)
     if policy.errors:
         builder.refusals.append(f"a policy file failed to load: {policy.errors[0]}")
+    net: dict[str, object] = {}
+    if settings.network == "policy":  # the [net] hosts, through askgate's proxy
+        from askgate.sandbox.netproxy import plan_fields
+
+        net = plan_fields(policy, agent)
     return SandboxPlan(
         cwd=builder.cwd,
         project_root=policy.project_root,
@@ -425,4 +436,5 @@ def build_plan(
         ask_reason=builder.ask_reason,
         warnings=tuple(builder.warnings),
         notes=tuple(builder.notes),
+        **net,  # type: ignore[arg-type]
     )

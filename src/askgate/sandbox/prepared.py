@@ -141,8 +141,8 @@ def prepare_wrapper(
     from askgate.sandbox.placeholders import state_directory
     from askgate.sandbox.runner import probe
 
-    if not plan.startable or plan.mode == "off":
-        return None
+    if not plan.startable or plan.mode == "off" or plan.net_proxy:
+        return None  # (network = "policy": the launcher form runs askgate's proxy)
     tee = shutil.which("tee", path=SYSTEM_PATH)
     if tee is None:
         return None

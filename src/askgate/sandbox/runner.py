@@ -19,7 +19,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -28,6 +29,9 @@ from askgate.sandbox import landlock
 from askgate.sandbox.blocked import explain_failure
 from askgate.sandbox.placeholders import Registry, SandboxSetupError
 from askgate.sandbox.plan import SandboxPlan
+
+if TYPE_CHECKING:
+    from askgate.sandbox.netproxy import ProxiedRun
 
 EXIT_REFUSED = 125
 STDERR_TAIL_BYTES = 64 * 1024
@@ -173,6 +177,9 @@ def _unsandboxed(
     if plan.mode == "required":
         _say(f'refused: {why}; [sandbox] bash = "required" never runs a command unsandboxed')
         return EXIT_REFUSED
+    if plan.net_proxy:  # unsandboxed would mean the whole network: never (netproxy.py)
+        _say(f'refused: {why}; [sandbox] network = "policy" never runs a command unsandboxed')
+        return EXIT_REFUSED
     _say(f"warning: running WITHOUT a sandbox: {why}")
     status, _ = _spawn_and_wait(command, env=env, cwd=plan.cwd)
     return status
@@ -237,10 +244,15 @@ def _run_bwrap(
         _say(f"refused: {error}")
         return EXIT_REFUSED
     try:
-        status, tail, ran = _bwrap_once(plan, command, env, found.path, empty, proc=found.proc)
-        if not ran and found.proc and bwrap_backend.is_proc_error(tail):
-            # The command never started, so trying again without /proc is safe.
-            status, tail, ran = _bwrap_once(plan, command, env, found.path, empty, proc=False)
+        with _network(plan) as network:
+            status, tail, ran = _bwrap_once(
+                plan, command, env, found.path, empty, proc=found.proc, network=network
+            )
+            if not ran and found.proc and bwrap_backend.is_proc_error(tail):
+                # The command never started, so trying again without /proc is safe.
+                status, tail, ran = _bwrap_once(
+                    plan, command, env, found.path, empty, proc=False, network=network
+                )
     finally:
         registry.release()
     if not ran:
@@ -254,6 +266,19 @@ def _run_bwrap(
     return status
 
 
+@contextlib.contextmanager
+def _network(plan: SandboxPlan) -> Iterator[ProxiedRun | None]:
+    """`network = "policy"`: askgate's proxy for this run (netproxy.py), whose bridge
+    goes in front of the command; otherwise None and nothing changes."""
+    if not plan.net_proxy:
+        yield None
+        return
+    from askgate.sandbox.netproxy import network_through_proxy
+
+    with network_through_proxy(plan) as proxied:
+        yield proxied
+
+
 def _bwrap_once(
     plan: SandboxPlan,
     command: Sequence[str],
@@ -262,16 +287,20 @@ def _bwrap_once(
     empty: str,
     *,
     proc: bool,
+    network: ProxiedRun | None = None,
 ) -> tuple[int, str, bool]:
     """One bwrap run: (status, stderr tail, whether the command started). bwrap writes
     `"exit-code"` to its status descriptor only for a command that ran; a setup failure
     leaves it out."""
     status_read, status_write = os.pipe()
+    fds: tuple[int, ...] = ()
+    if network is not None:  # the bridge and its descriptor, fresh for each attempt
+        command, fds = network.attempt(command)
     try:
         argv = bwrap_backend.bwrap_argv(
             plan, command, bwrap=bwrap, empty_file=empty, proc=proc, status_fd=status_write
         )
-        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=(status_write,))
+        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=(status_write, *fds))
         os.set_blocking(status_read, False)
         report = b""
         with contextlib.suppress(BlockingIOError, OSError):
