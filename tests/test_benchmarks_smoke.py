@@ -9,7 +9,17 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-AREAS = ("policy", "hook", "approval", "forwarding", "rpc_codec", "acp", "sandbox", "ask_share")
+AREAS = (
+    "policy",
+    "hook",
+    "approval",
+    "forwarding",
+    "rpc_codec",
+    "acp",
+    "sandbox",
+    "ask_share",
+    "frameworks",
+)
 
 
 def test_quick_run_prints_every_area_and_writes_json(tmp_path: Path) -> None:
@@ -19,7 +29,7 @@ def test_quick_run_prints_every_area_and_writes_json(tmp_path: Path) -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,  # every area once; the framework imports alone take seconds
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
