@@ -1,0 +1,277 @@
+"""`askgate mcp` against real MCP servers, driven by the real MCP Python SDK client.
+
+Servers: the reference filesystem server (npm) and mcp-server-git (PyPI) on stdio, the
+reference "everything" server (npm) over Streamable HTTP. What a denied call would have done
+is checked on the server's side: the file it would have written or moved, the branch it
+would have made, the requests the HTTP server received.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_harness import (
+    FILESYSTEM,
+    SECRET,
+    Gateway,
+    everything_http,
+    npm_server,
+    pypi_server,
+    text_of,
+)
+
+FS_POLICY = """
+default = "ask"
+[mcp]
+"filesystem:*" = "allow"
+"filesystem:move_file" = { action = "deny", reason = "no moving files" }
+"filesystem:write_file" = "ask"
+[read]
+"~/.aws/**" = { action = "deny", reason = "cloud credentials" }
+[write]
+"~/work/**" = "allow"
+"""
+
+
+def filesystem(gw: Gateway, *options: str) -> list[str]:
+    return gw.argv([str(npm_server(FILESYSTEM)), str(gw.home)], *options)
+
+
+def run(main: Any) -> Any:
+    return anyio.run(main)
+
+
+def test_allowed_read_returns_the_servers_result(tmp_path: Path) -> None:
+    gw = Gateway(tmp_path, FS_POLICY)
+
+    async def main() -> Any:
+        async with gw.session(filesystem(gw)) as session:
+            return await session.call_tool(
+                "read_text_file", {"path": str(gw.project / "hello.txt")}
+            )
+
+    result = run(main)
+    assert not result.is_error
+    assert text_of(result) == "hello from the project\n"
+    records = [r for r in gw.audit() if r.get("tool") == "mcp__filesystem__read_text_file"]
+    assert records and records[-1]["client"] == "mcp:filesystem"
+    assert records[-1]["resolution"] == "policy_allow"
+
+
+def test_denied_tool_is_not_listed_and_its_call_never_reaches_the_server(tmp_path: Path) -> None:
+    gw = Gateway(tmp_path, FS_POLICY)
+    source, moved = gw.project / "hello.txt", gw.project / "moved.txt"
+
+    async def main() -> tuple[list[str], Any]:
+        async with gw.session(filesystem(gw)) as session:
+            names = [t.name for t in (await session.list_tools()).tools]
+            result = await session.call_tool(
+                "move_file", {"source": str(source), "destination": str(moved)}
+            )
+            return names, result
+
+    names, result = run(main)
+    assert "move_file" not in names
+    assert "read_text_file" in names and "write_file" in names
+    assert result.is_error
+    assert "no moving files" in text_of(result)
+    assert source.exists() and not moved.exists()  # the server never moved anything
+
+
+@pytest.mark.parametrize("via", ["direct", "symlink", "dotdot", "read_multiple_files"])
+def test_read_of_cloud_credentials_is_refused(tmp_path: Path, via: str) -> None:
+    gw = Gateway(tmp_path, FS_POLICY)
+    target = gw.home / ".aws" / "credentials"
+    if via == "symlink":
+        (gw.project / "notes.txt").symlink_to(target)
+        path = str(gw.project / "notes.txt")
+    elif via == "dotdot":
+        path = str(gw.project / ".." / ".aws" / "credentials")
+    else:
+        path = str(target)
+    tool, arguments = "read_text_file", {"path": path}
+    if via == "read_multiple_files":
+        tool, arguments = via, {"paths": [str(gw.project / "hello.txt"), path]}
+
+    async def main() -> Any:
+        async with gw.session(filesystem(gw)) as session:
+            return await session.call_tool(tool, arguments)
+
+    result = run(main)
+    assert result.is_error
+    assert SECRET not in text_of(result)
+    assert "cloud credentials" in text_of(result)
+    denied = [r for r in gw.audit() if r.get("resolution") == "policy_deny"]
+    assert denied and denied[-1]["client"] == "mcp:filesystem"
+
+
+def test_write_outside_the_allowed_tree_is_not_written(tmp_path: Path) -> None:
+    policy = FS_POLICY.replace('"filesystem:write_file" = "ask"\n', "")
+    gw = Gateway(tmp_path, policy)
+    inside, outside = gw.project / "new.txt", gw.home / ".bashrc"
+
+    async def main() -> tuple[Any, Any]:
+        async with gw.session(filesystem(gw)) as session:
+            ok = await session.call_tool("write_file", {"path": str(inside), "content": "x"})
+            refused = await session.call_tool(
+                "write_file", {"path": str(outside), "content": "curl evil | sh"}
+            )
+            return ok, refused
+
+    ok, refused = run(main)
+    assert not ok.is_error and inside.read_text() == "x"
+    assert refused.is_error and not outside.exists()
+    assert "no human can be asked" in text_of(refused)
+
+
+def _elicit(answer: dict[str, Any] | None, seen: list[str]) -> Any:
+    from mcp import types
+
+    async def callback(context: Any, params: Any) -> Any:
+        seen.append(params.message)
+        if answer is None:
+            return types.ErrorData(code=-1, message="no UI")
+        return types.ElicitResult(**answer)
+
+    return callback
+
+
+@pytest.mark.parametrize(
+    ("answer", "written"),
+    [
+        ({"action": "accept", "content": {"decision": "approve"}}, True),
+        ({"action": "accept", "content": {"decision": "deny"}}, False),
+        ({"action": "decline"}, False),
+        ({"action": "cancel"}, False),
+        (None, False),
+    ],
+)
+def test_ask_goes_to_the_client_by_elicitation(
+    tmp_path: Path, answer: dict[str, Any] | None, written: bool
+) -> None:
+    gw = Gateway(tmp_path, FS_POLICY)
+    target = gw.project / "asked.txt"
+    seen: list[str] = []
+
+    async def main() -> Any:
+        async with gw.session(filesystem(gw), elicitation=_elicit(answer, seen)) as session:
+            return await session.call_tool("write_file", {"path": str(target), "content": "y"})
+
+    result = run(main)
+    assert len(seen) == 1 and "write_file" in seen[0] and "digest" in seen[0]
+    assert str(target) in seen[0]  # the human sees the exact call
+    assert result.is_error is (not written)
+    assert target.exists() is written
+    last = [r for r in gw.audit() if r.get("tool") == "mcp__filesystem__write_file"][-1]
+    assert last["resolution"] == ("user_approved" if written else last["resolution"])
+    if not written:
+        assert last["resolution"] in ("user_denied", "confirmation_unavailable")
+
+
+GIT_POLICY = """
+default = "deny"
+[mcp]
+"git:git_status" = "allow"
+"git:git_create_branch" = "ask"
+[write]
+"~/work/**" = "allow"
+"""
+
+
+def _git_repo(gw: Gateway) -> Path:
+    repo = gw.project
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["-c", "user.email=t@e", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"],
+    ):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=gw.env)
+    return repo
+
+
+def _branches(repo: Path) -> list[str]:
+    out = subprocess.run(
+        ["git", "-C", str(repo), "branch", "--format=%(refname:short)"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return out.stdout.split()
+
+
+def test_git_server_allowed_status_and_unanswered_ask(tmp_path: Path) -> None:
+    gw = Gateway(tmp_path, GIT_POLICY)
+    repo = _git_repo(gw)
+    argv = gw.argv([pypi_server("mcp-server-git")], "--ask-timeout", "1")
+
+    async def main() -> tuple[Any, Any]:
+        async with gw.session(argv) as session:
+            status = await session.call_tool("git_status", {"repo_path": str(repo)})
+            branch = await session.call_tool(
+                "git_create_branch", {"repo_path": str(repo), "branch_name": "feature"}
+            )
+            return status, branch
+
+    status, branch = run(main)
+    assert not status.is_error and "On branch main" in text_of(status)
+    assert branch.is_error
+    assert "feature" not in _branches(repo)
+
+
+def test_git_ask_approved_through_the_approval_server(tmp_path: Path) -> None:
+    from server_support import AutoDecider, LiveServer
+
+    gw = Gateway(tmp_path, GIT_POLICY)
+    repo = _git_repo(gw)
+    data = tmp_path / "server"
+    data.mkdir()
+    with LiveServer(data, f"sqlite+aiosqlite:///{data / 'db.sqlite'}") as live:
+        human = live.add_user("alice")
+        token = live.agent_token("alice")
+        env = {**gw.env, "ASKGATE_SERVER": live.url, "ASKGATE_TOKEN": token}
+        argv = gw.argv([pypi_server("mcp-server-git")])
+
+        async def main() -> Any:
+            async with gw.session(argv, env=env) as session:
+                return await session.call_tool(
+                    "git_create_branch", {"repo_path": str(repo), "branch_name": "approved"}
+                )
+
+        with AutoDecider(live, human, "allow") as decider:
+            result = run(main)
+        assert decider.seen  # the approval server was asked
+    assert not result.is_error, text_of(result)
+    assert "approved" in _branches(repo)
+    last = [r for r in gw.audit() if r.get("tool") == "mcp__git__git_create_branch"][-1]
+    assert last["resolution"] == "user_approved"
+
+
+HTTP_POLICY = """
+default = "deny"
+[mcp]
+"everything:echo" = "allow"
+"everything:get-sum" = "allow"
+"everything:get-env" = { action = "deny", reason = "no environment dumps" }
+"""
+
+
+def test_streamable_http_upstream_allows_denies_and_filters(tmp_path: Path) -> None:
+    gw = Gateway(tmp_path, HTTP_POLICY)
+    with everything_http(tmp_path) as (url, seen):
+        argv = gw.argv((), "--upstream", url, "--name", "everything")
+
+        async def main() -> tuple[list[str], Any, Any]:
+            async with gw.session(argv) as session:
+                names = [t.name for t in (await session.list_tools()).tools]
+                echo = await session.call_tool("echo", {"message": "through the gateway"})
+                env = await session.call_tool("get-env", {})
+                return names, echo, env
+
+        names, echo, env = run(main)
+        received = seen.read_text()
+    assert "echo" in names and "get-env" not in names
+    assert not echo.is_error and "through the gateway" in text_of(echo)
+    assert env.is_error and "no environment dumps" in text_of(env)
+    assert '"echo"' in received and "get-env" not in received  # never reached the server
