@@ -16,10 +16,11 @@ How a string is classified (docs/mcp.md, "Arguments"):
   schema says ``format: path``-like, or it looks like one (starts with ``/``, ``~``,
   ``./``, ``../``) under a key that is not free text (``content``, ``text``, ``query``, …).
 
-A path's role: **write** when the key names a destination, the tool's name has a writing
-verb, or the server declared ``destructiveHint: true``; **read** when the key names a source
-(of a tool that does not move or delete) or the tool's name has only reading verbs; else
-**write**, the strictest (an argument askgate cannot classify is checked as a write).
+A path's role: **write** (checked as a read too) when the key names a destination, the
+tool's name has a writing verb, or the server declared ``destructiveHint: true``; **read**
+when the key names a source (of a tool that does not move or delete) or the tool's name has
+only reading verbs; else **write**, the strictest (an argument askgate cannot classify is
+checked as a write and a read).
 ``readOnlyHint`` never loosens anything: a read-only tool's paths are reads only where the
 rules above already say so.
 """

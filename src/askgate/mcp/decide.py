@@ -119,7 +119,12 @@ def argument_unit(policy: Policy, arg: Argument, cwd: str, agent: str | None) ->
             policy.decide(Surface.READ, arg.value, cwd=cwd, agent=agent, tool=tool)
         )
     elif arg.role is Role.WRITE:
-        decision = policy.decide(Surface.WRITE, arg.value, cwd=cwd, agent=agent)
+        # A write path is read-checked too: an edit returns a diff of what it changed, a
+        # move makes the file readable elsewhere, an unclassified argument may be read.
+        decision = _both(
+            policy.decide(Surface.WRITE, arg.value, cwd=cwd, agent=agent),
+            _tighten_only(policy.decide(Surface.READ, arg.value, cwd=cwd, agent=agent)),
+        )
     elif arg.role is Role.COMMAND:
         decision = policy.decide(Surface.BASH, arg.value, cwd=cwd, agent=agent)
     else:
@@ -166,6 +171,13 @@ def _url_problem(url: str) -> str | None:
     if "\\" in parts.netloc or "@" in parts.netloc:
         return "carries credentials or a backslash in its host part"
     return None
+
+
+def _both(write: Decision, read: Decision) -> Decision:
+    """The stricter of a path's write and read decisions, with the checks of both."""
+    first, second = (read, write) if read.action.strictness > write.action.strictness else (
+        write, read)  # fmt: skip
+    return msgspec.structs.replace(first, checks=(*first.checks, *second.checks))
 
 
 def _tighten_only(decision: Decision) -> Decision:
