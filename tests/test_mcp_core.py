@@ -291,3 +291,42 @@ def test_urls_are_web_fetch_checks_and_malformed_ones_ask(world: tuple[Policy, P
 
 def test_a_denied_name_needs_no_argument_lookups(world: tuple[Policy, Path]) -> None:
     assert action(world, "other", "anything", {"path": "ok.txt"}) is Action.ASK  # default
+
+
+# --- argument conditions ---------------------------------------------------------------
+
+CONDITIONS = """
+default = "ask"
+[mcp]
+"slack:post_message" = "allow"
+"slack:post_message(channel=*)" = { action = "ask", match = ["slack:post_message(channel=#x)"] }
+"slack:post_message(channel=#bots)" = "allow"
+"github:*" = "allow"
+"github:*(repo=acme/secret-*)" = { action = "deny", reason = "the secret repos" }
+"""
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "arguments", "expected"),
+    [
+        ("slack", "post_message", {"channel": "#bots", "text": "hi"}, Action.ALLOW),
+        ("slack", "post_message", {"channel": "#general", "text": "hi"}, Action.ASK),
+        ("slack", "post_message", {"channel": "#bots\n", "text": "hi"}, Action.ASK),
+        ("slack", "post_message", {"text": "no channel"}, Action.ALLOW),
+        ("github", "create_issue", {"repo": "acme/web", "title": "x"}, Action.ALLOW),
+        ("github", "create_issue", {"repo": "acme/secret-keys", "title": "x"}, Action.DENY),
+        ("github", "create_issue", {"opts": [{"repo": "acme/secret-x"}]}, Action.ALLOW),
+    ],
+)
+def test_argument_conditions_tighten_a_call(
+    tmp_path: Path, server: str, tool: str, arguments: dict[str, Any], expected: Action
+) -> None:
+    policy_file = tmp_path / "p.toml"
+    policy_file.write_text(CONDITIONS)
+    env = {"HOME": str(tmp_path), "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml")}
+    policy = Policy.load(str(tmp_path), config_files=[str(policy_file)], env=env)
+    assert not policy.errors
+    decision = decide_call(policy, server, tool, arguments, cwd=str(tmp_path))
+    assert decision.action is expected
+    if expected is Action.DENY:
+        assert "the secret repos" in decision.reason

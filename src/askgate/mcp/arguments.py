@@ -70,7 +70,7 @@ COMMAND_KEYS = frozenset({"command", "cmd", "script", "commandline", "command_li
 PATH_WORDS = frozenset({"path", "paths", "file", "files", "filename", "filenames", "filepath",
                         "dir", "dirs", "directory", "directories", "folder", "folders",
                         "source", "sources", "src", "destination", "dest", "dst", "root",
-                        "roots", "cwd", "location", "repo", "repository", "workdir",
+                        "roots", "cwd", "location", "workdir",
                         "output"})  # fmt: skip
 URL_WORDS = frozenset({"url", "urls", "uri", "uris", "href", "link", "endpoint"})
 # Keys whose values are free text: a value that happens to start with `/` is not a path.

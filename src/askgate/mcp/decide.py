@@ -22,13 +22,14 @@ The strictest answer wins; a deny on any argument denies the call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 
-from askgate.mcp.arguments import Argument, Role, ToolShape, classify
+from askgate.mcp.arguments import MAX_DEPTH, MAX_VALUES, Argument, Role, ToolShape, classify
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Basis, Check, Decision, Surface, UnitDecision
 from askgate.tools import mcp_tool_name
@@ -76,7 +77,81 @@ def decide_call(
     if own.action is Action.DENY:
         return own  # nothing an argument says can change it; skip the file lookups
     units = [argument_unit(policy, arg, cwd, agent) for arg in classify(shape, arguments)]
+    if has_conditions(policy):
+        units += condition_units(policy, server, tool, arguments, agent)
     return combine(own, units)
+
+
+# --- argument conditions -------------------------------------------------------------------
+# An `mcp` rule whose pattern has `(` speaks about one argument of a call:
+# `"slack:post_message(channel=#general)" = "deny"`. Each leaf of the arguments is looked up
+# as `server:tool(key=value)` (nested keys joined by `.`, list indexes left out); only such
+# rules count there, and only to tighten (docs/mcp.md, "Argument conditions").
+
+MAX_CONDITION_VALUE = 1_000
+_CONDITIONS: weakref.WeakKeyDictionary[Policy, bool] = weakref.WeakKeyDictionary()
+
+
+def has_conditions(policy: Policy) -> bool:
+    """Whether any `mcp` rule is an argument condition (else no leaf is looked up)."""
+    found = _CONDITIONS.get(policy)
+    if found is None:
+        found = any(r.surface is Surface.MCP and "(" in r.pattern for r in policy.rules.rules)
+        _CONDITIONS[policy] = found
+    return found
+
+
+def condition_values(server: str, tool: str, arguments: Any) -> list[tuple[str, str]]:
+    """(key, the `mcp` value looked up) for every scalar leaf of `arguments`."""
+    out: list[tuple[str, str]] = []
+
+    def walk(value: Any, key: str, depth: int) -> None:
+        if depth > MAX_DEPTH or len(out) >= MAX_VALUES:
+            return
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(v, f"{key}.{k}" if key else str(k), depth + 1)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key, depth + 1)
+        elif key:
+            text = _scalar_text(value)
+            out.append((key, f"{call_value(server, tool)}({key}={text})"))
+
+    walk(arguments, "", 0)
+    return out
+
+
+def _scalar_text(value: Any) -> str:
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
+    if any(ord(c) < 0x20 or c == "\x7f" for c in text):
+        text = msgspec.json.encode(text).decode()[1:-1]  # escaped: never a control character
+    if len(text) > MAX_CONDITION_VALUE:
+        text = text[:MAX_CONDITION_VALUE] + "…"
+    return text
+
+
+def condition_units(
+    policy: Policy, server: str, tool: str, arguments: Any, agent: str | None
+) -> list[UnitDecision]:
+    units: list[UnitDecision] = []
+    for key, value in condition_values(server, tool, arguments):
+        decision = policy.decide(Surface.MCP, value, agent=agent)
+        rule = decision.rule
+        if rule is None or "(" not in rule.pattern or decision.action is Action.ALLOW:
+            continue  # no argument rule speaks, or it allows: nothing to tighten
+        units.append(
+            UnitDecision(
+                command=f"arguments.{key} (condition {value[:_MAX_SHOWN]!r})",
+                action=decision.action,
+                rule=rule,
+                reason=decision.reason,
+                checks=decision.checks,
+                context="mcp argument",
+            )
+        )
+    return units
 
 
 def combine(own: Decision, units: Sequence[UnitDecision]) -> Decision:
