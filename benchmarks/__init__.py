@@ -7,8 +7,8 @@ askgate's figures, measuring whatever baselines it can.
 
 from __future__ import annotations
 
-from benchmarks import acp_proxy, approval, forwarding, hook, policy, rpc_codec, sandbox
+from benchmarks import acp_proxy, approval, forwarding, hook, mcp, policy, rpc_codec, sandbox
 
-AREAS = (policy, hook, approval, forwarding, rpc_codec, acp_proxy, sandbox)
+AREAS = (policy, hook, approval, forwarding, rpc_codec, acp_proxy, mcp, sandbox)
 
 __all__ = ["AREAS"]

@@ -60,6 +60,26 @@ def name_decision(
     )
 
 
+_NAMES: weakref.WeakKeyDictionary[Policy, dict[tuple[str, str, str, str | None], Decision]]
+_NAMES = weakref.WeakKeyDictionary()
+_NAME_MEMO_LIMIT = 4_096
+
+
+def _name_memo(policy: Policy, server: str, tool: str, cwd: str, agent: str | None) -> Decision:
+    """`name_decision`, remembered: it depends on the rules alone, which never change."""
+    memo = _NAMES.get(policy)
+    if memo is None:
+        memo = _NAMES[policy] = {}
+    key = (server, tool, cwd, agent)
+    found = memo.get(key)
+    if found is None:
+        found = name_decision(policy, server, tool, cwd=cwd, agent=agent)
+        if len(memo) >= _NAME_MEMO_LIMIT:
+            memo.clear()
+        memo[key] = found
+    return found
+
+
 def decide_call(
     policy: Policy,
     server: str,
@@ -73,7 +93,7 @@ def decide_call(
     """The decision for one `tools/call` (or a resources/prompts request, named by a
     pseudo-tool such as ``resources/read``)."""
     shape = shape or ToolShape.of(tool)
-    own = name_decision(policy, server, tool, cwd=cwd, agent=agent)
+    own = _name_memo(policy, server, tool, cwd, agent)
     if own.action is Action.DENY:
         return own  # nothing an argument says can change it; skip the file lookups
     units = [argument_unit(policy, arg, cwd, agent) for arg in classify(shape, arguments)]

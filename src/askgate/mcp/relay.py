@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import queue
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -54,6 +55,7 @@ class Relay:
         self.asks: dict[str, concurrent.futures.Future[dict[str, Any] | None]] = {}
         self._timers: dict[Any, asyncio.TimerHandle] = {}
         self._lock = asyncio.Lock()  # one writer to the client at a time
+        self.publisher = Publisher(decider)
 
     async def perform(self, actions: list[Action]) -> None:
         for action in actions:
@@ -122,9 +124,15 @@ class Relay:
         await self._finish(action, request, outcome)
 
     async def _finish(self, action: Decide, request: ToolRequest, outcome: Outcome) -> None:
+        if outcome.allowed:
+            # Forward first, record while the server works: the review log line of an
+            # allowed call is written by the publisher thread, in decision order.
+            reason = outcome.reason
+            await self.perform(self.core.decided(action.key, True, reason))
+            self.publisher.put(outcome, request)
+            return
         self.decider.publish(outcome, request)
-        reason = outcome.reason if outcome.allowed else f"askgate: {outcome.reason}"
-        await self.perform(self.core.decided(action.key, outcome.allowed, reason))
+        await self.perform(self.core.decided(action.key, False, f"askgate: {outcome.reason}"))
 
     def send_ask(self, message: str) -> concurrent.futures.Future[dict[str, Any] | None]:
         """From a prompter thread: send an elicitation, get a future of its answer."""
@@ -155,12 +163,41 @@ class Relay:
         await self.perform(self.core.server_closed(why))
 
     def shutdown(self) -> None:
+        self.publisher.close()
         for timer in self._timers.values():
             timer.cancel()
         for task in list(self.tasks):
             task.cancel()
         for future in self.asks.values():
             future.cancel()
+
+
+class Publisher:
+    """Audits and broadcasts allowed calls on one thread, in order, off the call's path."""
+
+    def __init__(self, decider: CallDecider) -> None:
+        self.decider = decider
+        self._queue: queue.SimpleQueue[tuple[Outcome, ToolRequest] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def put(self, outcome: Outcome, request: ToolRequest) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="askgate-mcp-audit",
+                                            daemon=True)  # fmt: skip
+            self._thread.start()
+        self._queue.put((outcome, request))
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            with contextlib.suppress(Exception):  # the gate logs its own failures
+                self.decider.publish(*item)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued, then stop."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout)
+            self._thread = None
 
 
 def _settle(
