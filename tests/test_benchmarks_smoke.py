@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-AREAS = ("policy", "hook", "approval", "forwarding", "rpc_codec", "acp", "sandbox")
+AREAS = ("policy", "hook", "approval", "forwarding", "rpc_codec", "acp", "mcp", "sandbox")
 
 
 def test_quick_run_prints_every_area_and_writes_json(tmp_path: Path) -> None:
