@@ -330,3 +330,17 @@ def test_argument_conditions_tighten_a_call(
     assert decision.action is expected
     if expected is Action.DENY:
         assert "the secret repos" in decision.reason
+
+
+def test_the_policy_examples_in_docs_mcp_load_cleanly(tmp_path: Path) -> None:
+    import re
+
+    text = (Path(__file__).parent.parent / "docs" / "mcp.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", text, re.S)
+    assert len(blocks) >= 2
+    env = {"HOME": str(tmp_path), "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml")}
+    for n, block in enumerate(blocks):
+        policy_file = tmp_path / f"doc{n}.toml"
+        policy_file.write_text(block)
+        policy = Policy.load(str(tmp_path), config_files=[str(policy_file)], env=env)
+        assert not policy.errors, (block, policy.errors)
