@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 from mcp_harness import (
     FILESYSTEM,
@@ -83,31 +82,34 @@ def test_denied_tool_is_not_listed_and_its_call_never_reaches_the_server(tmp_pat
     assert source.exists() and not moved.exists()  # the server never moved anything
 
 
-@pytest.mark.parametrize("via", ["direct", "symlink", "dotdot", "read_multiple_files"])
-def test_read_of_cloud_credentials_is_refused(tmp_path: Path, via: str) -> None:
+def test_read_of_cloud_credentials_is_refused_however_it_is_spelled(tmp_path: Path) -> None:
     gw = Gateway(tmp_path, FS_POLICY)
     target = gw.home / ".aws" / "credentials"
-    if via == "symlink":
-        (gw.project / "notes.txt").symlink_to(target)
-        path = str(gw.project / "notes.txt")
-    elif via == "dotdot":
-        path = str(gw.project / ".." / ".aws" / "credentials")
-    else:
-        path = str(target)
-    tool, arguments = "read_text_file", {"path": path}
-    if via == "read_multiple_files":
-        tool, arguments = via, {"paths": [str(gw.project / "hello.txt"), path]}
+    (gw.project / "notes.txt").symlink_to(target)
+    (gw.project / "cloud").symlink_to(gw.home / ".aws")
+    calls = {
+        "direct": ("read_text_file", {"path": str(target)}),
+        "symlink": ("read_text_file", {"path": str(gw.project / "notes.txt")}),
+        "directory symlink": ("read_text_file", {"path": str(gw.project / "cloud/credentials")}),
+        "dotdot": ("read_text_file", {"path": str(gw.project / ".." / ".aws" / "credentials")}),
+        "among others": (
+            "read_multiple_files",
+            {"paths": [str(gw.project / "hello.txt"), str(target)]},
+        ),
+        "file info": ("get_file_info", {"path": str(target)}),
+    }
 
-    async def main() -> Any:
+    async def main() -> dict[str, Any]:
         async with gw.session(filesystem(gw)) as session:
-            return await session.call_tool(tool, arguments)
+            return {via: await session.call_tool(*call) for via, call in calls.items()}
 
-    result = run(main)
-    assert result.is_error
-    assert SECRET not in text_of(result)
-    assert "cloud credentials" in text_of(result)
+    results = run(main)
+    for via, result in results.items():
+        assert result.is_error, via
+        assert SECRET not in text_of(result), via
+        assert "cloud credentials" in text_of(result), via
     denied = [r for r in gw.audit() if r.get("resolution") == "policy_deny"]
-    assert denied and denied[-1]["client"] == "mcp:filesystem"
+    assert len(denied) == len(calls) and {r["client"] for r in denied} == {"mcp:filesystem"}
 
 
 def test_write_outside_the_allowed_tree_is_not_written(tmp_path: Path) -> None:
@@ -129,48 +131,52 @@ def test_write_outside_the_allowed_tree_is_not_written(tmp_path: Path) -> None:
     assert "no human can be asked" in text_of(refused)
 
 
-def _elicit(answer: dict[str, Any] | None, seen: list[str]) -> Any:
+ANSWERS = [
+    ({"action": "accept", "content": {"decision": "approve"}}, True),
+    ({"action": "accept", "content": {"decision": "deny"}}, False),
+    ({"action": "accept", "content": {}}, False),
+    ({"action": "decline"}, False),
+    ({"action": "cancel"}, False),
+    (None, False),  # the client answers the elicitation with an error
+]
+
+
+def test_ask_goes_to_the_client_by_elicitation(tmp_path: Path) -> None:
     from mcp import types
+
+    gw = Gateway(tmp_path, FS_POLICY)
+    seen: list[str] = []
+    answers = [answer for answer, _ in ANSWERS]
 
     async def callback(context: Any, params: Any) -> Any:
         seen.append(params.message)
+        answer = answers[len(seen) - 1]
         if answer is None:
             return types.ErrorData(code=-1, message="no UI")
         return types.ElicitResult(**answer)
 
-    return callback
+    targets = [gw.project / f"asked-{n}.txt" for n in range(len(ANSWERS))]
 
+    async def main() -> list[Any]:
+        async with gw.session(filesystem(gw), elicitation=callback) as session:
+            return [
+                await session.call_tool("write_file", {"path": str(t), "content": "y"})
+                for t in targets
+            ]
 
-@pytest.mark.parametrize(
-    ("answer", "written"),
-    [
-        ({"action": "accept", "content": {"decision": "approve"}}, True),
-        ({"action": "accept", "content": {"decision": "deny"}}, False),
-        ({"action": "decline"}, False),
-        ({"action": "cancel"}, False),
-        (None, False),
-    ],
-)
-def test_ask_goes_to_the_client_by_elicitation(
-    tmp_path: Path, answer: dict[str, Any] | None, written: bool
-) -> None:
-    gw = Gateway(tmp_path, FS_POLICY)
-    target = gw.project / "asked.txt"
-    seen: list[str] = []
-
-    async def main() -> Any:
-        async with gw.session(filesystem(gw), elicitation=_elicit(answer, seen)) as session:
-            return await session.call_tool("write_file", {"path": str(target), "content": "y"})
-
-    result = run(main)
-    assert len(seen) == 1 and "write_file" in seen[0] and "digest" in seen[0]
-    assert str(target) in seen[0]  # the human sees the exact call
-    assert result.is_error is (not written)
-    assert target.exists() is written
-    last = [r for r in gw.audit() if r.get("tool") == "mcp__filesystem__write_file"][-1]
-    assert last["resolution"] == ("user_approved" if written else last["resolution"])
-    if not written:
-        assert last["resolution"] in ("user_denied", "confirmation_unavailable")
+    results = run(main)
+    assert len(seen) == len(ANSWERS)
+    for message, target in zip(seen, targets, strict=True):
+        assert "write_file" in message and "digest" in message
+        assert str(target) in message  # the human sees the exact call
+    for (answer, written), result, target in zip(ANSWERS, results, targets, strict=True):
+        assert result.is_error is (not written), answer
+        assert target.exists() is written, answer
+    records = [r for r in gw.audit() if r.get("tool") == "mcp__filesystem__write_file"]
+    assert [r["resolution"] for r in records] == [
+        "user_approved", "user_denied", "user_denied", "user_denied", "user_denied",
+        "confirmation_unavailable",
+    ]  # fmt: skip
 
 
 GIT_POLICY = """
