@@ -164,6 +164,9 @@ def roles(tool: str, arguments: Any, entry: dict[str, Any] | None = None) -> lis
         ("run_command", {"command": "rm -rf /"}, [("arguments.command", Role.COMMAND)]),
         ("exec", {"cmd": ["rm", "-rf", "/"]}, [("arguments.cmd", Role.COMMAND)]),
         ("get_weather", {"city": "Paris", "days": 3}, []),
+        ("read_resource", {"uri": "memo://notes/1"}, []),
+        ("read_resource", {"uri": "ftp://host/x"}, [("arguments.uri", Role.URL)]),
+        ("open_link", {"link": "javascript:alert(1)"}, [("arguments.link", Role.URL)]),
         ("frobnicate", {"f": "file://otherhost/etc/x"}, [("arguments.f", Role.OPAQUE)]),
     ],
 )  # fmt: skip
@@ -344,3 +347,15 @@ def test_the_policy_examples_in_docs_mcp_load_cleanly(tmp_path: Path) -> None:
         policy_file.write_text(block)
         policy = Policy.load(str(tmp_path), config_files=[str(policy_file)], env=env)
         assert not policy.errors, (block, policy.errors)
+
+
+def test_server_names_come_from_the_command() -> None:
+    from askgate.mcp.cli import server_name
+
+    assert server_name(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/x"]) == (
+        "filesystem"
+    )
+    assert server_name(["uvx", "mcp-server-git"]) == "git"
+    assert server_name(["python3", "-m", "mcp_server_time"]) == "time"
+    assert server_name(["docker", "run", "-i", "--rm", "mcp/github"]) == "github"
+    assert server_name(["/opt/x/node_modules/.bin/mcp-server-everything"]) == "everything"

@@ -10,7 +10,8 @@ How a string is classified (docs/mcp.md, "Arguments"):
   ``run``, ``bash``, ``terminal``) and the key is ``command``, ``cmd`` or ``script`` (a list of
   strings there is one argv, shell-joined);
 * a **URL** when it is an ``http(s)://`` URL, or its key names a URL (``url``, ``href``,
-  ``endpoint``, ``uri`` that is not ``file://``) or its schema says ``format: uri``;
+  ``endpoint``), or its key is ``uri`` (or its schema says ``format: uri``) and it has a web
+  scheme; a ``uri`` in the server's own scheme (``memo://…``) is left to the call's rule;
 * a **path** when it is a ``file://`` URI, or its key names a path (``path``, ``file``,
   ``directory``, ``source``, ``destination``, …, also ``paths``/``files`` lists), or its
   schema says ``format: path``-like, or it looks like one (starts with ``/``, ``~``,
@@ -73,6 +74,8 @@ PATH_WORDS = frozenset({"path", "paths", "file", "files", "filename", "filenames
                         "roots", "cwd", "location", "workdir",
                         "output"})  # fmt: skip
 URL_WORDS = frozenset({"url", "urls", "uri", "uris", "href", "link", "endpoint"})
+# Keys that name a web location whatever the scheme (a `uri` may be a server's own scheme).
+LOCATOR_WORDS = URL_WORDS - {"uri", "uris"}
 # Keys whose values are free text: a value that happens to start with `/` is not a path.
 TEXT_WORDS = frozenset({"content", "contents", "text", "body", "message", "query", "pattern",
                         "description", "title", "comment", "prompt", "data", "code", "old",
@@ -217,7 +220,9 @@ def _classify_string(
     text_key = bool(key_words & TEXT_WORDS) and not key_words & (PATH_WORDS | URL_WORDS)
     if key_words & URL_WORDS or fmt in URI_FORMATS:
         if _has_scheme(value):
-            return Role.URL, value
+            if key_words & LOCATOR_WORDS or _web_scheme(value):
+                return Role.URL, value
+            return None  # `memo://notes/1`: the server's own name space, its rule decides
         if not value:
             return None
         # A "uri" without a scheme is a path (or nonsense: checked as one, strictest).
@@ -236,6 +241,10 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 def _has_scheme(value: str) -> bool:
     return _SCHEME.match(value) is not None
+
+
+def _web_scheme(value: str) -> bool:
+    return value[:8].lower().startswith(("http:", "https:", "ftp:", "ftps:", "ws:", "wss:"))
 
 
 def looks_like_path(value: str) -> bool:
