@@ -260,6 +260,8 @@ default = "deny"
 "everything:echo" = "allow"
 "everything:get-sum" = "allow"
 "everything:get-env" = { action = "deny", reason = "no environment dumps" }
+"everything:resources/read" = "allow"
+"everything:prompts/get" = { action = "deny", reason = "no prompts today" }
 """
 
 
@@ -268,15 +270,24 @@ def test_streamable_http_upstream_allows_denies_and_filters(tmp_path: Path) -> N
     with everything_http(tmp_path) as (url, seen):
         argv = gw.argv((), "--upstream", url, "--name", "everything")
 
-        async def main() -> tuple[list[str], Any, Any]:
+        async def main() -> tuple[list[str], Any, Any, Any, Any]:
             async with gw.session(argv) as session:
                 names = [t.name for t in (await session.list_tools()).tools]
                 echo = await session.call_tool("echo", {"message": "through the gateway"})
                 env = await session.call_tool("get-env", {})
-                return names, echo, env
+                uri = str((await session.list_resources()).resources[0].uri)
+                resource = await session.read_resource(uri)
+                try:
+                    prompt: Any = await session.get_prompt("simple-prompt")
+                except Exception as exc:  # the SDK raises a JSON-RPC error
+                    prompt = exc
+                return names, echo, env, resource, prompt
 
-        names, echo, env = run(main)
+        names, echo, env, resource, prompt = run(main)
         received = seen.read_text()
+    assert resource.contents  # the server's answer came through
+    assert isinstance(prompt, Exception) and "no prompts today" in str(prompt)
+    assert "prompts/get" not in received
     assert "echo" in names and "get-env" not in names
     assert not echo.is_error and "through the gateway" in text_of(echo)
     assert env.is_error and "no environment dumps" in text_of(env)
