@@ -7,8 +7,17 @@ askgate's figures, measuring whatever baselines it can.
 
 from __future__ import annotations
 
-from benchmarks import acp_proxy, approval, forwarding, hook, mcp, policy, rpc_codec, sandbox
+from benchmarks import (
+    acp_proxy,
+    approval,
+    forwarding,
+    hook,
+    mcp_gateway,
+    policy,
+    rpc_codec,
+    sandbox,
+)
 
-AREAS = (policy, hook, approval, forwarding, rpc_codec, acp_proxy, mcp, sandbox)
+AREAS = (policy, hook, approval, forwarding, rpc_codec, acp_proxy, mcp_gateway, sandbox)
 
 __all__ = ["AREAS"]

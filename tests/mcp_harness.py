@@ -139,3 +139,43 @@ def everything_http(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def listening_gateway(gw: Gateway, argv: Sequence[str]) -> Iterator[str]:
+    """`askgate mcp --listen …` as a process; yields the URL it prints on stderr."""
+    proc = subprocess.Popen(
+        list(argv), env=gw.env, cwd=gw.project, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    try:
+        url = ""
+        while not url:
+            line = proc.stderr.readline()
+            if not line:
+                raise RuntimeError(f"the gateway exited: {proc.wait()}")
+            if "listening on " in line:
+                url = line.rsplit("listening on ", 1)[1].strip()
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str, *, elicitation: Any = None) -> AsyncIterator[Any]:
+    """The SDK's Streamable HTTP client on `url`, initialised."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        streamable_http_client(url) as streams,
+        ClientSession(streams[0], streams[1], elicitation_callback=elicitation) as session,
+    ):
+        await session.initialize()
+        yield session

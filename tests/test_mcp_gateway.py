@@ -19,6 +19,8 @@ from mcp_harness import (
     SECRET,
     Gateway,
     everything_http,
+    http_session,
+    listening_gateway,
     npm_server,
     pypi_server,
     text_of,
@@ -292,3 +294,36 @@ def test_streamable_http_upstream_allows_denies_and_filters(tmp_path: Path) -> N
     assert not echo.is_error and "through the gateway" in text_of(echo)
     assert env.is_error and "no environment dumps" in text_of(env)
     assert '"echo"' in received and "get-env" not in received  # never reached the server
+
+
+def test_the_sdk_client_over_streamable_http_into_the_gateway(tmp_path: Path) -> None:
+    from mcp import types
+
+    gw = Gateway(tmp_path, FS_POLICY)
+    asked, refused = gw.project / "asked.txt", gw.project / "moved.txt"
+    seen: list[str] = []
+
+    async def approve(context: Any, params: Any) -> Any:
+        seen.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    with listening_gateway(gw, filesystem(gw, "--listen")) as url:
+
+        async def main() -> tuple[list[str], Any, Any, Any]:
+            async with http_session(url, elicitation=approve) as session:
+                names = [t.name for t in (await session.list_tools()).tools]
+                read = await session.call_tool(
+                    "read_text_file", {"path": str(gw.home / ".aws" / "credentials")}
+                )
+                moved = await session.call_tool(
+                    "move_file",
+                    {"source": str(gw.project / "hello.txt"), "destination": str(refused)},
+                )
+                wrote = await session.call_tool("write_file", {"path": str(asked), "content": "z"})
+                return names, read, moved, wrote
+
+        names, read, moved, wrote = run(main)
+    assert "move_file" not in names and "read_text_file" in names
+    assert read.is_error and SECRET not in text_of(read) and "cloud credentials" in text_of(read)
+    assert moved.is_error and not refused.exists()
+    assert len(seen) == 1 and not wrote.is_error and asked.read_text() == "z"

@@ -14,11 +14,12 @@ import asyncio
 import concurrent.futures
 import os
 import re
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from askgate.mcp.frames import DEFAULT_LIMIT
+from askgate.mcp.frames import DEFAULT_LIMIT, Oversized
 
 if TYPE_CHECKING:
     from askgate.mcp.relay import Relay
@@ -63,6 +64,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint")
     parser.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
                         help="an HTTP header for --upstream (e.g. Authorization)")  # fmt: skip
+    parser.add_argument("--listen", type=int, nargs="?", const=0, default=None, metavar="PORT",
+                        help="serve the client over Streamable HTTP on 127.0.0.1:PORT "
+                        "(default: a free port, printed on stderr) instead of stdio")  # fmt: skip
     parser.add_argument("--agent", help="apply the policy's [agent.NAME] sections")
     parser.add_argument("--cwd", help="directory relative paths are resolved against "
                         "(default: the current directory)")  # fmt: skip
@@ -84,6 +88,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         parser.error("give either a server command after -- or --upstream URL (not both)")
     if namespace.name is not None and not _NAME.fullmatch(namespace.name):
         parser.error("--name is 1-64 of A-Z a-z 0-9 _ . -")
+    if namespace.listen is not None and not 0 <= namespace.listen <= 65535:
+        parser.error("--listen PORT is 0-65535")
     if namespace.max_message_bytes < 1024:
         parser.error("--max-message-bytes is at least 1024")
     if namespace.upstream is not None:
@@ -115,13 +121,23 @@ async def run_gateway(args: argparse.Namespace, env: Mapping[str, str] | None = 
     env = dict(os.environ if env is None else env)
     cwd = os.path.abspath(args.cwd or os.getcwd())
     loop = asyncio.get_running_loop()
-    client_in, client_out = await _stdio()
-
-    async def to_client(data: bytes) -> None:
-        client_out.write(data)
-        await client_out.drain()
-
+    limit = args.max_message_bytes
     relay_box: list[Relay] = []
+    side = None
+    if args.listen is None:
+        client_in, client_out = await _stdio()
+
+        async def to_client(data: bytes) -> None:
+            client_out.write(data)
+            await client_out.drain()
+
+    else:
+        from askgate.mcp.listen import ClientSide
+
+        sock = _loopback_socket(args.listen)
+        port = sock.getsockname()[1]
+        side = ClientSide(limit=limit, port=port)
+        to_client = side.to_client
 
     def send_ask(message: str) -> concurrent.futures.Future[dict[str, Any] | None]:
         return relay_box[0].send_ask(message)
@@ -140,10 +156,21 @@ async def run_gateway(args: argparse.Namespace, env: Mapping[str, str] | None = 
     core = GatewayCore(visible=decider.visible)
     relay = Relay(core, decider, to_client, call_timeout=args.call_timeout or None)
     relay_box.append(relay)
-    limit = args.max_message_bytes
 
-    async def read_client() -> bytes:
-        return await client_in.read(READ_CHUNK)
+    async def client_side() -> None:
+        if side is None:
+            await relay.pump(lambda: client_in.read(READ_CHUNK), limit, "client")
+            await _drain(relay)
+            return
+        from askgate.mcp.listen import serve
+
+        async def from_client(frame: bytes | Oversized) -> None:
+            await relay.perform(core.from_client(frame))
+
+        side.from_client = from_client
+        print(f"askgate mcp: listening on http://127.0.0.1:{port}/mcp", file=sys.stderr,
+              flush=True)  # fmt: skip
+        await serve(side, sock)
 
     if args.upstream:
         upstream = HttpUpstream(
@@ -152,8 +179,7 @@ async def run_gateway(args: argparse.Namespace, env: Mapping[str, str] | None = 
         )  # fmt: skip
         relay.upstream = upstream
         try:
-            await relay.pump(read_client, limit, "client")
-            await _drain(relay)
+            await client_side()
         finally:
             relay.shutdown()
             await upstream.close()
@@ -169,13 +195,12 @@ async def run_gateway(args: argparse.Namespace, env: Mapping[str, str] | None = 
     async def read_server() -> bytes:
         return await server_out.read(READ_CHUNK)
 
-    async def client_side() -> None:
-        await relay.pump(read_client, limit, "client")
-        await _drain(relay)
+    async def client_then_eof() -> None:
+        await client_side()
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()  # the client went away: the server sees EOF
 
-    inbound = loop.create_task(client_side())
+    inbound = loop.create_task(client_then_eof())
     try:
         await relay.pump(read_server, limit, "server")
         code = await _stop(proc)
@@ -185,6 +210,14 @@ async def run_gateway(args: argparse.Namespace, env: Mapping[str, str] | None = 
         relay.shutdown()
         await _stop(proc)
     return proc.returncode or 0
+
+
+def _loopback_socket(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(64)
+    return sock
 
 
 async def _drain(relay: Relay) -> None:
