@@ -1,10 +1,11 @@
 """`askgate mcp [options] -- SERVER-COMMAND…` and `askgate mcp --upstream URL`.
 
-The agent starts this as its MCP server (stdio). With a command, the gateway starts that
-server and relays its stdio; with ``--upstream`` it speaks Streamable HTTP to the server at
-URL. Either way every frame passes unchanged except the ones it decides (see core.py).
-The gateway exits when the client closes its stdin, or when the server exits (with its
-exit code) once the client has been told.
+The agent starts this as its MCP server (stdio), or connects to it over Streamable HTTP on
+127.0.0.1 (``--listen``, listen.py). With a command, the gateway starts that server and
+relays its stdio; with ``--upstream`` it speaks Streamable HTTP to the server at URL. Either
+way every frame passes unchanged except the ones it decides (see core.py). The gateway exits
+when the client closes its stdin, or when the server exits (with its exit code) once the
+client has been told.
 """
 
 from __future__ import annotations

@@ -80,6 +80,9 @@ class ClientSide:
         if self.session_id and sent_id is not None and sent_id != self.session_id:
             await _plain(send, 404, "unknown session")
             return
+        if self.session_id and sent_id is None and method in ("GET", "DELETE"):
+            await _plain(send, 400, "missing Mcp-Session-Id")
+            return
         if method == "POST":
             await self._post(headers, receive, send)
         elif method == "GET":
