@@ -126,6 +126,10 @@ def test_claude_code_through_the_gateway_cannot_read_credentials_but_writes(
         "ASKGATE_AUDIT_LOG": str(review),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed-policy.toml"),
         "ASKGATE_DAEMON": "off",
+        # Claude Code connects --mcp-config servers in the background unless told to wait:
+        # the first model request must already offer the gateway's tools.
+        "MCP_CONNECTION_NONBLOCKING": "false",
+        "MCP_TIMEOUT": "60000",
         "PYTHONPATH": os.pathsep.join(sys.path),
     }
     argv = [str(claude), "-p", "do it", "--output-format", "stream-json", "--verbose",
@@ -143,7 +147,13 @@ def test_claude_code_through_the_gateway_cannot_read_credentials_but_writes(
         pytest.fail(f"claude did not finish in {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
     assert proc.returncode == 0, f"claude exited {proc.returncode}: {stderr[-2000:]}"
     results = fake_api.tool_results()
-    assert len(results) == 2, results
+    offered = [
+        sorted(
+            t.get("name", "") for t in (r.body or {}).get("tools", []) if "mcp" in t.get("name", "")
+        )
+        for r in fake_api.message_requests()
+    ]
+    assert len(results) == 2, (offered, stderr[-3000:])
     refused, wrote = (tool_result_text(r) for r in results)
     assert SECRET not in json.dumps(fake_api.requests[-1].body)  # never reached the model
     assert results[0].get("is_error") is True and "cloud credentials" in refused
