@@ -63,7 +63,7 @@ def test_frames_it_does_not_decide_pass_byte_for_byte() -> None:
     note = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":1.50}}\n'
     assert core.from_server(note) == [ToClient(note)]
     answer = b'{"jsonrpc":"2.0","id":"a\\u00e9","result":{ "z":1 }}\n'
-    assert core.from_server(answer) == [ToClient(answer)]
+    assert core.from_server(answer) == [ToClient(answer, "a\u00e9")]
 
 
 def test_tools_list_drops_denied_tools_and_remembers_schemas() -> None:
@@ -359,3 +359,15 @@ def test_server_names_come_from_the_command() -> None:
     assert server_name(["python3", "-m", "mcp_server_time"]) == "time"
     assert server_name(["docker", "run", "-i", "--rm", "mcp/github"]) == "github"
     assert server_name(["/opt/x/node_modules/.bin/mcp-server-everything"]) == "everything"
+
+
+def test_the_gateway_never_imports_the_mcp_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, askgate.mcp.cli, askgate.mcp.relay, askgate.mcp.listen, "
+        "askgate.mcp.upstreams, askgate.mcp.gateway; "
+        "sys.exit(1 if 'mcp' in sys.modules else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

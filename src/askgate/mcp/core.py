@@ -63,6 +63,8 @@ class ToServer(msgspec.Struct, frozen=True):
 
 class ToClient(msgspec.Struct, frozen=True):
     data: bytes
+    # Set when this frame answers a request the gateway forwarded (its timer can stop).
+    answers: Any = None
 
 
 class Decide(msgspec.Struct, frozen=True):
@@ -292,8 +294,8 @@ class GatewayCore:
         if opened is None:
             return [ToClient(_frame(frame))]
         if opened.method == TOOLS_LIST and isinstance(message.get("result"), dict):
-            return [ToClient(self._filtered(message, frame))]
-        return [ToClient(_frame(frame))]
+            return [ToClient(self._filtered(message, frame), opened.request_id)]
+        return [ToClient(_frame(frame), opened.request_id)]
 
     def _filtered(self, message: dict[str, Any], frame: bytes) -> bytes:
         result = message["result"]

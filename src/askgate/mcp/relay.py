@@ -60,6 +60,8 @@ class Relay:
     async def perform(self, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, ToClient):
+                if action.answers is not None and (timer := self._timers.pop(action.answers, None)):
+                    timer.cancel()
                 async with self._lock:
                     await self.to_client(action.data)
             elif isinstance(action, ToServer):
