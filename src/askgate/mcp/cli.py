@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from askgate.mcp.relay import Relay
 
 SERVER_EXIT_GRACE_S = 5.0
+SWITCH_INTERVAL_S = 0.0002
 DEFAULT_CALL_TIMEOUT_S = 600.0
 _LAUNCHERS = frozenset({"node", "npx", "bunx", "bun", "uvx", "uv", "pipx", "python", "python3",
                         "env", "docker", "deno", "run", "-m"})  # fmt: skip
@@ -122,6 +123,9 @@ async def run_gateway(args: argparse.Namespace, env: Mapping[str, str] | None = 
     env = dict(os.environ if env is None else env)
     cwd = os.path.abspath(args.cwd or os.getcwd())
     loop = asyncio.get_running_loop()
+    # The review-log thread must hand the interpreter back to the relay at once when a
+    # frame arrives (the default 5 ms switch interval would sit on the call's path).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     limit = args.max_message_bytes
     relay_box: list[Relay] = []
     side = None
