@@ -209,26 +209,9 @@ def _branches(repo: Path) -> list[str]:
     return out.stdout.split()
 
 
-def test_git_server_allowed_status_and_unanswered_ask(tmp_path: Path) -> None:
-    gw = Gateway(tmp_path, GIT_POLICY)
-    repo = _git_repo(gw)
-    argv = gw.argv([pypi_server("mcp-server-git")], "--ask-timeout", "1")
-
-    async def main() -> tuple[Any, Any]:
-        async with gw.session(argv) as session:
-            status = await session.call_tool("git_status", {"repo_path": str(repo)})
-            branch = await session.call_tool(
-                "git_create_branch", {"repo_path": str(repo), "branch_name": "feature"}
-            )
-            return status, branch
-
-    status, branch = run(main)
-    assert not status.is_error and "On branch main" in text_of(status)
-    assert branch.is_error
-    assert "feature" not in _branches(repo)
-
-
-def test_git_ask_approved_through_the_approval_server(tmp_path: Path) -> None:
+def test_git_server_status_allowed_ask_approved_on_the_server_and_unanswered(
+    tmp_path: Path,
+) -> None:
     from server_support import AutoDecider, LiveServer
 
     gw = Gateway(tmp_path, GIT_POLICY)
@@ -239,21 +222,31 @@ def test_git_ask_approved_through_the_approval_server(tmp_path: Path) -> None:
         human = live.add_user("alice")
         token = live.agent_token("alice")
         env = {**gw.env, "ASKGATE_SERVER": live.url, "ASKGATE_TOKEN": token}
-        argv = gw.argv([pypi_server("mcp-server-git")])
+        argv = gw.argv([pypi_server("mcp-server-git")], "--ask-timeout", "3")
+        asked: list[str] = []
 
-        async def main() -> Any:
+        async def main() -> tuple[Any, Any, Any]:
             async with gw.session(argv, env=env) as session:
-                return await session.call_tool(
-                    "git_create_branch", {"repo_path": str(repo), "branch_name": "approved"}
+                status = await session.call_tool("git_status", {"repo_path": str(repo)})
+                with AutoDecider(live, human, "allow") as decider:
+                    approved = await session.call_tool(
+                        "git_create_branch", {"repo_path": str(repo), "branch_name": "approved"}
+                    )
+                asked.extend(decider.seen)
+                # nobody answers this one: it times out and the branch is not made
+                unanswered = await session.call_tool(
+                    "git_create_branch", {"repo_path": str(repo), "branch_name": "unanswered"}
                 )
+                return status, approved, unanswered
 
-        with AutoDecider(live, human, "allow") as decider:
-            result = run(main)
-        assert decider.seen  # the approval server was asked
-    assert not result.is_error, text_of(result)
-    assert "approved" in _branches(repo)
-    last = [r for r in gw.audit() if r.get("tool") == "mcp__git__git_create_branch"][-1]
-    assert last["resolution"] == "user_approved"
+        status, approved, unanswered = run(main)
+    assert not status.is_error and "On branch main" in text_of(status)
+    assert asked  # the approval server was asked
+    assert not approved.is_error, text_of(approved)
+    assert unanswered.is_error and "nobody answered in time" in text_of(unanswered)
+    assert "approved" in _branches(repo) and "unanswered" not in _branches(repo)
+    records = [r for r in gw.audit() if r.get("tool") == "mcp__git__git_create_branch"]
+    assert [r["resolution"] for r in records] == ["user_approved", "timed_out"]
 
 
 HTTP_POLICY = """
