@@ -124,3 +124,14 @@ def test_bad_client_frames_are_answered_and_never_reach_the_server(tmp_path: Pat
     saw = log.read_text()
     assert "tools/call" not in saw  # none of them reached the server
     assert '"ping"' in saw
+
+
+def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    gw, _, _ = world(tmp_path)
+    done = subprocess.run(
+        gw.argv([str(tmp_path / "no-such-server")]), input=b"", capture_output=True,
+        env=gw.env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith("askgate mcp: error: cannot start the server")
+    assert b"Traceback" not in done.stderr and done.stdout == b""

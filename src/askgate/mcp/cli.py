@@ -16,6 +16,7 @@ import concurrent.futures
 import os
 import re
 import socket
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -232,7 +233,16 @@ async def _drain(relay: Relay) -> None:
         await asyncio.wait(pending, timeout=SERVER_EXIT_GRACE_S)
 
 
+class NotAPipe(Exception):
+    """Standard input or output is not the MCP client's pipe."""
+
+
 async def _stdio() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    for fd, name in ((0, "input"), (1, "output")):
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            raise NotAPipe(f"standard {name} is not a pipe from the MCP client "
+                           "(an agent starts askgate mcp; or use --listen)")  # fmt: skip
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -269,6 +279,9 @@ def main(argv: Sequence[str]) -> int:
         return asyncio.run(run_gateway(args))
     except FileNotFoundError as exc:
         print(f"askgate mcp: error: cannot start the server: {exc}", file=sys.stderr)
+        return 2
+    except NotAPipe as exc:
+        print(f"askgate mcp: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
