@@ -240,7 +240,7 @@ class NotAPipe(Exception):
 async def _stdio() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     for fd, name in ((0, "input"), (1, "output")):
         mode = os.fstat(fd).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
             raise NotAPipe(f"standard {name} is not a pipe from the MCP client "
                            "(an agent starts askgate mcp; or use --listen)")  # fmt: skip
     loop = asyncio.get_running_loop()
