@@ -14,11 +14,23 @@ from benchmarks import (
     forwarding,
     frameworks,
     hook,
+    mcp_gateway,
     policy,
     rpc_codec,
     sandbox,
 )
 
-AREAS = (policy, hook, approval, forwarding, rpc_codec, acp_proxy, sandbox, ask_share, frameworks)
+AREAS = (
+    policy,
+    hook,
+    approval,
+    forwarding,
+    rpc_codec,
+    acp_proxy,
+    mcp_gateway,
+    sandbox,
+    ask_share,
+    frameworks,
+)
 
 __all__ = ["AREAS"]

@@ -16,6 +16,7 @@ AREAS = (
     "forwarding",
     "rpc_codec",
     "acp",
+    "mcp",
     "sandbox",
     "ask_share",
     "frameworks",

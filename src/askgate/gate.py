@@ -98,9 +98,10 @@ class Gate:
 
     # --- deciding ------------------------------------------------------------------------
 
-    def decide(self, request: ToolRequest) -> Outcome:
-        """Resolve a request, asking the prompter when the policy says ask."""
-        result = self.preflight(request)
+    def decide(self, request: ToolRequest, *, decision: Decision | None = None) -> Outcome:
+        """Resolve a request, asking the prompter when the policy says ask. `decision`:
+        see `preflight`."""
+        result = self.preflight(request, decision=decision)
         outcome = self.resolve(result) if isinstance(result, Pending) else result
         self._publish(outcome, request)
         return outcome
@@ -114,13 +115,20 @@ class Gate:
             why = f"askgate internal error: {exc!r}"
             return _failed(pending.request_id, pending.request, why, INTERNAL_ERROR)
 
-    def preflight(self, request: ToolRequest) -> Outcome | Pending:
+    def preflight(
+        self, request: ToolRequest, *, decision: Decision | None = None
+    ) -> Outcome | Pending:
         """Everything short of asking a human: an Outcome when the policy, a session
         approval, an infrastructure read or yolo settles it, else a Pending ask.
         Nothing is published (an adapter that hands the ask to its agent's own UI
-        publishes nothing, or calls `publish`)."""
+        publishes nothing, or calls `publish`). `decision`: the policy's answer when the
+        caller combined several lookups itself (the MCP gateway decides a call's name
+        and its arguments together); it is settled like one the gate computed."""
         request_id = request.request_id or new_request_id()
         try:
+            if decision is not None:
+                target = ToolTarget(decision.surface, decision.value)
+                return self._settle(request_id, request, target, decision)
             target = target_for(request.tool, request.input, request.cwd)
             decision = self.policy.decide(
                 target.surface,

@@ -1,0 +1,1 @@
+"""The MCP gateway: `askgate mcp`, a proxy that decides every MCP call and its arguments."""
