@@ -225,7 +225,8 @@ class WordBuilder:
 
     def _add(self, node: Node) -> None:
         kind = node.type
-        if kind == "word" or kind == "number" or kind == "$":
+        if kind == "word" or kind == "number" or kind == "$" or kind == "variable_name":
+            # (`variable_name`: the operands of `unset NAME` arrive as bare names.)
             raw = self._source(node)
             if self._quoted:
                 self._literal(unescape_double_quoted(raw), quoted=True)
