@@ -87,6 +87,7 @@ class Sink(SinkLike):
         "cwd_functions",
         "find_commands",
         "floors",
+        "glob_options",
         "integers",
         "lastpipe",
         "links",
@@ -107,6 +108,8 @@ class Sink(SinkLike):
         self.links: list[tuple[str, str | None, int]] = []  # (name, target, maker unit)
         self.process_substitutions = False  # `/dev/fd/N` may be one of ours
         self.integers: set[str] = set()  # variables only ever set to literal integers
+        # Why globs may not expand as bash's defaults say (`shopt -s dotglob` …), or None.
+        self.glob_options: str | None = None
         self.probe: Probe | None = None  # does a directory exist now (cwd.py)? None: unknown
         self.parse = parse
         self.find_commands = find_commands
