@@ -225,6 +225,10 @@ ARITHMETIC = [
     "(( v ))",
     "let v",
     "[[ v -eq 1 ]]",
+    # kept as plain text by the parser, inside another expansion:
+    "echo ${x:-$[v]}",
+    "x=a; echo ${x%%${a[v]}}",
+    "echo \"${x:-'${a[v]}'}\"",
 ]
 
 

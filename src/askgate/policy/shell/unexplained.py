@@ -18,9 +18,12 @@ from collections.abc import Iterator
 from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.words import Node
 
-_OPENER = lazy_compile(rb"\$\(|`|<\(|>\(")
+# `${` and `$[` too: a parameter or arithmetic expansion kept as text (`${x%%${a[v]}}`,
+# `${x:-$[v]}`) evaluates array subscripts the analysis never saw (evaluating.py).
+_OPENER = lazy_compile(rb"\$\(|`|<\(|>\(|\$\{|\$\[")
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
-_TOKENS = frozenset({b"$(", b"`", b"<(", b">(", b"$(("})
+_EXPANSIONS = _SUBSTITUTIONS | {"expansion"}
+_TOKENS = frozenset({b"$(", b"`", b"<(", b">(", b"$((", b"${", b"$["})
 # Text inside these is never expanded by bash.
 _DATA = frozenset({"raw_string", "ansi_c_string", "comment"})
 _EXPANDING_QUOTES = frozenset({"string", "translated_string"})
@@ -32,7 +35,7 @@ MAX_HIDDEN = 8  # reported (and re-parsed) per source; more only repeats the flo
 def hidden_substitutions(root: Node, src: bytes) -> list[str]:
     """The text of each place holding a substitution the tree did not explain, as shell
     source to parse again (empty when the tree accounts for every opener)."""
-    if b"`" not in src and b"(" not in src:
+    if b"`" not in src and b"(" not in src and b"$" not in src:
         return []
     found: list[str] = []
     for match in _OPENER.finditer(src):
@@ -53,7 +56,7 @@ def _unexplained(root: Node, src: bytes, start: int, end: int) -> str | None:
         and src[start:end] in _TOKENS
         and not node.is_named
         and node.parent is not None
-        and node.parent.type in _SUBSTITUTIONS
+        and node.parent.type in _EXPANSIONS
     ):
         return None  # the opening or closing token of a substitution the walker sees
     data = False  # inside text bash does not expand, unless a double quote encloses it

@@ -146,7 +146,7 @@ class Walker(BuiltinMixin):
         for text in hidden_substitutions(root, self.src):
             # Code the tree kept as a word (``${x:-`cmd`}``): ask, and parse that text
             # again so deny rules see the commands in it.
-            reason = f"`{text[:80]}` holds a substitution the parser did not see"
+            reason = f"`{text[:80]}` holds an expansion the parser kept as plain text"
             self.sink.floors.append(reason)
             floor = f"{frame.floor}; {reason}" if frame.floor else reason
             self.reparse(Word(text, text), "hidden substitution", frame._replace(floor=floor),
