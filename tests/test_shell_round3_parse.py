@@ -315,6 +315,22 @@ def test_env_prefix_around_a_literal_rule_is_not_consented(
         planted.unlink()
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["timeout 5 rm -rf ./build", "nice rm -rf ./build", "bash -c 'rm -rf ./build'",
+     "env -u X rm -rf ./build", "command rm -rf ./build"],
+)  # fmt: skip
+def test_wrapper_around_a_literal_rule_does_not_speak_for_its_write(
+    world: World, command: str
+) -> None:
+    # examples/policy.toml allows writes under src/ only: `./build` needs the literal rule.
+    widened = _with_literal(world.policies["example"], "rm -rf ./build")
+    literal = widened.decide(Surface.BASH, "rm -rf ./build", cwd=str(world.project))
+    assert literal.action is Action.ALLOW, literal.reason
+    wrapped = widened.decide(Surface.BASH, command, cwd=str(world.project))
+    assert wrapped.action is not Action.ALLOW, (command, wrapped.reason)
+
+
 # -- 10. the same answer everywhere: /proc paths of the deciding process -----------------
 
 _DECIDE_ELSEWHERE = """
