@@ -142,6 +142,42 @@ def test_quoted_substitution_text_stays_data(world: World, command: str) -> None
     assert world.answers(command)["permissive"] is Action.ALLOW
 
 
+# Every place a word can stand, with a substitution in it: wherever real bash runs it (the
+# secret reaches stderr), no policy allows the command. Round 2's analyser allowed 35 of
+# these under the permissive policy.
+_PLACES = [
+    "echo ${x:-P}", "echo ${x:+P}", "x=; : ${x:=P}", "echo ${x-P}", "x=a; echo ${x#P}",
+    "x=a; echo ${x%P}", "x=a; echo ${x/P/}", "x=a; echo ${x//a/P}", "x=a; echo ${x^P}",
+    "x=a; echo ${x,,P}", "echo ${a[P]}", "x=abc; echo ${x:P}", "x=abc; echo ${x:0:P}",
+    "echo $((P))", "[[ $x == P ]]", "[[ $x =~ P ]]", "case P in *) ;; esac",
+    "case x in P) ;; esac", "for x in P; do :; done", "x=P", "export x=P",
+    "f(){ local x=P; }; f", "declare x=P", "arr=(P)", "arr[P]=1", "cat <<E\nP\nE",
+    "cat <<<P", "echo >P", "cat <P", 'echo $"P"', 'echo "P"', "((P))", "test P", "[ P ]",
+    'echo ${x:-"P"}', "echo \"${x:-'P'}\"", 'echo ${x:-a"P"b}', "echo ${x:-${y:-P}}",
+    'echo "${x:-"${y:-P}"}"', "cat <<E\n${x:-P}\nE", "cat <<E\n\"${x:-'P'}\"\nE",
+    "x=(a); echo ${x[@]:P}", "echo {a,P}", "time P", "! P", "{ P; }", "(P)",
+    "if P; then :; fi", "while P; do break; done", "echo ${x:-P}${y:-P}", "x=1; echo ${x/#1/P}",
+]  # fmt: skip
+_PAYLOADS = ["$(cat .env >&2)", "`cat .env >&2`", "<(cat .env >&2)", '"$(cat .env >&2)"',
+             '"`cat .env >&2`"']  # fmt: skip
+
+
+@needs_bash
+def test_substitution_in_any_word_position_is_never_allowed_where_bash_runs_it(
+    world: World,
+) -> None:
+    leaking = 0
+    for place in _PLACES:
+        for payload in _PAYLOADS:
+            command = place.replace("P", payload)
+            if SECRET not in world.bash(command):
+                continue
+            leaking += 1
+            got = world.answers(command)
+            assert Action.ALLOW not in got.values(), (command, got)
+    assert leaking >= 150  # the comparison is not vacuous
+
+
 def test_nesting_beyond_the_analysers_depth_is_never_allowed(world: World) -> None:
     command = "cat .env"
     for _ in range(80):
