@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from askgate.policy.config import project_root_of
 from askgate.policy.engine import Policy
@@ -212,6 +214,31 @@ def test_bash_glob_reaching_a_denied_file_is_denied(
     assert secret in world.bash(command), "real bash expands the glob to the secret"
     got = world.answers(command)
     assert got == {name: Action.DENY for name in got}, (command, got)
+
+
+_MATCHING = {
+    "e": ["e", "?", "[e]", "[!x]", "[^x]", "[[:alpha:]]", "[[:lower:]]", "[a-z]", "{e,x}",
+          "[]e]", "*", "[[:alnum:]]", "[d-f]"],
+    "n": ["n", "?", "[n]", "[!.]", "[[:lower:]]", "[m-o]", "{n,m}", "*"],
+    "v": ["v", "?", "[v]", "[^e]", "[[:alpha:]]", "{v,w}", "*", "[u-w]"],
+}  # fmt: skip
+
+
+@needs_bash
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    parts=st.tuples(*(st.sampled_from(_MATCHING[c]) for c in "env")),
+    tail=st.sampled_from(["", "*", "?", "{,.local}"]),
+)
+def test_any_bash_glob_spelling_of_the_secret_is_denied(
+    world: World, parts: tuple[str, str, str], tail: str
+) -> None:
+    command = "cat ." + "".join(parts) + tail
+    if SECRET not in world.bash(command):
+        return  # (e.g. `?` for the last letter with a tail that needs more)
+    got = world.answers(command)
+    assert got["permissive"] is Action.DENY, (command, got)
+    assert Action.ALLOW not in got.values(), (command, got)
 
 
 GLOB_OPTIONS = [
