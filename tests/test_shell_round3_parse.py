@@ -474,6 +474,27 @@ def test_dotfiles_repository_in_home_is_not_the_project(world: World) -> None:
         (world.home / ".git").rmdir()
 
 
+def test_daemon_keeps_one_policy_per_bounded_root(world: World) -> None:
+    """With a dotfiles repository in ~, `~/a` and `~/b` share find_project_root's answer
+    (~) but are different projects: the daemon must not hand one the other's policy."""
+    from askgate.daemon.server import PolicyCache
+
+    (world.home / ".git").mkdir(exist_ok=True)
+    first, second = world.home / "a", world.home / "b"
+    first.mkdir(exist_ok=True)
+    second.mkdir(exist_ok=True)
+    try:
+        cache = PolicyCache()
+        config = [str(world.base / "init-policy.toml")]
+        one = cache.load(str(first), config, None, world.env)
+        two = cache.load(str(second), config, None, world.env)
+        assert (one.project_root, two.project_root) == (str(first), str(second))
+        decision = two.decide(Surface.WRITE, str(first / "x.py"), cwd=str(second))
+        assert decision.action is not Action.ALLOW, decision.reason  # not inside ~/b
+    finally:
+        (world.home / ".git").rmdir()
+
+
 # -- 14. a user's deny is final over project files ---------------------------------------
 
 
