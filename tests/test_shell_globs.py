@@ -140,6 +140,24 @@ def test_named_cases_match_bash(names: list[str], pattern: str) -> None:
         assert _ours(pattern, directory) == _bash_words(pattern, directory), pattern
 
 
+@pytest.mark.parametrize("pattern", [".??nv", ".?nv", ".[[:alpha:]]nv", ".[!x]nv", ".*"])
+def test_non_ascii_name_matches_in_any_locale(tmp_path, pattern: str) -> None:
+    """`.?nv` reaches `.énv` in a UTF-8 locale, `.??nv` in the C locale (é is two bytes),
+    `.[[:alpha:]]nv` in a UTF-8 one: the expander gives the name for every spelling."""
+    (tmp_path / ".\u00e9nv").write_text("x")
+    for locale in ("C.UTF-8", "C"):
+        result = subprocess.run(
+            [BASH or "bash", "--norc", "-c", f"printf '%s\\0' {pattern}"],
+            cwd=tmp_path, capture_output=True, env={"LC_ALL": locale}, check=True,
+        )  # fmt: skip
+        words = result.stdout.split(b"\0")[:-1]
+        if ".\u00e9nv".encode() in words:
+            break
+    else:
+        pytest.fail(f"bash matches {pattern!r} in no locale")
+    assert ".\u00e9nv" in (expand(pattern, str(tmp_path), 10) or [])
+
+
 @pytest.mark.parametrize(
     "pattern", ["@(a|b)", "!(x)", "+(a)", "*(a)", "?(a)", "[[=a=]]", "[[.a.]]", "[[:nope:]]"]
 )

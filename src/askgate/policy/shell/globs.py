@@ -8,7 +8,9 @@ classes (`[[:alpha:]]` …), a leading `]` taken literally, an unclosed `[` take
 literally; a name starting with `.` only matched by a pattern segment starting with a
 literal `.`; `.` and `..` never matched (`globskipdots`); `**` is `*` (globstar off);
 no match: the word itself (nullglob off). Defaults of `bash -c` with no `shopt`: the
-analysis asks when a command changes them (docs/bash.md, *Globs*).
+analysis asks when a command changes them (docs/bash.md, *Globs*). bash's locale is not
+known, so a non-ASCII name matches if it matches as characters (UTF-8) or as bytes (C),
+and a class (`[[:alpha:]]`) holds every non-ASCII character: a superset of bash's names.
 
 Anything else bash could mean — extglob groups (`@(…)`, `!(…)` …), equivalence
 classes (`[[=a=]]`), collating symbols (`[[.a.]]`), an unknown class name — is
@@ -233,10 +235,12 @@ def _bracket(body: str) -> str:
     if negate:
         body = body[1:]
     members: list[str] = []
+    classes = False
     index = 0
     while index < len(body):
         char = body[index]
         if char == "[" and body[index + 1 : index + 2] in (":", "=", "."):
+            classes = True
             kind = body[index + 1]
             close = body.find(kind + "]", index + 2)
             name = body[index + 2 : close]
@@ -261,6 +265,10 @@ def _bracket(body: str) -> str:
         index += 1
     if not members:
         return "(?!)"
+    if classes and not negate:
+        # Which non-ASCII characters a class holds depends on the locale: count them all
+        # in (a superset of what bash matches is checked, never a subset).
+        members.append("\u0080-\U0010ffff")
     inner = "".join(members)
     return f"[^{inner}]" if negate else f"[{inner}]"
 
@@ -334,7 +342,7 @@ def _pathnames(word: str, directory: str, budget: list[int]) -> list[str]:
             for name in sorted(_listing(disk, budget)):
                 if name.startswith(".") and (not explicit_dot or name in (".", "..")):
                     continue
-                if not matcher.fullmatch(name):
+                if not _matches(matcher, name):
                     continue
                 candidate = os.path.join(disk, name)
                 if not last and not os.path.isdir(candidate):
@@ -344,6 +352,17 @@ def _pathnames(word: str, directory: str, budget: list[int]) -> list[str]:
         if not current:
             return []
     return [shown for shown, _ in current]
+
+
+def _matches(matcher: re.Pattern[str], name: str) -> bool:
+    """A name matches as characters (a UTF-8 locale) or as bytes (the C locale, where `?`
+    is one byte): bash's locale is the agent's, so either counts."""
+    if matcher.fullmatch(name):
+        return True
+    if name.isascii():
+        return False
+    as_bytes = name.encode("utf-8", "surrogateescape").decode("latin-1")
+    return matcher.fullmatch(as_bytes) is not None
 
 
 def _join(shown: str, name: str) -> str:
