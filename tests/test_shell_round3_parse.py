@@ -265,6 +265,22 @@ def test_glob_feature_the_expander_does_not_model_is_never_allowed(
     _never_allowed(world, command)
 
 
+@needs_bash
+@pytest.mark.skipif(shutil.which("tar") is None, reason="needs tar")
+def test_glob_expanding_to_an_option_is_never_allowed(world: World) -> None:
+    """The classic wildcard injection: files named like options, then `tar cf x *`."""
+    names = ["--checkpoint=1", "--checkpoint-action=exec=echo PWNED >&2"]
+    for name in names:
+        (world.project / name).write_text("")
+    try:
+        assert "PWNED" in world.bash("tar cf /dev/null *"), "real tar runs the option"
+        for command in ("tar cf /dev/null *", "tar cf /dev/null ./* *", "rsync -a * /tmp/x"):
+            _never_allowed(world, command)
+    finally:
+        for name in names:
+            (world.project / name).unlink()
+
+
 def test_ordinary_globs_stay_allowed(world: World) -> None:
     for command in ("cat *.txt", "wc -l src/*.py", "ls src/[ab].py", "cat a.tx?"):
         assert world.answers(command)["permissive"] is Action.ALLOW, command

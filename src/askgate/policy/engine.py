@@ -637,7 +637,14 @@ class Policy:
             return f"the glob {pattern!r} cannot be expanded in advance: {exc}"
         except (ValueError, OSError) as exc:
             return f"the glob {pattern!r} cannot be expanded in advance: {exc}"
-        return too_many if matches is None else matches
+        if matches is None:
+            return too_many
+        for match in matches:
+            if match.startswith("-"):
+                # `tar cf x.tar *` beside a file named `--checkpoint-action=exec=…`: the
+                # name becomes an option nobody wrote.
+                return f"the glob {pattern!r} names {match[:80]!r}, which reads as an option"
+        return matches
 
     def _expand_home(self, word: str) -> str:
         why = self._unplaceable(word)
