@@ -237,7 +237,10 @@ def test_any_bash_glob_spelling_of_the_secret_is_denied(
     if SECRET not in world.bash(command):
         return  # (e.g. `?` for the last letter with a tail that needs more)
     got = world.answers(command)
-    assert got["permissive"] is Action.DENY, (command, got)
+    # A brace expansion without a glob character (`.{e,x}nv`) is floored to ask instead
+    # (it could also make options: `rm {-rf,/}`); with one, the engine expands it.
+    brace_only = "{" in command and not any(c in command for c in "*?[")
+    assert got["permissive"] is (Action.ASK if brace_only else Action.DENY), (command, got)
     assert Action.ALLOW not in got.values(), (command, got)
 
 
@@ -256,6 +259,19 @@ def test_glob_options_set_earlier_in_the_command_are_never_allowed(
 ) -> None:
     assert SECRET in world.bash(command), "real bash reads the secret"
     _never_allowed(world, command)
+
+
+@needs_bash
+def test_one_glob_word_naming_source_and_target_checks_each_as_read(world: World) -> None:
+    """`cp a.txt {.en[v],DIR}` is one word in the target's place, but cp reads `.env` and
+    writes DIR: each name a word gives is checked as a read (and a write) too."""
+    target = world.base / "leak"
+    target.mkdir(exist_ok=True)
+    command = f"cp a.txt {{.en[v],{target}}}"
+    world.bash(command)
+    assert SECRET in (target / ".env").read_text(), "real cp copied the secret"
+    got = world.answers(command)
+    assert got == {name: Action.DENY for name in got}, (command, got)
 
 
 @pytest.mark.parametrize("command", ["cat .[[=e=]]nv", "cat .[[.e.]]nv", "cat .[[:nope:]]nv"])

@@ -600,8 +600,14 @@ class Policy:
             tighten = consent and surface is Surface.WRITE
             for written in unit_paths:
                 for directory in directories if _is_relative(written) else directories[:1]:
-                    for path in named(written, directory):
+                    names = named(written, directory)
+                    for path in names:
                         check(surface, path, directory, tighten)
+                        if len(names) > 1:
+                            # One word became several (`cp {.env,/tmp/x}`): the program
+                            # gives them roles by position, so each is a read and a write.
+                            check(Surface.READ, path, directory)
+                            check(Surface.WRITE, path, directory, tighten=True)
         recursive = unit.recursive_reads if self._guarded_roots(agent) else ()
         for written in recursive:
             for directory in directories if _is_relative(written) else directories[:1]:

@@ -303,6 +303,8 @@ def expand(
     found: list[str] = []
     budget = [_MAX_DIRECTORIES, _MAX_ENTRIES]
     for word in words:
+        if not word:
+            continue  # an empty brace alternative is a null word, which bash removes
         if home is not None and word.startswith("~"):
             word = home(word)
         matches = _pathnames(word, directory, budget)
