@@ -110,7 +110,9 @@ class Askgate:
         if _has("askgate.policy.engine", "Policy"):
             from askgate.policy.engine import Policy
 
-            env = {"HOME": root, "PATH": "/usr/bin:/bin"}
+            # HOME beside the project, not the project itself: a project root that is the
+            # home directory (or above it) is no project at all (paths.bounded_project_root).
+            env = {"HOME": root.rstrip("/") + "-home", "PATH": "/usr/bin:/bin"}
             self._policy = Policy.from_rules(rules, default=Action.ASK, project_root=root, env=env)
             self.api = "Policy.decide"
         else:

@@ -47,9 +47,13 @@ class HookRun:
 
 
 def hook_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    # HOME beside tmp_path, not inside it: the hooks run in tmp_path, and a directory above
+    # HOME is no project at all (policy/paths.bounded_project_root).
+    home = tmp_path.parent / f"{tmp_path.name}-home"
+    home.mkdir(exist_ok=True)
     return {
         **os.environ,
-        "HOME": str(tmp_path / "home"),
+        "HOME": str(home),
         "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),

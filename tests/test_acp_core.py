@@ -223,7 +223,8 @@ def decider(tmp_path: Path) -> PermissionDecider:
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
     env = {
-        "HOME": str(tmp_path / "home"),
+        # Beside the session's directory: a directory above HOME is no project at all.
+        "HOME": str(tmp_path.parent / f"{tmp_path.name}-home"),
         "PATH": "/usr/bin:/bin",
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml"),
         "ASKGATE_AUDIT_LOG": str(tmp_path / "review.jsonl"),

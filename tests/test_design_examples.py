@@ -127,13 +127,22 @@ def test_managed_floor(world) -> None:
     assert decide("bash", "curl x") == Action.DENY
 
 
-def test_project_overrides_user_with_narrower_rule(world) -> None:
+def test_project_overrides_users_ask_with_narrower_rule(world) -> None:
+    write, decide, project, env = world
+    write("user", '[bash]\n"npm *" = "ask"\n')
+    write("project", '[bash]\n"npm test *" = "allow"\n')
+    trust_project(str(project), env=env)
+    assert decide("bash", "npm test") == Action.ALLOW
+    assert decide("bash", "npm install") == Action.ASK
+
+
+def test_trusted_project_cannot_lift_users_deny(world) -> None:
+    # Issue 22, principle 14: a user's deny is final over project files.
     write, decide, project, env = world
     write("user", '[bash]\n"npm *" = "deny"\n')
     write("project", '[bash]\n"npm test *" = "allow"\n')
     trust_project(str(project), env=env)
-    assert decide("bash", "npm test") == Action.ALLOW
-    assert decide("bash", "npm install") == Action.DENY
+    assert decide("bash", "npm test") == Action.DENY
 
 
 def test_higher_scope_cannot_be_lifted_by_lower_narrower(world) -> None:

@@ -73,7 +73,7 @@ def test_managed_rules_are_floors() -> None:
 
 
 def test_equal_pattern_overridden_only_from_higher_scope() -> None:
-    assert answer([rule("ls", "deny"), rule("ls", "allow", origin=Origin.PROJECT)], "ls")[0] is (
+    assert answer([rule("ls", "ask"), rule("ls", "allow", origin=Origin.PROJECT)], "ls")[0] is (
         Action.ALLOW
     )
     assert answer([rule("ls", "allow"), rule("ls", "deny", origin=Origin.PROJECT)], "ls")[0] is (

@@ -71,7 +71,9 @@ def test_never_proposes_what_lifts_a_deny_covers_a_floor_or_is_unsafe(tmp_path: 
         + [_record([("sudo make install", "ask")])] * 3  # a wrapper: no safe pattern
         + [_record([("cat notes.txt", "ask")])] * 3,
     )
-    result = _suggest(cli, log, "--json")
+    # (In a project: the test's own directory holds HOME, and a directory above HOME is
+    # no project at all, where `cat notes.txt` would read outside any project.)
+    result = _suggest(cli, log, "--json", "--cwd", str(cli.project()))
     assert result.returncode == 0, result
     report = result.json()
     assert {p["pattern"] for p in report["proposals"]} == {"cat *"}

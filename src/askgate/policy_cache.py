@@ -248,9 +248,22 @@ def _code_stamp() -> str:
 
 
 def _key(cwd: str, config_files: Sequence[str], agent: str | None) -> tuple[str, ...]:
-    from askgate.policy.paths import find_project_root
+    from askgate.policy.paths import (
+        NO_PROJECT_ROOT,
+        bounded_project_root,
+        find_project_root,
+        home_directory,
+    )
 
-    root = find_project_root(cwd)
+    # The root the policy is built for, as config.project_root_of finds it (never ~ or /).
+    try:
+        home: str | None = home_directory()
+    except ValueError:
+        home = None
+    try:
+        root = bounded_project_root(find_project_root(cwd), cwd, home)
+    except ValueError:
+        root = NO_PROJECT_ROOT
     relative = any(not name.startswith("/") for name in config_files)
     return (  # the parts from _NAMED_FROM on name the file (_entry_path)
         f"format {FORMAT}",

@@ -568,7 +568,7 @@ ENGINE_GROUPS: dict[str, tuple[E, ...]] = {
         E('cat /dev/fd/5', 'blocked'),
         E('set -P; cd src/.. && cat x', 'blocked', note='physical cd resolves links before ..'),
         E('cd -P src/.. && cat x', 'blocked'),
-        E('cd ~root && cat .ssh/id_rsa', 'allow', note='~root is /root: not the protected home'),
+        E('cd ~root && cat .ssh/id_rsa', 'blocked', note='~root is another user\'s home: it cannot be placed (issue 22, principle 8)'),
         E('(cd /etc); echo x > hosts', 'allow', note='a cd in a subshell does not leak'),
         E('cd /etc & echo x > hosts', 'allow', note='nor one in the background'),
         E('cd /tmp; cd /etc && cd - && echo x > hosts', 'allow', note='cd - goes back to /tmp'),

@@ -88,9 +88,9 @@ class PolicyCache:
     def load(
         self, cwd: str, config_files: Sequence[str], agent: str | None, env: Mapping[str, str]
     ) -> Any:
-        from askgate.policy.config import find_project_root
+        from askgate.policy.config import project_root_of
 
-        root = find_project_root(cwd)
+        root = project_root_of(cwd, env)  # the root the policy is built for (never ~ or /)
         key = (root, tuple(config_files), agent, tuple(sorted(env.items())))
         files = watched_files(root, config_files, env)
         fingerprint = tuple((path, _read(path)) for path in files)

@@ -36,7 +36,14 @@ import msgspec
 from askgate import locations
 from askgate.policy.examples import RuleExample
 from askgate.policy.model import Action, Origin, Rule
-from askgate.policy.paths import find_project_root, fold_lexically, normalize
+from askgate.policy.paths import (
+    NO_PROJECT_ROOT,
+    bounded_project_root,
+    find_project_root,
+    fold_lexically,
+    home_directory,
+    normalize,
+)
 from askgate.policy.policy_file import (
     ConfigError,
     PolicyFile,
@@ -74,6 +81,7 @@ __all__ = [
     "parse_policy_text",
     "policy_json_schema",
     "project_policy_path",
+    "project_root_of",
     "run_examples",
     "trust_project",
     "trust_store_path",
@@ -143,6 +151,20 @@ def managed_policy_path(env: Mapping[str, str] | None = None) -> str:
     return locations.managed_policy_path(env)
 
 
+def project_root_of(cwd: str, env: Mapping[str, str] | None = None) -> str:
+    """The project root policies are applied to: find_project_root's answer, but never
+    `/`, the home directory or an ancestor of it (paths.bounded_project_root)."""
+    root = find_project_root(cwd)
+    try:
+        home: str | None = home_directory(env)
+    except ValueError:
+        home = None
+    try:
+        return bounded_project_root(root, cwd, home)
+    except ValueError:
+        return NO_PROJECT_ROOT
+
+
 def discover_paths(cwd: str, env: Mapping[str, str] | None = None) -> list[tuple[Origin, str]]:
     """Candidate policy files in scope order (user, project, managed), existing or not.
 
@@ -151,7 +173,7 @@ def discover_paths(cwd: str, env: Mapping[str, str] | None = None) -> list[tuple
     candidates: list[tuple[Origin, str]] = []
     with contextlib.suppress(ValueError):  # neither XDG_CONFIG_HOME nor HOME known
         candidates.append((Origin.USER, user_policy_path(env)))
-    candidates.append((Origin.PROJECT, project_policy_path(find_project_root(cwd))))
+    candidates.append((Origin.PROJECT, project_policy_path(project_root_of(cwd, env))))
     candidates.append((Origin.MANAGED, managed_policy_path(env)))
     return candidates
 
@@ -286,7 +308,7 @@ def load_policy(
     managed file that fails to load is also listed in `fatal_errors`: everything is
     denied, since the administrator's floor cannot be known.
     """
-    root = find_project_root(cwd)
+    root = project_root_of(cwd, env)
     errors: list[ConfigError] = []
     fatal: list[ConfigError] = []
     warnings: list[str] = []
@@ -406,7 +428,7 @@ def run_examples(
     the built-in rule files included), each checked, none raising: `askgate config test`."""
     from askgate.policy.builtin import builtin_rule_paths, profile_path
 
-    root = find_project_root(cwd)
+    root = project_root_of(cwd, env)
     runs: list[ExampleRun] = []
     profiles: list[str] = []
     for source in _sources(cwd, config_files, env, []):

@@ -7,7 +7,6 @@ does that.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -95,7 +94,13 @@ class Policy:
         self.extra_directories = tuple(
             paths.normalize(d, project_root, self.env) for d in extra_directories
         )
-        self._roots = paths.inside_roots(project_root, self.extra_directories)
+        # Nothing is "inside the project" when the root given is `/`, the home directory or
+        # an ancestor of it (a session started in `~`): config.project_root_of.
+        try:
+            inside = paths.bounded_project_root(project_root, project_root, self.home)
+        except ValueError:
+            inside = paths.NO_PROJECT_ROOT
+        self._roots = paths.inside_roots(inside, self.extra_directories)
         self.infrastructure_read_paths = tuple(
             paths.normalize(p, project_root, self.env) for p in infrastructure_read_paths
         )
@@ -391,10 +396,34 @@ class Policy:
         return out
 
     def _resolve(self, path: str, cwd: str) -> paths.PathForms | Check:
+        why = self._unplaceable(path)
+        if why is not None:
+            return _floor(Surface.READ, path[:200], Action.ASK, why)
         try:
-            return paths.resolve(path, cwd, self.env)
+            forms = paths.resolve(path, cwd, self.env)
         except (ValueError, OSError) as exc:
             return _floor(Surface.READ, path[:200], Action.ASK, f"path cannot be checked: {exc}")
+        if (
+            forms.lexical.startswith(("/proc/", "/dev/")) or forms.resolved != forms.lexical
+        ) and not paths.is_safe_device(forms.lexical):
+            through = _process_view(forms.lexical)
+            if through is not None:
+                note = (
+                    f"{path[:200]!r} reaches a file through {through}, which names the files "
+                    "of whichever process opens it (the agent's and askgate's differ)"
+                )
+                return _floor(Surface.READ, path[:200], Action.ASK, note)
+        return forms
+
+    def _unplaceable(self, path: str) -> str | None:
+        """Why a path cannot be placed before it is opened: `~alice/…` is another user's
+        home (or, for an unknown name, a relative directory called `~alice`)."""
+        if not path.startswith("~") or path == "~" or path.startswith(("~/", "~+", "~-")):
+            return None
+        name = path[1:].partition("/")[0]
+        if name == _own_login() and self.home == _own_home():
+            return None
+        return f"{path[:200]!r} is in another user's home (~{name}), which cannot be placed"
 
     def _decide_path(
         self, surface: Surface, value: str, cwd: str, agent: str | None, tool: str | None
@@ -494,7 +523,11 @@ class Policy:
             note = f"the shell keyword {first_word!r} in command position was not understood"
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
         # Only worth asking when there is something a literal rule could lift or vouch for.
-        consent = bool(unit.floor or unit.may_run or unit.writes) and _literal_consent(primary)
+        consent = (
+            bool(unit.floor or unit.may_run or unit.writes)
+            and _literal_consent(primary)
+            and not _wrapped(unit)
+        )
         if unit.floor is not None:
             if consent and not _path_floor(unit.floor_reason):
                 checks.append(_ignored(_floor(Surface.BASH, unit.command, unit.floor,
@@ -614,6 +647,9 @@ class Policy:
             if not directory:
                 found.append(cwd)
                 continue
+            why = self._unplaceable(directory)
+            if why is not None:
+                return _floor(Surface.BASH, unit.command, Action.ASK, why)
             try:
                 # `..` kept: after a physical cd through a link, `link/..` is the link
                 # target's parent, which `resolve` computes from the unfolded form.
@@ -675,9 +711,8 @@ class Policy:
             if not globbed or path not in globbed:
                 return [path]
             matches = self._expand_glob(path, directory)
-            if matches is None:
-                note = f"the glob {path!r} names more than {MAX_GLOB_MATCHES} files"
-                checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
+            if isinstance(matches, str):
+                checks.append(_floor(Surface.BASH, unit.command, Action.ASK, matches))
                 return []
             return matches
 
@@ -685,8 +720,14 @@ class Policy:
             tighten = consent and surface is Surface.WRITE
             for written in unit_paths:
                 for directory in directories if _is_relative(written) else directories[:1]:
-                    for path in named(written, directory):
+                    names = named(written, directory)
+                    for path in names:
                         check(surface, path, directory, tighten)
+                        if len(names) > 1:
+                            # One word became several (`cp {.env,/tmp/x}`): the program
+                            # gives them roles by position, so each is a read and a write.
+                            check(Surface.READ, path, directory)
+                            check(Surface.WRITE, path, directory, tighten=True)
         recursive = unit.recursive_reads if self._guarded_roots(agent) else ()
         for written in recursive:
             for directory in directories if _is_relative(written) else directories[:1]:
@@ -707,22 +748,35 @@ class Policy:
                         check(Surface.WRITE, word, directory, tighten=True)
         return checks
 
-    def _expand_glob(self, pattern: str, directory: str) -> list[str] | None:
-        """What bash would expand an unquoted glob to in `directory` (no dotfiles unless
-        the pattern spells the dot; no match: the pattern itself); None when it names
-        more than MAX_GLOB_MATCHES files."""
+    def _expand_glob(self, pattern: str, directory: str) -> list[str] | str:
+        """What bash would expand an unquoted glob to in `directory` (shell/globs.py:
+        bash's braces, brackets, classes and dotfile rules; no match: the pattern
+        itself), or why it cannot be known (too many names, a feature not modelled)."""
+        from askgate.policy.shell.globs import Unmodelled, expand
+
+        too_many = f"the glob {pattern!r} names more than {MAX_GLOB_MATCHES} files"
         if sum(1 for part in pattern.split("/") if _GLOB_CHARACTERS.search(part)) > 2:
-            return None  # `/*/*/*/x*` could walk the whole disk before it answers
+            return too_many  # `/*/*/*/x*` could walk the whole disk before it answers
         try:
-            expanded = paths.expand_user(pattern, self.env, cwd=directory)
-            matches = []
-            for match in glob.iglob(expanded, root_dir=directory):
-                matches.append(match)
-                if len(matches) > MAX_GLOB_MATCHES:
-                    return None
-        except (ValueError, OSError):
-            return None
-        return sorted(matches) or [pattern]
+            matches = expand(pattern, directory, MAX_GLOB_MATCHES, self._expand_home)
+        except Unmodelled as exc:
+            return f"the glob {pattern!r} cannot be expanded in advance: {exc}"
+        except (ValueError, OSError) as exc:
+            return f"the glob {pattern!r} cannot be expanded in advance: {exc}"
+        if matches is None:
+            return too_many
+        for match in matches:
+            if match.startswith("-"):
+                # `tar cf x.tar *` beside a file named `--checkpoint-action=exec=…`: the
+                # name becomes an option nobody wrote.
+                return f"the glob {pattern!r} names {match[:80]!r}, which reads as an option"
+        return matches
+
+    def _expand_home(self, word: str) -> str:
+        why = self._unplaceable(word)
+        if why is not None:
+            raise ValueError(why)
+        return paths.expand_user(word, self.env)
 
     def _operands_matter(self, unit: Unit, cwd: str, agent: str | None) -> bool:
         """False when the unit's only paths are bare words in the request's directory
@@ -875,6 +929,66 @@ def _literal_root(pattern: str) -> str | None:
     return paths.fold_lexically(root or "/")
 
 
+# /proc/self, /proc/thread-self and /proc/PID name the files of the process that opens
+# them (its cwd, root, descriptors, memory): askgate deciding in the daemon (cwd `/`) or
+# in a one-shot hook would resolve them differently from the agent. Such a path is ask,
+# in every process alike (docs/policy.md, "Which surfaces a request consults").
+_PROCESS_VIEW = re.compile(r"^/proc/(?:self|thread-self|[0-9]+)(?:/|$)")
+_MAX_LINK_HOPS = 40
+
+
+def _process_view(path: str) -> str | None:
+    """The /proc directory an absolute path passes through, following its symlinks as
+    the kernel would (`..` after a link climbs out of the target), or None."""
+    match = _PROCESS_VIEW.match(path)
+    if match is not None:
+        return match.group().rstrip("/")
+    pending = [p for p in path.split("/") if p]
+    pending.reverse()
+    current = "/"
+    hops = 0
+    while pending:
+        part = pending.pop()
+        if part == ".":
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, part)
+        if _PROCESS_VIEW.match(candidate):
+            return candidate
+        try:
+            target = os.readlink(candidate)
+        except (OSError, ValueError):
+            current = candidate
+            continue
+        hops += 1
+        if hops > _MAX_LINK_HOPS:
+            return "a chain of symlinks too long to follow"
+        if target.startswith("/"):
+            current = "/"
+        pending.extend(reversed([p for p in target.split("/") if p]))
+    return None
+
+
+def _own_login() -> str | None:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (KeyError, OSError, ImportError):
+        return None
+
+
+def _own_home() -> str | None:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except (KeyError, OSError, ImportError):
+        return None
+
+
 def _is_relative(path: str) -> bool:
     """A path word whose meaning depends on the working directory."""
     return not path.startswith(("/", "~")) and not (path == "$HOME" or path.startswith("$HOME/"))
@@ -931,6 +1045,15 @@ def _literal_consent(primary: Check) -> bool:
         and primary.basis != Basis.DEFAULT
         and "*" not in rule.pattern
     )
+
+
+def _wrapped(unit: Unit) -> bool:
+    """The unit was written with more around it than its primary form: an env prefix, a
+    wrapper, a shell running it, git's global options (`PATH=src id`, `BASH_ENV=x bash -c
+    true`, `timeout 5 rm -rf ./build`). A literal rule consents to the command it spells,
+    not to what is wrapped around it."""
+    size = unit.command.count(" ")
+    return any(alternate.count(" ") > size for alternate in unit.alternates)
 
 
 def _path_floor(reason: str | None) -> bool:

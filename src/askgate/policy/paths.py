@@ -224,6 +224,34 @@ def inside_roots(root: str, extra_directories: Sequence[str] = ()) -> tuple[str,
     return tuple(roots)
 
 
+# What the project root becomes when the working directory gives none that is safe: a
+# directory that does not exist, so nothing is "inside the project" and a relative rule
+# pattern (`./**`) matches nothing.
+NO_PROJECT_ROOT = "/nonexistent/askgate-no-project"
+
+
+def bounded_project_root(root: str, cwd: str, home: str | None) -> str:
+    """`root` unless it is `/`, the home directory or one of its ancestors (a session
+    started in `~`, or a dotfiles repository in `~`, must not make every home file
+    "inside the project"); then the working directory under the same condition, else
+    NO_PROJECT_ROOT."""
+    start = fold_lexically(cwd if cwd.startswith("/") else os.path.join(os.getcwd(), cwd))
+    for candidate in (root, start):
+        if not _too_wide(candidate, home):
+            return candidate
+    return NO_PROJECT_ROOT
+
+
+def _too_wide(directory: str, home: str | None) -> bool:
+    if fold_lexically(directory) == "/" or _realpath(directory) == "/":
+        return True
+    if not home:
+        return False
+    homes = {fold_lexically(home), _realpath(home)}
+    forms = {fold_lexically(directory), _realpath(directory)}
+    return any(is_inside(h, d) for h in homes for d in forms)
+
+
 def find_project_root(cwd: str) -> str:
     """The nearest ancestor of `cwd` holding `.git` (directory or file), else `cwd`.
 

@@ -3,7 +3,8 @@
 1. Collect every rule that matches the value.
 2. Drop each rule that is overridden: another matching, trusted rule whose pattern
    is strictly narrower and whose rank is the same or higher, or an equivalent
-   pattern from a strictly higher rank.
+   pattern from a strictly higher rank. A user-file deny is never overridden by a
+   project file's rule (trusted or not).
 3. The answer is the strictest action left standing (deny > ask > allow).
 
 Order in a file never matters. Rules are indexed by the literal prefix of their
@@ -180,10 +181,22 @@ class RuleSet:
         return evaluation
 
 
+# A project file may tighten anything and loosen the user's asks and default, never the
+# user's denies (a trusted project's `~/.ssh/config` allow must not lift `~/.ssh/**`).
+_USER_ORIGINS = frozenset({Origin.USER, Origin.USER_AGENT})
+_PROJECT_ORIGINS = frozenset({Origin.PROJECT, Origin.PROJECT_AGENT})
+
+
 def overrides(other: CompiledRule, rule: CompiledRule) -> bool:
     """Does `other` override `rule`? (both already match the value)"""
     if not other.rule.trusted or other.rule.rank < rule.rule.rank:
         return False
+    if (
+        rule.rule.action is Action.DENY
+        and rule.rule.origin in _USER_ORIGINS
+        and other.rule.origin in _PROJECT_ORIGINS
+    ):
+        return False  # a user's deny is final over project files, trusted or not
     if strictly_narrower(other.pattern, rule.pattern):
         return True
     # An equivalent pattern overrides only from a strictly higher rank.

@@ -221,6 +221,8 @@ def _analyze(command: str, max_length: int, probe: Probe | None = None) -> Shell
     walker.program(root, Cwd(), _TOP_FRAME)
     walker.sweep(root, Cwd(), _TOP_FRAME)
     reasons.extend(sink.floors)
+    if sink.glob_options and any(unit.globbed for unit in sink.units):
+        reasons.append(sink.glob_options)
     if sink.links:
         from askgate.policy.shell.links import apply_links
 
@@ -253,6 +255,13 @@ _MOVES_REDEFINED_NEEDLES = ("(", "function", "enable", "cdable_vars", "CDPATH", 
                             "set")  # fmt: skip
 
 
+# Options that change what a glob names: the expander models bash's defaults only.
+_GLOB_OPTIONS = lazy_compile(
+    r"\bGLOBIGNORE\b|\bshopt\b[^;&|\n]*\b(?:dotglob|nocaseglob|globstar|extglob|nullglob|"
+    r"failglob|globasciiranges|globskipdots|nocasematch)\b|\bshopt\s+-[a-z]*s[a-z]*\s*(?:$|[;&|\n])"
+)
+
+
 def _prescan(text: str, sink: Sink) -> None:
     if (
         ("cd" in text or "enable" in text or "alias" in text)
@@ -260,6 +269,8 @@ def _prescan(text: str, sink: Sink) -> None:
         and _MOVES_REDEFINED.search(text)
     ):
         sink.moves_redefined = "and this command changes what cd, pushd or popd do"
+    if ("shopt" in text or "GLOBIGNORE" in text) and _GLOB_OPTIONS.search(text):
+        sink.glob_options = "this command changes how globs expand (shopt, GLOBIGNORE)"
     if "lastpipe" in text:
         sink.lastpipe = True
     if "<(" in text or ">(" in text:

@@ -17,7 +17,7 @@ from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.words import Node
 
 # Triggers worth a walk of the tree: `${` and `$((` / `$[`.
-_TRIGGER = lazy_compile(rb"\$\{|\$\(\(|\$\[")
+_TRIGGER = lazy_compile(rb"\$\{|\$\(\(|\$\[|=\(")
 # Variables bash keeps as plain integers itself.
 _INTEGER_VARIABLES = frozenset(
     {"RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASHPID", "PPID", "UID", "EUID", "OPTIND",
@@ -66,7 +66,7 @@ def _expansions(root: Node) -> Iterator[Node]:
     cursor = root.walk()
     while True:
         node = cursor.node
-        if node.type in ("expansion", "arithmetic_expansion"):
+        if node.type in ("expansion", "arithmetic_expansion", "array"):
             yield node
         elif node.type == "command_substitution" and node.text.startswith(b"$(("):
             yield node  # tree-sitter reads `$((x))` in heredocs and `${x:=…}` this way
@@ -113,6 +113,8 @@ def _evaluates(node: Node, src: bytes, known: set[str]) -> str | None:
         if name is not None:
             return f"`{shown}` evaluates `{name}` as arithmetic, which can run commands"
         return None
+    if node.type == "array":
+        return _array_keys(node, src, known)
     kids = [c for c in node.children if c.type not in ("${", "}")]
     if not kids:
         return None
@@ -146,3 +148,33 @@ def _safe_subscript(subscript: Node) -> bool:
         return False
     text = index.text.decode("utf-8", "replace")
     return index.type in _SAFE_INDEX or text in ("@", "*") or _DIGITS.match(text) is not None
+
+
+def _array_keys(array: Node, src: bytes, known: set[str]) -> str | None:
+    """`a=([KEY]=v)`: an indexed array's KEY is arithmetic (an associative array's,
+    declared `-A` in the same declaration, is not)."""
+    for element in array.named_children:
+        parts = element.children if element.type == "concatenation" else ()
+        if not parts or _text(parts[0], src) != "[":
+            continue
+        closing = next((i for i, p in enumerate(parts) if _text(p, src).startswith("]")), None)
+        if closing is None:
+            continue
+        key = "".join(_text(p, src) for p in parts[1:closing])
+        if _DIGITS.match(key) or key in known or key in _INTEGER_VARIABLES:
+            continue
+        if _associative(array):
+            return None
+        return f"`{_text(element, src)[:80]}` evaluates an array key as arithmetic"
+    return None
+
+
+def _associative(array: Node) -> bool:
+    assignment = array.parent
+    declaration = assignment.parent if assignment is not None else None
+    if declaration is None or declaration.type != "declaration_command":
+        return False
+    return any(
+        child.type == "word" and child.text.startswith(b"-") and b"A" in child.text
+        for child in declaration.children
+    )

@@ -13,6 +13,7 @@ from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, SinkLike
 from askgate.policy.shell.builtins import BuiltinMixin
 from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.evaluating import evaluating_expansions
+from askgate.policy.shell.unexplained import hidden_substitutions
 from askgate.policy.shell.words import Node, Word
 
 MAX_REPARSE_DEPTH = 6
@@ -86,6 +87,7 @@ class Sink(SinkLike):
         "cwd_functions",
         "find_commands",
         "floors",
+        "glob_options",
         "integers",
         "lastpipe",
         "links",
@@ -106,6 +108,8 @@ class Sink(SinkLike):
         self.links: list[tuple[str, str | None, int]] = []  # (name, target, maker unit)
         self.process_substitutions = False  # `/dev/fd/N` may be one of ours
         self.integers: set[str] = set()  # variables only ever set to literal integers
+        # Why globs may not expand as bash's defaults say (`shopt -s dotglob` …), or None.
+        self.glob_options: str | None = None
         self.probe: Probe | None = None  # does a directory exist now (cwd.py)? None: unknown
         self.parse = parse
         self.find_commands = find_commands
@@ -139,6 +143,14 @@ class Walker(BuiltinMixin):
         self.clean = not root.has_error
         self.sink.floors.extend(evaluating_expansions(root, self.src, self.sink.integers))
         self.statements(root, state, frame)
+        for text in hidden_substitutions(root, self.src):
+            # Code the tree kept as a word (``${x:-`cmd`}``): ask, and parse that text
+            # again so deny rules see the commands in it.
+            reason = f"`{text[:80]}` holds an expansion the parser kept as plain text"
+            self.sink.floors.append(reason)
+            floor = f"{frame.floor}; {reason}" if frame.floor else reason
+            self.reparse(Word(text, text), "hidden substitution", frame._replace(floor=floor),
+                         state.copy())  # fmt: skip
 
     def reparse(self, script: Word, context: str, frame: Frame, state: Cwd) -> int:
         """Analyse a string that a wrapper runs as shell source (`bash -c`, `eval` …)."""

@@ -158,6 +158,13 @@ def runtime_reason(shape: str) -> str | None:
     return None
 
 
+def _quoted_pattern_character(text: str, shape: str) -> bool:
+    """A glob or brace character that is quoted (masked in the shape) in an unquoted glob."""
+    if len(text) != len(shape):
+        return True  # cannot line them up: say so (stricter)
+    return any(m == MASK and c in "*?[]{}," for c, m in zip(text, shape, strict=True))
+
+
 _TILDE_USER = lazy_compile(r"^~[A-Za-z_][A-Za-z0-9_.-]*(?:/|$)")
 
 
@@ -199,9 +206,14 @@ class WordBuilder:
         start, end = nodes[0].start_byte, nodes[-1].end_byte
         source = self._src[start:end].decode("utf-8", "replace")
         if self.mode == "arg":
-            reason = runtime_reason("".join(self._shape))
+            shape = "".join(self._shape)
+            reason = runtime_reason(shape)
             if reason:
                 self._dynamic.append(f"{reason} in `{source}`")
+                if reason == "glob" and _quoted_pattern_character(text, shape):
+                    # `"[x]"*`: the expander sees the unquoted text, where `[x]` would be
+                    # a bracket; bash matches it literally.
+                    self._dynamic.append(f"a glob with quoted pattern characters `{source}`")
         dynamic = "; ".join(self._dynamic) if self._dynamic else None
         return Word(text, source, dynamic)
 
@@ -225,7 +237,8 @@ class WordBuilder:
 
     def _add(self, node: Node) -> None:
         kind = node.type
-        if kind == "word" or kind == "number" or kind == "$":
+        if kind == "word" or kind == "number" or kind == "$" or kind == "variable_name":
+            # (`variable_name`: the operands of `unset NAME` arrive as bare names.)
             raw = self._source(node)
             if self._quoted:
                 self._literal(unescape_double_quoted(raw), quoted=True)
