@@ -29,6 +29,8 @@ from askgate.policy.model import (
     Unit,
     UnitDecision,
 )
+from askgate.policy.patterns import compile_pattern
+from askgate.policy.recursive_writes import reaches_below
 from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
 
@@ -466,6 +468,29 @@ class Policy:
                     break
         return checks
 
+    def _recursive_write_checks(self, path: str, cwd: str, agent: str | None) -> list[Check]:
+        """A directory written with everything below it (recursive_writes.py): a write
+        deny or ask rule that can match below it makes the write ask, naming the rule."""
+        forms = self._resolve(path, cwd)
+        if isinstance(forms, Check):
+            return [forms]
+        checks: list[Check] = []
+        for rule in self.rules.rules:
+            if rule.surface is not Surface.WRITE or rule.action is Action.ALLOW:
+                continue
+            if rule.agent is not None and rule.agent != agent:
+                continue
+            expanded = expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
+            pattern = compile_pattern("path", expanded)
+            for form in forms.forms:
+                if reaches_below(form, expanded, pattern):
+                    note = f"writes everything below {form}, including {rule.pattern!r}"
+                    ref = self._refs.get(id(rule)) or RuleRef.of(rule)
+                    checks.append(Check(surface=Surface.WRITE, value=form, action=Action.ASK,
+                                        rule=ref, basis=Basis.FLOOR, note=note))  # fmt: skip
+                    break
+        return checks
+
     def _may_run_checks(self, form: str, agent: str | None) -> list[Check]:
         """A command an unknown program may run: a matching deny or ask makes it ask."""
         action, check = self._lookup(Surface.BASH, form, agent)
@@ -521,7 +546,9 @@ class Policy:
         if self.env.get("CDPATH") and _cdpath_matters(unit):
             note = "CDPATH is set, so a relative cd may lead anywhere"
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
-        if len(directories) == 1 and not (unit.globbed or unit.operands or unit.recursive_reads):
+        if len(directories) == 1 and not (
+            unit.globbed or unit.operands or unit.recursive_reads or unit.recursive_writes
+        ):
             # The common case: one directory, paths as written.
             directory = directories[0]
             for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
@@ -576,6 +603,10 @@ class Policy:
                     if found is None:
                         found = path_memo[key] = self._recursive_checks(path, directory, agent)
                     checks.extend(found)
+        for written in unit.recursive_writes:  # (bash-programs: rm -r D, mv D x …)
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for path in named(written, directory):
+                    checks.extend(self._recursive_write_checks(path, directory, agent))
         for written in unit.operands:
             for directory in directories if _is_relative(written) else directories[:1]:
                 for word in named(written, directory):

@@ -131,6 +131,10 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     # Where in the command the unit sits, for explanations: "command", "pipeline",
     # "command substitution", "subshell", "bash -c", "find -exec" …
     context: str = "command"
+    # Directories written with everything below them (`rm -r D`, `mv D x`, `cp -r s D`,
+    # `patch -d D`): a write deny or ask rule whose literal root lies inside one, or
+    # whose pattern names the directory itself (`**/.claude/…` for `.claude`), applies.
+    recursive_writes: tuple[str, ...] = ()
 
 
 class ShellAnalysis(msgspec.Struct, frozen=True, kw_only=True):

@@ -109,8 +109,8 @@ class PlainUnit:
     NamedTuple: cheaper to define at import, as cheap to make."""
 
     __slots__ = (
-        "alternates", "floors", "globbed", "may_run", "operands", "reads", "recursive", "text",
-        "writes",
+        "alternates", "floors", "globbed", "may_run", "operands", "reads", "recursive",
+        "recursive_writes", "text", "writes",
     )  # fmt: skip
 
     def __init__(
@@ -124,8 +124,10 @@ class PlainUnit:
         recursive: tuple[str, ...],
         may_run: tuple[str, ...],
         globbed: tuple[str, ...],
+        recursive_writes: tuple[str, ...] = (),
     ) -> None:
         self.text = text
+        self.recursive_writes = recursive_writes
         self.alternates = alternates
         self.floors = floors
         self.reads = reads
@@ -183,13 +185,14 @@ def _plain_unit(
     return PlainUnit(
         text=text,
         alternates=tuple(alternates),
-        floors=tuple(floors),
+        floors=(*floors, *paths.floors),
         reads=tuple(paths.reads),
         writes=tuple(paths.writes),
         operands=tuple(paths.operands),
         recursive=tuple(paths.recursive),
         may_run=tuple(paths.may_run),
         globbed=tuple(paths.globbed),
+        recursive_writes=tuple(paths.recursive_writes),
     )
 
 
@@ -592,6 +595,8 @@ class CommandMixin(RedirectMixin):
             recursive_dirs(name, args, paths)
         if name is not None and (name in _CODE_NAMES or is_interpreter(name)):
             self.code_paths(name, args, paths, floors, piped or redirects.stdin is not None)
+        if paths.floors:
+            floors.extend(paths.floors)
         if name in LINK_MAKERS:
             maker = len(self.sink.units)
             for link, target in made_links(name, args, self.sink.links):
@@ -784,8 +789,9 @@ class CommandMixin(RedirectMixin):
             operands: Sequence[str] = paths.operands
             recursive: Sequence[str] = paths.recursive
             globbed, may_run = paths.globbed, paths.may_run
+            recursive_writes = paths.recursive_writes
         else:
-            operands = recursive = globbed = may_run = ()
+            operands = recursive = globbed = may_run = recursive_writes = ()
         if remote:
             reads = writes = ()
         elif frame.reads or frame.writes:
@@ -827,6 +833,7 @@ class CommandMixin(RedirectMixin):
                 floor=Action.ASK if reason else None,
                 floor_reason=reason,
                 context=context or frame.context,
+                recursive_writes=tuple(recursive_writes),
             )
         )
 
