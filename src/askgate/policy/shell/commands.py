@@ -162,8 +162,14 @@ def _plain_unit(
     paths = Paths()
     if plain_git:
         # As special() does for git: the floors normalise() finds, the reordered forms.
-        floors = git.normalise(argv).floors
+        form = git.normalise(argv)
+        floors = form.floors
         alternates = git.reordered(argv)
+        for path in form.reads:
+            paths.read(path)
+        for path in form.writes:
+            paths.write(path)
+        paths.recursive.extend(form.recursive)
     elif slash:
         base_form = join_words([Word(base, base), *args])
         if in_system_dir:
@@ -691,6 +697,9 @@ class CommandMixin(RedirectMixin):
             git_cwd = form.cwd
             for path in form.reads:
                 paths.read(path)
+            for path in form.writes:
+                paths.write(path)
+            paths.recursive.extend(form.recursive)
             if form.stripped:
                 alternates.append(text)
                 text = join_words(form.argv)

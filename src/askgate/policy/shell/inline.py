@@ -232,6 +232,8 @@ def command_language_floor(name: str, args: Sequence[Word], stdin: bool) -> str 
 
     `stdin`: its standard input is a pipe, heredoc, here-string or file.
     """
+    if stdin and _reads_commands_from_stdin(name, args):
+        return f"{name} reads commands from its standard input, which may run programs"
     if name in _INTERACTIVE:
         if name in _ALWAYS:
             return f"{name} reads commands, which can run shell commands (`!`)"
@@ -277,5 +279,40 @@ def command_language_floor(name: str, args: Sequence[Word], stdin: bool) -> str 
 
 
 COMMAND_LANGUAGE_NAMES = frozenset(
-    {*_INTERACTIVE, *_VIMS, *_BATCH_EDITOR, *_SCRIPT_FROM_STDIN, *_CODE_OPTIONS, *_NODE}
+    {
+        *_INTERACTIVE,
+        *_VIMS,
+        *_BATCH_EDITOR,
+        *_SCRIPT_FROM_STDIN,
+        *_CODE_OPTIONS,
+        *_NODE,
+        "gdb",
+        "lldb",
+        "pdb",
+        "script",
+        "ninja",
+        "irb",
+        "ghci",
+        "R",
+        "julia",
+    }
 )
+
+
+# Debuggers, REPLs and build tools that take commands from standard input (or a file
+# given as `-`), each with the option words that make it do so (empty: always).
+_STDIN_LANGUAGES: dict[str, tuple[str, ...]] = {
+    "gdb": (), "lldb": (), "pdb": (), "script": (), "ninja": (), "node": ("-i", "inspect"),
+    "nodejs": ("-i", "inspect"), "irb": (), "ghci": (), "R": (), "julia": ("-i",),
+}  # fmt: skip
+
+
+def _reads_commands_from_stdin(name: str, args: Sequence[Word]) -> bool:
+    texts = [w.text for w in args]
+    if _PYTHON.match(name):
+        return any(t == "-i" or (t.startswith("-") and not t.startswith("--") and "i" in t[1:])
+                   for t in texts[:1]) or "pdb" in texts[:2] or "-i" in texts  # fmt: skip
+    options = _STDIN_LANGUAGES.get(name)
+    if options is None:
+        return False
+    return not options or any(t in options for t in texts)

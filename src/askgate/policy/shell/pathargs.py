@@ -350,7 +350,7 @@ def _spec_operands(
     name: str, spec: Spec, result: Scan, words: Sequence[Word], paths: Paths
 ) -> list[Word]:
     """The operands that may be files: not the pattern, assignments, modes or remotes."""
-    operands = _code_cut(name, result, words)
+    operands = _code_cut(name, result, words, paths)
     if spec.pattern and not result.has(*spec.pattern_opts):
         operands = operands[1:]
     if spec.assignments or spec.variables:
@@ -509,13 +509,25 @@ def _write_operands(name: str, operands: Sequence[Word], paths: Paths) -> None:
             paths.operand(word.text)
 
 
-def _code_cut(name: str, result: Scan, args: Sequence[Word]) -> list[Word]:
-    """For interpreters, only the script file (first operand) is a path."""
+def _code_cut(name: str, result: Scan, args: Sequence[Word], paths: Paths) -> list[Word]:
+    """For interpreters, only the script file (first operand) is a path read; the
+    arguments after the script, the code or `-m MODULE` are the program's own, of
+    unknown role (operands). `python -m venv DIR` writes DIR."""
     code = CODE_OPTIONS.get(name)
     if code is None:
         return result.operands
     if any(result.has(o) for o in code) or any(w.text in code for w in args):
+        rest = result.operands
+        if result.has("-m") and rest:
+            module, rest = rest[0].text, rest[1:]
+            if module in ("venv", "virtualenv") and rest:
+                paths.write(rest[-1].text)
+                paths.recursive_write(rest[-1].text)
+        elif result.has("-c") and rest:
+            rest = rest[1:]  # the code itself (inline.py reads it)
+        paths.unknown(rest)
         return []
+    paths.unknown(result.operands[1:])
     return result.operands[:1]
 
 
