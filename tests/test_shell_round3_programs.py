@@ -91,6 +91,29 @@ ATTACKS = {
         ("awk -f prog.awk a.txt", "blocked"),
         ("gawk --include=lib.awk '{print}' a.txt", "blocked"),
     ],
+    "3 round-2 leftovers: SQL that writes, tar -P, newgrp": [
+        ("sqlite3 db \"vacuum into '/etc/x'\"", "blocked"),
+        ("sqlite3 db \"VACUUM main INTO 'x.db'\"", "blocked"),
+        ("sqlite3 db \"attach '/etc/x' as e; create table e.t(a)\"", "blocked"),
+        ("sqlite3 db '.shell id'", "blocked"),
+        ('duckdb -c "install httpfs"', "blocked"),
+        ("tar --transform s,^,/etc/, -P -xf x.tar", "blocked"),
+        ("tar -xPf x.tar", "blocked"),
+        ("tar xPf x.tar", "blocked"),
+        ("tar --absolute-names -xf x.tar", "blocked"),
+        ("tar --abs -xf x.tar", "blocked"),
+        ("newgrp", "blocked"),
+        ("newgrp docker < cmds.txt", "blocked"),
+    ],
+    "4 attached values of code options": [
+        ("gawk --source='BEGIN{system(\"id\")}'", "blocked"),
+        ("gawk --sou='BEGIN{system(\"id\")}'", "blocked"),
+        ("gawk -e'BEGIN{system(\"id\")}'", "blocked"),
+        ("gawk -ne 'BEGIN{system(\"id\")}'", "blocked"),
+        ("sed --expr='1e id' a.txt", "blocked"),
+        ("sed --e '1e id' a.txt", "blocked"),
+        ('node --eval=\'require("child_process").execSync("id")\'', "blocked"),
+    ],
     "12 paths inside git objects": [
         ("git show :0:.env", "deny"),
         ("git show HEAD:.env", "deny"),
@@ -116,6 +139,12 @@ BENIGN = [
     "sort -o out.txt a.txt",
     "diff -u a.txt b.txt",
     "rm -r build",
+    "sqlite3 db 'select * from t'",
+    "tar -xf x.tar",
+    "tar -cPf x.tar a.txt",
+    "sed --expression=s/a/b/ a.txt",
+    "awk -F: '{print $1}' a.txt",
+    "node --print='1+1'",
 ]
 CASES = [(cls, command, expect) for cls, items in ATTACKS.items() for command, expect in items]
 
@@ -230,3 +259,36 @@ def test_mv_of_a_protected_directory_removes_what_is_inside_in_bash(tmp_path: Pa
     (tmp_path / ".claude" / "settings.json").write_text("{}")
     subprocess.run([BASH, "-c", "mv .claude x"], cwd=tmp_path, check=True)
     assert not (tmp_path / ".claude" / "settings.json").exists()
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@pytest.mark.parametrize(
+    ("command", "needs"),
+    [
+        ("sed --expr='1e touch PWNED' a.txt", "sed"),  # an abbreviated --expression
+        ('node --eval=\'require("fs").writeFileSync("PWNED", "")\'', "node"),
+        ("sqlite3 db \"vacuum into 'PWNED'\"", "sqlite3"),  # SQL that writes a file
+        ("sqlite3 db \"attach 'PWNED' as e; create table e.t(a)\"", "sqlite3"),
+    ],
+)
+def test_code_in_an_attached_or_sql_value_runs_in_bash(
+    tmp_path: Path, command: str, needs: str
+) -> None:
+    if shutil.which(needs) is None:
+        pytest.skip(f"needs {needs}")
+    (tmp_path / "a.txt").write_text("a\n")
+    subprocess.run([BASH, "-c", command], cwd=tmp_path, check=True, capture_output=True)
+    assert (tmp_path / "PWNED").exists()
+
+
+@pytest.mark.skipif(BASH is None or shutil.which("tar") is None, reason="needs bash and tar")
+def test_tar_P_extracts_to_the_absolute_path_in_the_archive_in_bash(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "planted"
+    target.parent.mkdir()
+    target.write_text("x")
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run([BASH, "-c", f"tar -cPf x.tar {target}"], cwd=work, check=True)
+    target.unlink()
+    subprocess.run([BASH, "-c", "tar -xPf x.tar"], cwd=work, check=True)
+    assert target.exists()  # written outside the working directory, where the archive said

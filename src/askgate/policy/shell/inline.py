@@ -109,6 +109,9 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
                 index += 1
             continue
         if text.startswith("--"):
+            option, eq, value = text.partition("=")
+            if eq and option in code_options:
+                code.append(value)  # `node --eval=CODE`
             continue
         if text.startswith("-") and len(text) > 1:
             # A cluster: `-pi.bak -e`, `-pe1`, `-lne 'code'`.
@@ -190,7 +193,10 @@ _ALWAYS = frozenset({"ed", "red", "ex", "dc"})  # their input is commands, `!` r
 _SQLITE_ESCAPE = lazy_compile(
     r"(?:^|[\n;])\s*\.(?:shell|system|output|once|import|read|load|open|save|backup|restore|"
     r"cd|log|excel|clone|archive|ar|trace|iotrace|testcase|www|sha3sum|dbinfo\s+\S)|"
-    r"\b(?:edit|readfile|writefile|load_extension|fts3_tokenizer|lsdir)\s*\(",
+    r"\b(?:edit|readfile|writefile|load_extension|fts3_tokenizer|lsdir)\s*\(|"
+    # SQL that opens or writes another database file (`vacuum into '/etc/x'`, `attach`),
+    # and duckdb's `copy … to`, `install`/`load` of extensions.
+    r"\battach\b|\bvacuum\b[^;]*\binto\b|\bcopy\b[^;]*\bto\b|\b(?:install|load)\s+['\"\w]",
     re.I,
 )
 _ESCAPE = {

@@ -607,6 +607,12 @@ def _tar(args: Sequence[Word], paths: Paths) -> None:
         (paths.write if mode == "extract" else paths.read)(value.text)
     if mode == "extract" and not directories and not result.has("-O", "--to-stdout"):
         paths.write(".")
+    if mode == "extract" and (
+        result.has("-P") or any(o.startswith("--abs") for o, _ in result.options)
+    ):
+        # Members keep a leading `/` and `..` (and `--transform` can add them): the
+        # archive decides where the files land.
+        paths.floors.append("tar -P extracts members to absolute paths: it writes anywhere")
     for value in result.values("-T", "--files-from", "-X", "--exclude-from"):
         paths.read(value.text)
     for value in result.values("-g", "--listed-incremental"):
