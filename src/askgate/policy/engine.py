@@ -85,6 +85,7 @@ class Policy:
         self._unit_decisions: dict[tuple[Unit, str, str | None], UnitDecision] = {}
         self._roots_cache: dict[tuple[str | None, int], list[tuple[str, Rule]]] = {}
         self._guards: tuple[bool, list[str]] | None = None  # see _path_guards
+        self._env_rules: list[Rule] | None = None  # see _secret_env_checks
         self._guard_memo: dict[str, bool] = {}
         # (request cwd, unit cwd, other cwds) -> _unit_directories' answer
         self._directories_memo: dict[
@@ -318,6 +319,7 @@ class Policy:
             # Nothing runs (empty, or assignments only): the bash rule for the whole
             # string decides, else the default.
             checks.append(self._with_fallback([(Surface.BASH, command.strip())], agent))
+        checks.extend(self._secret_env_checks(command, analysis.units, agent))
         actions = [u.action for u in units] + [c.action for c in checks]
         action = Action.strictest(*actions)
         decision = _decision(Surface.BASH, command, action, checks, units=tuple(units))
@@ -489,6 +491,51 @@ class Policy:
                     checks.append(Check(surface=Surface.WRITE, value=form, action=Action.ASK,
                                         rule=ref, basis=Basis.FLOOR, note=note))  # fmt: skip
                     break
+        return checks
+
+    def _secret_env_checks(
+        self, command: str, units: Sequence[Unit], agent: str | None
+    ) -> list[Check]:
+        """(bash-programs) Secret variables the command expands, prints or sends
+        (shell/environment.py), decided by the `env` rules: a matching ask becomes deny
+        when the command runs a network tool; printing the whole environment meets every
+        env deny or ask rule; `${!…}` may name any variable (ask). No env rule: nothing."""
+        rules = self._env_rules
+        if rules is None:
+            rules = self._env_rules = [
+                r for r in self.rules.rules if r.surface is Surface.ENV and r.action != Action.ALLOW
+            ]
+        if not rules:
+            return []
+        from askgate.policy.shell.environment import env_uses
+
+        use = env_uses(command, units)
+        if use is None:
+            return []
+        checks: list[Check] = []
+        sent = f", and the network tool `{use.network}` would send it" if use.network else ""
+        if use.indirect:
+            note = f"`{use.indirect}` names variables at run time: it may expand a secret"
+            checks.append(_floor(Surface.ENV, use.indirect, Action.ASK, note))
+        for name in use.names:
+            action, check = self._lookup(Surface.ENV, name, agent)
+            if check is None or action is Action.ALLOW:
+                continue
+            if use.network and check.rule is not None:
+                named = check.rule.pattern
+                note = f"the secret variable {name} (env rule {named!r}) is expanded{sent}"
+                check = Check(surface=Surface.ENV, value=name, action=Action.DENY,
+                              rule=check.rule, basis=Basis.FLOOR, note=note)  # fmt: skip
+            checks.append(check)
+        if use.dump:
+            mine = [r for r in rules if r.agent is None or r.agent == agent]
+            if mine:
+                strictest = max(mine, key=lambda r: _STRICTNESS[r.action])
+                action = Action.DENY if use.network else strictest.action
+                note = f"`{use.dump}` prints the environment, secrets included{sent}"
+                ref = self._refs.get(id(strictest)) or RuleRef.of(strictest)
+                checks.append(Check(surface=Surface.ENV, value=strictest.pattern, action=action,
+                                    rule=ref, basis=Basis.FLOOR, note=note))  # fmt: skip
         return checks
 
     def _may_run_checks(self, form: str, agent: str | None) -> list[Check]:

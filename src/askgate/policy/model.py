@@ -37,6 +37,7 @@ class Surface(StrEnum):
     BASH = "bash"
     READ = "read"
     WRITE = "write"
+    ENV = "env"  # a secret environment variable's name (policy/shell/environment.py)
     EXTERNAL_DIRECTORY = "external_directory"
     MCP = "mcp"
     SKILL = "skill"

@@ -278,7 +278,9 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
             handler(name, args, paths)
         return
     spec = SPECS.get(name)
-    if spec is None:
+    if spec is None or spec.kind == "unknown":
+        if spec is not None and spec.floor:
+            paths.floors.append(spec.floor)
         paths.unknown(args)
     else:
         spec_paths(name, spec, args, paths)
@@ -709,7 +711,11 @@ _HANDLERS: dict[str, Callable[[str, Sequence[Word], Paths], None]] = {
 }
 
 # Names collect() has a rule for; for every other name it is `paths.unknown(args)`.
-COLLECT_NAMES = frozenset({*NO_PATH_COMMANDS, *_HANDLERS, *SPECS})
+# (A spec of kind "unknown" is only data for other parts, such as `network`: its program
+# stays an unknown one, whose words and what it may run unknown.py looks at.)
+COLLECT_NAMES = frozenset(
+    {*NO_PATH_COMMANDS, *_HANDLERS, *(n for n, s in SPECS.items() if s.kind != "unknown")}
+)
 
 # --- recursive readers ------------------------------------------------------------------
 

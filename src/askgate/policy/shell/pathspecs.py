@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 PROGRAMS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "builtin", "programs")
-KINDS = frozenset({"read", "write", "copy", "move", "link", "none", "ignore"})
+KINDS = frozenset({"read", "write", "copy", "move", "link", "none", "ignore", "unknown"})
 
 
 class ProgramSpecError(ValueError):
@@ -42,7 +42,9 @@ class Spec(NamedTuple):
     kind: "read" (operands read), "write" (operands written), "copy" (last operand
     written unless -t, the rest read), "move" (as copy, and every source is written:
     it disappears), "link" (as copy), "none" (operands only when they look like paths),
-    "ignore" (operands are never local paths: ssh's host and remote command).
+    "ignore" (operands are never local paths: ssh's host and remote command), "unknown"
+    (every word is of unknown role, as for a program with no spec: a spec that only says
+    `network` or `floor`).
     pattern: the first operand is a pattern/program unless an option in `pattern_opts`
     supplied it. skip: leading operands that are not paths (chmod MODE).
     flags/long_flags: the options known to take no value; None when the spec names no
@@ -75,13 +77,14 @@ class Spec(NamedTuple):
     lands: bool = False  # sources land inside the target: target/basename(source)
     implicit: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (option or "", paths written)
     floor: str | None = None  # why the program is always ask
+    network: bool = False  # it talks to other machines (a secret given to it leaves)
 
 
 _FIELDS = {
     "kind", "also", "values", "flags", "optional", "reads", "writes", "into", "code",
     "scripts", "in_place", "names_from", "recursive", "no_target", "code_operands",
     "pattern", "skip", "remote", "assignments", "modes", "lands", "variables", "implicit", "floor",
-    "examples", "note",
+    "examples", "note", "network",
 }  # fmt: skip
 _EXAMPLE_FIELDS = {"run", "reads", "writes", "operands", "recursive", "recursive_writes",
                    "floor"}  # fmt: skip
@@ -137,7 +140,7 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
     def category(key: str) -> frozenset[str]:
         return _names(table.get(key, ""), f"{where}.{key}")
 
-    for key in ("remote", "assignments", "modes", "lands", "variables"):
+    for key in ("remote", "assignments", "modes", "lands", "variables", "network"):
         if not isinstance(table.get(key, False), bool):
             raise ProgramSpecError(f"{where}.{key}: expected true or false")
 
@@ -175,6 +178,7 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
         variables=bool(table.get("variables", False)),
         implicit=tuple((option, tuple(written)) for option, written in implicit.items()),
         floor=floor,
+        network=bool(table.get("network", False)),
     )
 
 
@@ -257,3 +261,11 @@ SPECS, EXAMPLES = load()
 CODE_OPTIONS: dict[str, frozenset[str]] = {
     name: spec.code_operands for name, spec in SPECS.items() if spec.code_operands
 }
+
+
+def network_programs() -> frozenset[str]:
+    """The programs whose spec says `network = true` (a secret given to one leaves)."""
+    return _NETWORK
+
+
+_NETWORK = frozenset(name for name, spec in SPECS.items() if spec.network)
