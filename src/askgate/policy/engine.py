@@ -390,6 +390,8 @@ class Policy:
                                               unit.floor_reason), _CONSENT_NOTE))  # fmt: skip
             else:
                 checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
+        if unit.unknown_names and any(self._path_guards()):  # (bash-programs: xargs, tar -T)
+            checks.append(_floor(Surface.BASH, unit.command, Action.ASK, unit.unknown_names))
         if not consent:
             for form in unit.may_run:
                 checks.extend(self._may_run_checks(form, agent))

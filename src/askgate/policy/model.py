@@ -136,6 +136,9 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     # `patch -d D`): a write deny or ask rule whose literal root lies inside one, or
     # whose pattern names the directory itself (`**/.claude/…` for `.claude`), applies.
     recursive_writes: tuple[str, ...] = ()
+    # Why the unit touches files nobody has named (`find . | xargs cat`, `tar -T list`):
+    # any read or write deny/ask rule of the policy could apply to them, so it asks.
+    unknown_names: str = ""
 
 
 class ShellAnalysis(msgspec.Struct, frozen=True, kw_only=True):

@@ -59,7 +59,7 @@ from askgate.policy.shell.variables import (
     name_floors,
 )
 from askgate.policy.shell.words import Node, Word
-from askgate.policy.shell.wrappers import WRAPPERS, peel
+from askgate.policy.shell.wrappers import WRAPPERS, peel, xargs_peel
 
 # Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
 STATEMENT_TYPES = names(
@@ -112,6 +112,7 @@ class PlainUnit:
         "alternates", "floors", "globbed", "may_run", "operands", "reads", "recursive",
         "recursive_writes", "text", "writes",
     )  # fmt: skip
+    unknown_names = ""  # (a plain command never has names nobody has seen)
 
     def __init__(
         self,
@@ -437,6 +438,8 @@ class CommandMixin(RedirectMixin):
             layer = peel(current)
             if layer is None:
                 break
+            if current[0].text == "xargs" or program_name(current[0]) == "xargs":
+                layer = self.xargs_layer(current, redirects, piped)
             if extra is _NO_EXTRA:
                 extra = _Extra()
             extra.absorb(layer, floors)
@@ -479,6 +482,17 @@ class CommandMixin(RedirectMixin):
             current = layers.pop()
         self.emit(current, layers, floors, extra, redirects, state, frame, piped, values, globbed)
         self.after(current, state)
+
+    def xargs_layer(self, argv: list[Word], redirects: Redirects, piped: bool) -> Peel:
+        """xargs with what its standard input is known to hold (wrappers.xargs_peel): the
+        literal text a pipe or heredoc gives it, else only whether it has one."""
+        literal = None
+        if redirects.stdin in ("heredoc", "herestring"):
+            literal = redirects.stdin_text
+        elif piped and redirects.stdin is None:  # (a `<` redirect replaces the pipe)
+            literal = self.piped_text
+        stdin = piped or redirects.stdin is not None
+        return xargs_peel(list(argv[1:]), literal, stdin)
 
     def spawn(
         self,
@@ -576,6 +590,7 @@ class CommandMixin(RedirectMixin):
         if extra.used:
             paths.unknown(extra.option_words)
             paths.recursive.extend(extra.recursive)
+            paths.unknown_names = extra.unknown_names or paths.unknown_names
             for path in extra.reads:
                 paths.read(path)
             for path in extra.writes:
@@ -799,7 +814,9 @@ class CommandMixin(RedirectMixin):
             recursive: Sequence[str] = paths.recursive
             globbed, may_run = paths.globbed, paths.may_run
             recursive_writes = paths.recursive_writes
+            unknown_names = paths.unknown_names
         else:
+            unknown_names = ""
             operands = recursive = globbed = may_run = recursive_writes = ()
         if remote:
             reads = writes = ()
@@ -843,6 +860,7 @@ class CommandMixin(RedirectMixin):
                 floor_reason=reason,
                 context=context or frame.context,
                 recursive_writes=tuple(recursive_writes),
+                unknown_names=unknown_names,
             )
         )
 
@@ -863,7 +881,7 @@ class CommandMixin(RedirectMixin):
 class _Extra:
     """What the wrapper layers peeled so far contribute to the final unit (_NO_EXTRA: none)."""
 
-    __slots__ = ("cwd", "option_words", "reads", "recursive", "used", "writes")
+    __slots__ = ("cwd", "option_words", "reads", "recursive", "unknown_names", "used", "writes")
 
     def __init__(self) -> None:
         self.cwd: list[Word] = []
@@ -871,6 +889,7 @@ class _Extra:
         self.writes: list[str] = []
         self.option_words: list[Word] = []
         self.recursive: list[str] = []
+        self.unknown_names = ""
         self.used = False
 
     def absorb(self, layer: Peel, floors: list[str]) -> None:
@@ -885,6 +904,7 @@ class _Extra:
         self.writes.extend(layer.writes)
         self.recursive.extend(layer.recursive)
         self.option_words.extend(layer.option_words)
+        self.unknown_names = layer.unknown_names or self.unknown_names
 
 
 def _pwd(path: str, cwd: str | None) -> str:

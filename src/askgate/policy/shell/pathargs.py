@@ -163,6 +163,8 @@ class PathsView(Protocol):
     def globbed(self) -> Sequence[str]: ...
     @property
     def recursive_writes(self) -> Sequence[str]: ...
+    @property
+    def unknown_names(self) -> str: ...
 
 
 class Paths:
@@ -170,7 +172,7 @@ class Paths:
 
     __slots__ = (
         "floors", "globbed", "may_run", "operands", "reads", "recursive", "recursive_writes",
-        "writes",
+        "unknown_names", "writes",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -182,6 +184,7 @@ class Paths:
         self.recursive: list[str] = []  # directories read with everything below them
         self.may_run: list[str] = []  # commands an unknown program may run (unknown.py)
         self.globbed: list[str] = []  # unquoted globs among the words (expanded later)
+        self.unknown_names = ""  # why it touches files nobody has named (Unit.unknown_names)
 
     def read(self, text: str) -> None:
         if _is_path(text) and text not in self.reads:
@@ -617,6 +620,11 @@ def _tar(args: Sequence[Word], paths: Paths) -> None:
         paths.floors.append("tar -P extracts members to absolute paths: it writes anywhere")
     for value in result.values("-T", "--files-from", "-X", "--exclude-from"):
         paths.read(value.text)
+    if mode in ("create", "update") and (
+        result.has("-T", "--files-from")
+        or any(o.startswith("--files-f") for o, _ in result.options)
+    ):
+        paths.unknown_names = "tar -T reads the names of the files it archives from a list"
     for value in result.values("-g", "--listed-incremental"):
         paths.write(value.text)
     if mode in ("create", "update"):
