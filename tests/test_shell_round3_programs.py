@@ -15,7 +15,16 @@ from askgate.policy.engine import Policy
 from askgate.policy.model import Action
 from askgate.policy.protected import protected_rules
 from askgate.policy.shell.pathargs import check_examples
-from askgate.policy.shell.pathspecs import EXAMPLES, SPECS, ProgramSpecError, load
+from askgate.policy.shell.pathspecs import (
+    INDEX,
+    SPECS,
+    ProgramSpecError,
+    _index,
+    _load_section,
+    all_examples,
+    load,
+    spec_for,
+)
 from cli_harness import Cli
 from test_shell_engine_corpus import permissive_policy
 
@@ -208,8 +217,28 @@ def test_benign_neighbour_stays_allowed_under_the_permissive_policy(world, comma
 
 
 def test_every_program_spec_example_holds() -> None:
-    assert len(EXAMPLES) >= 100 and len(SPECS) >= 100
-    check_examples(EXAMPLES)
+    examples = all_examples()
+    assert len(examples) >= 100 and len(SPECS) >= 100
+    check_examples(examples)
+
+
+def test_the_lazy_index_agrees_with_a_full_parse() -> None:
+    specs, _ = load()
+    assert set(specs) == set(INDEX)
+    for name, spec in specs.items():
+        assert spec_for(name) == spec, name
+        assert INDEX[name].kind == spec.kind and INDEX[name].network == spec.network, name
+
+
+def test_a_spec_is_parsed_only_when_first_used(tmp_path: Path) -> None:
+    (tmp_path / "x.toml").write_text(
+        "[cp]\nkind = 'copy'\nexamples = [{ run = 'cp a b', writes = ['b'] }]\n"
+        "[broken]\nkind = 'read'\nwritse = 1\n"
+    )
+    index = _index(str(tmp_path))  # the index reads names only: the broken table loads
+    assert set(index) == {"cp", "broken"} and index["broken"].kind == "read"
+    with pytest.raises(ProgramSpecError, match=r"\[broken\]: unknown field"):
+        _load_section(index["broken"])  # its first use fails loudly (the analysis asks)
 
 
 def test_a_wrong_example_fails_the_load_loudly(tmp_path: Path) -> None:

@@ -16,14 +16,14 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from askgate.policy.lazy_regex import lazy_compile
+from askgate.policy.shell import pathspecs
 from askgate.policy.shell.argv import Scan, names, scan
 from askgate.policy.shell.pathspecs import (
-    CODE_OPTIONS,
-    EXAMPLES,
-    SPECS,
+    INDEX,
     Example,
     ProgramSpecError,
     Spec,
+    spec_for,
 )
 from askgate.policy.shell.words import Word
 
@@ -280,7 +280,7 @@ def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
         if args:
             handler(name, args, paths)
         return
-    spec = SPECS.get(name)
+    spec = spec_for(name)
     if spec is None or spec.kind == "unknown":
         if spec is not None and spec.floor:
             paths.floors.append(spec.floor)
@@ -355,7 +355,7 @@ def _spec_operands(
     name: str, spec: Spec, result: Scan, words: Sequence[Word], paths: Paths
 ) -> list[Word]:
     """The operands that may be files: not the pattern, assignments, modes or remotes."""
-    operands = _code_cut(name, result, words, paths)
+    operands = _code_cut(spec, result, words, paths)
     if spec.pattern and not result.has(*spec.pattern_opts):
         operands = operands[1:]
     if spec.assignments or spec.variables:
@@ -514,12 +514,12 @@ def _write_operands(name: str, operands: Sequence[Word], paths: Paths) -> None:
             paths.operand(word.text)
 
 
-def _code_cut(name: str, result: Scan, args: Sequence[Word], paths: Paths) -> list[Word]:
+def _code_cut(spec: Spec, result: Scan, args: Sequence[Word], paths: Paths) -> list[Word]:
     """For interpreters, only the script file (first operand) is a path read; the
     arguments after the script, the code or `-m MODULE` are the program's own, of
     unknown role (operands). `python -m venv DIR` writes DIR."""
-    code = CODE_OPTIONS.get(name)
-    if code is None:
+    code = spec.code_operands
+    if not code:
         return result.operands
     if any(result.has(o) for o in code) or any(w.text in code for w in args):
         rest = result.operands
@@ -722,7 +722,7 @@ _HANDLERS: dict[str, Callable[[str, Sequence[Word], Paths], None]] = {
 # (A spec of kind "unknown" is only data for other parts, such as `network`: its program
 # stays an unknown one, whose words and what it may run unknown.py looks at.)
 COLLECT_NAMES = frozenset(
-    {*NO_PATH_COMMANDS, *_HANDLERS, *(n for n, s in SPECS.items() if s.kind != "unknown")}
+    {*NO_PATH_COMMANDS, *_HANDLERS, *(n for n, s in INDEX.items() if s.kind != "unknown")}
 )
 
 # --- recursive readers ------------------------------------------------------------------
@@ -798,7 +798,7 @@ def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
 # --- the program specs' examples -------------------------------------------------------
 
 
-def check_examples(examples: Sequence[Example] = EXAMPLES) -> None:
+def check_examples(examples: Sequence[Example]) -> None:
     """Run every example of the program specs; a wrong one fails the load loudly."""
     for example in examples:
         run = example.run
@@ -828,4 +828,4 @@ def check_examples(examples: Sequence[Example] = EXAMPLES) -> None:
             raise ProgramSpecError(f"{example.source}: `{run}` gives {'; '.join(problems)}")
 
 
-check_examples()
+pathspecs.example_checker = check_examples  # a spec's examples run when it loads

@@ -3,16 +3,23 @@ run programs, which options the analysis knows at all.
 
 The specs live in `policy/builtin/programs/*.toml`, one table per program, each with
 examples (`run = "cp a b", reads = [...], writes = [...]`) that pathargs.py checks when
-the analyser loads: a wrong example fails the load loudly (ProgramSpecError), and
-tests/test_program_specs.py runs every one. docs/bash.md, "Program specs", describes
-the format. The files are parsed once per process.
+a program's spec is first used: a wrong example fails that load loudly
+(ProgramSpecError; the analysis then asks), and tests/test_shell_round3_programs.py runs
+every one. docs/bash.md, "Program specs", describes the format.
+
+Loading is lazy, per program: at import the files are only read as text and cut at their
+`[name]` headers (the index: names, `also`, `kind`, `network`, which the analyser needs
+for every command); a program's own table is parsed with tomllib, turned into a Spec and
+its examples run the first time that program is analysed, once per process. When the
+table is parsed, the index entries must agree with it, or the load fails. Nothing is
+cached on disk: every process reads the shipped files.
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 PROGRAMS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "builtin", "programs")
@@ -234,6 +241,8 @@ def load(directory: str = PROGRAMS_DIR) -> tuple[dict[str, Spec], list[Example]]
         raise ProgramSpecError(f"{directory}: no program specs")
     for file_name in files:
         path = os.path.join(directory, file_name)
+        import tomllib  # (only here and on first use: the hook path never needs it)
+
         try:
             with open(path, "rb") as handle:
                 document = tomllib.load(handle)
@@ -255,12 +264,143 @@ def load(directory: str = PROGRAMS_DIR) -> tuple[dict[str, Spec], list[Example]]
     return specs, examples
 
 
-SPECS, EXAMPLES = load()
+# -- the lazy index -------------------------------------------------------------------
 
-# Options after which the operands are code or a module name, not a script file.
-CODE_OPTIONS: dict[str, frozenset[str]] = {
-    name: spec.code_operands for name, spec in SPECS.items() if spec.code_operands
-}
+_HEADER = re.compile(r"^\[([^\]\n]+)\][ \t]*$", re.M)
+_ALSO = re.compile(r"^also\s*=\s*\[([^\]\n]*)\]", re.M)
+_QUOTED = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+_KIND = re.compile(r"^kind\s*=\s*['\"](\w+)['\"]", re.M)
+_NETWORK_LINE = re.compile(r"^network\s*=\s*true\b", re.M)
+
+
+class Section(NamedTuple):
+    """One `[name]` table of a spec file as text, and what the index reads from it."""
+
+    path: str
+    name: str
+    text: str
+    also: tuple[str, ...]
+    kind: str
+    network: bool
+
+
+def _index(directory: str = PROGRAMS_DIR) -> dict[str, Section]:
+    """Every program name (aliases included) -> its table's text: no TOML parsing."""
+    found: dict[str, Section] = {}
+    try:
+        files = sorted(f for f in os.listdir(directory) if f.endswith(".toml"))
+        texts = []
+        for file_name in files:
+            path = os.path.join(directory, file_name)
+            with open(path, encoding="utf-8") as handle:
+                texts.append((path, handle.read()))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProgramSpecError(f"{directory}: {exc}") from None
+    if not texts:
+        raise ProgramSpecError(f"{directory}: no program specs")
+    for path, text in texts:
+        headers = list(_HEADER.finditer(text))
+        for index, header in enumerate(headers):
+            end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+            body = text[header.start() : end]
+            also = _ALSO.search(body)
+            kind = _KIND.search(body)
+            section = Section(
+                path=path,
+                name=header.group(1),
+                text=body,
+                also=tuple(a or b for a, b in _QUOTED.findall(also.group(1))) if also else (),
+                kind=kind.group(1) if kind else "",
+                network=_NETWORK_LINE.search(body) is not None,
+            )
+            for alias in (section.name, *section.also):
+                if alias in found:
+                    raise ProgramSpecError(
+                        f"{path}: [{section.name}]: {alias!r} has a spec already"
+                    )
+                found[alias] = section
+    return found
+
+
+INDEX = _index()
+# Set by pathargs.py: runs a program's examples when its spec is first loaded.
+example_checker: Callable[[list[Example]], None] | None = None
+_LOADED: dict[str, Spec] = {}
+
+
+def _load_section(section: Section) -> Spec:
+    """Parse one table, check that the index read it right, run its examples."""
+    import tomllib
+
+    where = f"{section.path}: [{section.name}]"
+    try:
+        document = tomllib.loads(section.text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProgramSpecError(f"{where}: {exc}") from None
+    table = document.get(section.name)
+    if len(document) != 1 or not isinstance(table, dict):
+        raise ProgramSpecError(f"{where}: expected one table")
+    spec = _spec(section.name, table, where)
+    also = table.get("also", [])
+    if tuple(also) != section.also or spec.kind != section.kind or spec.network != section.network:
+        raise ProgramSpecError(f"{where}: write `also`, `kind` and `network` on lines of their own")
+    examples = _examples(section.name, table, where)
+    for alias in (section.name, *section.also):
+        _LOADED[alias] = spec
+    if example_checker is not None:
+        try:
+            example_checker(examples)
+        except ProgramSpecError:
+            for alias in (section.name, *section.also):
+                _LOADED.pop(alias, None)
+            raise
+    return spec
+
+
+def spec_for(name: str) -> Spec | None:
+    """The spec of program `name` (loaded on first use), or None: no spec."""
+    spec = _LOADED.get(name)
+    if spec is not None:
+        return spec
+    section = INDEX.get(name)
+    return None if section is None else _load_section(section)
+
+
+class _Specs(Mapping[str, Spec]):
+    """Every spec by program name, each loaded on first use (spec_for)."""
+
+    def __getitem__(self, name: str) -> Spec:
+        spec = spec_for(name)
+        if spec is None:
+            raise KeyError(name)
+        return spec
+
+    def get(self, name: str, default: Any = None) -> Any:
+        spec = spec_for(name)
+        return default if spec is None else spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(INDEX)
+
+    def __len__(self) -> int:
+        return len(INDEX)
+
+    def __contains__(self, name: object) -> bool:
+        return name in INDEX
+
+
+SPECS: Mapping[str, Spec] = _Specs()
+
+
+def all_examples() -> list[Example]:
+    """Every example of every spec (parses every file: for tests)."""
+    return load()[1]
+
+
+def kind_of(name: str) -> str | None:
+    """A program's spec kind from the index, without loading the spec."""
+    section = INDEX.get(name)
+    return None if section is None else section.kind
 
 
 def network_programs() -> frozenset[str]:
@@ -268,4 +408,4 @@ def network_programs() -> frozenset[str]:
     return _NETWORK
 
 
-_NETWORK = frozenset(name for name, spec in SPECS.items() if spec.network)
+_NETWORK = frozenset(name for name, section in INDEX.items() if section.network)
