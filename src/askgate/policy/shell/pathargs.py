@@ -743,7 +743,8 @@ def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
 
     The argument parsing is deliberately loose: a word taken for a directory by mistake
     only adds a check (a read deny/ask rule inside it makes the unit ask)."""
-    if name not in RECURSIVE_NAMES:
+    finder = _RECURSIVE_FINDERS.get(name)
+    if finder is None:
         return
     if name in _NEEDS_FLAG and not any(
         w.text[:1] == "-" and ("r" in w.text or "R" in w.text or "a" in w.text) for w in args
@@ -755,44 +756,82 @@ def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
         _RECURSIVE_FLAG.match(t) or t in ("--recursive", "--dereference-recursive", "--archive")
         for t in texts
     )
-    found: list[str] = []
-    if name in _GREPS:
-        if not flagged and "--directories=recurse" not in texts:
-            return
-        explicit = any(t in ("-e", "-f", "--regexp", "--file") or t.startswith("--regexp=")
-                       for t in texts)  # fmt: skip
-        found = operands if explicit else operands[1:]
-        found = found or ["."]
-    elif name in _SEARCHERS:
-        explicit = any(t in ("-e", "-f", "--regexp", "--file", "--files") for t in texts)
-        found = (operands if explicit else operands[1:]) or ["."]
-    elif name in ("find",):
-        for text in texts:
-            if text.startswith(("-", "(", "!")):
-                break
-            found.append(text)
-        found = found or ["."]
-    elif name in ("fd", "fdfind"):
-        found = operands[1:] or ["."]
-    elif name in ("du", "tree"):
-        found = operands or ["."]
-    elif name == "ls":
-        if flagged and not any(t == "-d" for t in texts):
-            found = operands or ["."]
-    elif name in ("tar", "bsdtar", "gtar"):
-        first = texts[0] if texts else ""
-        mode = first.lstrip("-") if not first.startswith("--") else ""
-        if "c" in mode or "--create" in texts:
-            rest = operands[1:] if not first.startswith("-") else operands
-            found = rest[1:] if "f" in mode else rest  # the archive is f's value
-    elif name == "zip":
-        if flagged:
-            found = operands[1:]
-    elif name in _COPIERS and (flagged or any(re.match(r"^-[A-Za-z]*a", t) for t in texts)):
-        found = operands[:-1]
-    for text in found:
+    for text in finder(texts, operands, flagged):
         if _is_path(text) and not _URL.match(text) and text not in paths.recursive:
             paths.recursive.append(text)
+
+
+# Each finder: (static words, operands, whether a recursive flag is given) -> directories.
+
+
+def _grep_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    if not flagged and "--directories=recurse" not in texts:
+        return []
+    explicit = any(t in ("-e", "-f", "--regexp", "--file") or t.startswith("--regexp=")
+                   for t in texts)  # fmt: skip
+    return (operands if explicit else operands[1:]) or ["."]
+
+
+def _searcher_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    explicit = any(t in ("-e", "-f", "--regexp", "--file", "--files") for t in texts)
+    return (operands if explicit else operands[1:]) or ["."]
+
+
+def _find_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    found: list[str] = []
+    for text in texts:
+        if text.startswith(("-", "(", "!")):
+            break
+        found.append(text)
+    return found or ["."]
+
+
+def _fd_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    return operands[1:] or ["."]
+
+
+def _walker_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    return operands or ["."]  # du, tree
+
+
+def _ls_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    return (operands or ["."]) if flagged and "-d" not in texts else []
+
+
+def _tar_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    first = texts[0] if texts else ""
+    mode = first.lstrip("-") if not first.startswith("--") else ""
+    if "c" not in mode and "--create" not in texts:
+        return []
+    rest = operands[1:] if not first.startswith("-") else operands
+    return rest[1:] if "f" in mode else rest  # the archive is f's value
+
+
+def _zip_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    return operands[1:] if flagged else []
+
+
+def _copier_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    if flagged or any(_ARCHIVE_FLAG.match(t) for t in texts):
+        return operands[:-1]
+    return []
+
+
+_ARCHIVE_FLAG = lazy_compile(r"^-[A-Za-z]*a")
+_RecursiveFinder = Callable[[list[str], list[str], bool], list[str]]
+_RECURSIVE_FINDERS: dict[str, _RecursiveFinder] = {
+    **dict.fromkeys(_GREPS, _grep_dirs),
+    **dict.fromkeys(_SEARCHERS, _searcher_dirs),
+    "find": _find_dirs,
+    "fd": _fd_dirs,
+    "fdfind": _fd_dirs,
+    "du": _walker_dirs,
+    "tree": _walker_dirs,
+    "ls": _ls_dirs,
+    **dict.fromkeys(("tar", "bsdtar", "gtar"), _tar_dirs),
+    "zip": _zip_dirs,
+    **dict.fromkeys(_COPIERS, _copier_dirs),
+}
 
 
 # --- the program specs' examples -------------------------------------------------------
