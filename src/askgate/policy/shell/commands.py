@@ -220,26 +220,7 @@ class CommandMixin(RedirectMixin):
         piped_text, self.piped_text = (self.piped_text if piped else None), None
         if self.fused_again(node, extra_redirects, state, frame):
             return
-        assignments: list[Node] = []
-        word_nodes: list[Node] = []
-        redirect_nodes: list[Node] = []
-        bodies: list[Node] = []
-        for child in node.children:
-            kind = child.type
-            role = _CHILD_ROLES.get(kind)
-            if role is None:
-                if child.is_named or kind == "$":
-                    word_nodes.append(child)
-            elif role == _NAME:
-                word_nodes.extend(child.children)
-            elif role == _WORD:
-                word_nodes.append(child)
-            elif role == _ASSIGNMENT:
-                assignments.append(child)
-            elif role == _REDIRECT:
-                redirect_nodes.append(child)
-            else:
-                bodies.append(child)  # `time ( … )`: tree-sitter hangs the body on `time`
+        assignments, word_nodes, redirect_nodes, bodies = _children_by_role(node)
         if extra_redirects:
             redirect_nodes.extend(extra_redirects)
         groups = self.group(word_nodes)
@@ -260,6 +241,33 @@ class CommandMixin(RedirectMixin):
         redirects = self.redirects(redirect_nodes, state, frame)
         if redirects.floors:
             floors.extend(redirects.floors)
+        self.descriptor_words(groups, argv, floors)
+        for body in bodies:
+            self.statement(body, state, frame, piped)
+        argv = _runnable(argv, bool(bodies))
+        if not argv:
+            if assigned or redirect_nodes:
+                text = " ".join([*assigned, *(_compact(self.text(r)) for r in redirect_nodes)])
+                if redirect_nodes or floors:
+                    self.add_unit(text, (), redirects.reads, redirects.writes, floors, frame, state)
+        else:
+            self.piped_text = piped_text  # read by stdin() below, for this command only
+            self.run(argv, assigned, redirects, floors, state, frame, piped)
+            self.piped_text = None
+        self.trailing(redirects, argv, state, frame)
+
+    def trailing(self, redirects: Redirects, argv: list[Word], state: Cwd, frame: Frame) -> None:
+        """Statements tree-sitter hangs on a redirect (`cat <<EOF | sh`: the pipe)."""
+        for trailing, is_piped in redirects.trailing:
+            if is_piped and len(argv) == 1 and argv[0].text == "cat":
+                self.piped_text = redirects.stdin_text
+            self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
+            self.piped_text = None
+
+    def descriptor_words(
+        self, groups: list[list[Node]], argv: list[Word], floors: list[str]
+    ) -> None:
+        """`{fd}<…` and `0< f`: a word right before a redirect may be a descriptor."""
         for group, word in zip(groups, argv, strict=True):
             first = word.source[:1]
             if first in _PLAIN_FIRST:
@@ -272,31 +280,6 @@ class CommandMixin(RedirectMixin):
                     floors.append(f"named file descriptor `{word.source}` is not analysed")
                 elif word.source.isdigit():
                     word.text = ""  # `cat 0< f`: tree-sitter leaves the descriptor as a word
-        for word in argv:
-            if not word.text:
-                argv = [w for w in argv if w.text or w.source[:1] in ("'", '"', "$")]
-                break
-        for body in bodies:
-            self.statement(body, state, frame, piped)
-        if bodies and all(w.static and w.text in ("time", "-p", "!") for w in argv):
-            argv = []  # the keyword itself runs nothing
-        if argv and argv[0].source == "}" and len(argv) == 1:
-            argv = []  # the end of a brace group tree-sitter did not recognise
-        if not argv:
-            if assigned or redirect_nodes:
-                text = " ".join([*assigned, *(_compact(self.text(r)) for r in redirect_nodes)])
-                if redirect_nodes or floors:
-                    self.add_unit(text, (), redirects.reads, redirects.writes, floors, frame, state)
-        else:
-            self.piped_text = piped_text  # read by stdin() below, for this command only
-            self.run(argv, assigned, redirects, floors, state, frame, piped)
-            self.piped_text = None
-        for trailing, is_piped in redirects.trailing:
-            # `cat <<EOF | sh`: tree-sitter hangs the pipe on the heredoc.
-            if is_piped and len(argv) == 1 and argv[0].text == "cat":
-                self.piped_text = redirects.stdin_text
-            self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
-            self.piped_text = None
 
     def loop_value(self, word: Word) -> Word:
         """`$f` inside `for f in src/*.py; do …; done` is that glob (walker.loop_variable)."""
@@ -876,6 +859,45 @@ class CommandMixin(RedirectMixin):
                     state.change(name, argv[1:], self.sink.probe)
         elif self.sink.cwd_functions and argv[0].static and head in self.sink.cwd_functions:
             state.lose(f"runs after `{head}`, a function that changes directory")
+
+
+def _runnable(argv: list[Word], has_bodies: bool) -> list[Word]:
+    """The words that run a program: empty ones that came from nothing dropped; none
+    for a keyword before a body (`time ( … )`) or a lone `}` tree-sitter did not place."""
+    for word in argv:
+        if not word.text:
+            argv = [w for w in argv if w.text or w.source[:1] in ("'", '"', "$")]
+            break
+    if has_bodies and all(w.static and w.text in ("time", "-p", "!") for w in argv):
+        return []  # the keyword itself runs nothing
+    if argv and argv[0].source == "}" and len(argv) == 1:
+        return []  # the end of a brace group tree-sitter did not recognise
+    return argv
+
+
+def _children_by_role(node: Node) -> tuple[list[Node], list[Node], list[Node], list[Node]]:
+    """A command's children: (assignments, words, redirects, bodies)."""
+    assignments: list[Node] = []
+    word_nodes: list[Node] = []
+    redirect_nodes: list[Node] = []
+    bodies: list[Node] = []
+    for child in node.children:
+        kind = child.type
+        role = _CHILD_ROLES.get(kind)
+        if role is None:
+            if child.is_named or kind == "$":
+                word_nodes.append(child)
+        elif role == _NAME:
+            word_nodes.extend(child.children)
+        elif role == _WORD:
+            word_nodes.append(child)
+        elif role == _ASSIGNMENT:
+            assignments.append(child)
+        elif role == _REDIRECT:
+            redirect_nodes.append(child)
+        else:
+            bodies.append(child)  # `time ( … )`: tree-sitter hangs the body on `time`
+    return assignments, word_nodes, redirect_nodes, bodies
 
 
 class _Extra:
