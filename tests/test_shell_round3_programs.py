@@ -321,3 +321,9 @@ def test_tar_P_extracts_to_the_absolute_path_in_the_archive_in_bash(tmp_path: Pa
     target.unlink()
     subprocess.run([BASH, "-c", "tar -xPf x.tar"], cwd=work, check=True)
     assert target.exists()  # written outside the working directory, where the archive said
+
+
+def test_every_recursive_reader_has_a_finder() -> None:
+    from askgate.policy.shell.pathargs import _RECURSIVE_FINDERS, RECURSIVE_NAMES
+
+    assert set(_RECURSIVE_FINDERS) == RECURSIVE_NAMES
