@@ -29,7 +29,7 @@ from askgate.policy.shell.programs import is_interpreter
 
 _EXPANSION = lazy_compile(r"\$(?:\{([!#]?)([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
 # A process's environment through /proc (globs included: `/proc/*/environ`, `/proc/self/env*`).
-_PROC_ENVIRON = lazy_compile(r"/proc/[^\s;|&<>]*(?:environ|/env[^\s/]*[*?\[])")
+_PROC_ENVIRON = lazy_compile(r"/proc/[^\s;|&<>]*(?:environ|[*?\[])")
 _DEV_NET = lazy_compile(r"/dev/(?:tcp|udp)/")
 # Interpreter code that reads the environment: by name when one follows, else all of it.
 _CODE_ENV = lazy_compile(
