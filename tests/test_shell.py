@@ -490,15 +490,15 @@ PATHS = [
     ("awk -F: '{print $1}' /etc/passwd", ("/etc/passwd",), ()),
     ("jq .name package.json", ("package.json",), ()),
     ("cut -d / -f 2 list", ("list",), ()),
-    ("cp a b dst", ("a", "b"), ("dst",)),
-    ("mv -t /dst a", ("a",), ("/dst",)),
+    ("cp a b dst", ("a", "b"), ("dst", "dst/a", "dst/b")),  # where the files land
+    ("mv -t /dst a", (), ("a", "/dst/a")),  # every source is a write
     ("tee -a log1 log2", (), ("log1", "log2")),
     ("touch x", (), ("x",)),
     ("mkdir -p a/b", (), ("a/b",)),
     ("rm -rf build", (), ("build",)),
     ("chmod -R 755 dir", (), ("dir",)),
     ("chmod -x script", (), ("script",)),
-    ("ln -s /etc/passwd link", ("/etc/passwd",), ("link",)),
+    ("ln -s /etc/passwd link", ("/etc/passwd",), ("link", "link/passwd")),
     ("dd if=/dev/sda of=disk.img", ("/dev/sda",), ("disk.img",)),
     ("curl -o out.html https://example.com", (), ("out.html",)),
     ("curl --output=out.html https://example.com", (), ("out.html",)),

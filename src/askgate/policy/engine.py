@@ -29,6 +29,8 @@ from askgate.policy.model import (
     UnitDecision,
 )
 from askgate.policy.net import NETWORK_PROGRAMS
+from askgate.policy.patterns import compile_pattern
+from askgate.policy.recursive_writes import reaches_below
 from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
 
@@ -83,6 +85,7 @@ class Policy:
         self._unit_decisions: dict[tuple[Unit, str, str | None], UnitDecision] = {}
         self._roots_cache: dict[tuple[str | None, int], list[tuple[str, Rule]]] = {}
         self._guards: tuple[bool, list[str]] | None = None  # see _path_guards
+        self._env_rules: list[Rule] | None = None  # see _secret_env_checks
         self._guard_memo: dict[str, bool] = {}
         # (request cwd, unit cwd, other cwds) -> _unit_directories' answer
         self._directories_memo: dict[
@@ -460,6 +463,7 @@ class Policy:
             # Nothing runs (empty, or assignments only): the bash rule for the whole
             # string decides, else the default.
             checks.append(self._with_fallback([(Surface.BASH, command.strip())], agent))
+        checks.extend(self._secret_env_checks(command, analysis.units, agent))
         actions = [u.action for u in units] + [c.action for c in checks]
         action = Action.strictest(*actions)
         decision = _decision(Surface.BASH, command, action, checks, units=tuple(units))
@@ -534,6 +538,8 @@ class Policy:
                                               unit.floor_reason), _CONSENT_NOTE))  # fmt: skip
             else:
                 checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
+        if unit.unknown_names and any(self._path_guards()):  # (bash-programs: xargs, tar -T)
+            checks.append(_floor(Surface.BASH, unit.command, Action.ASK, unit.unknown_names))
         if not consent:
             for form in unit.may_run:
                 checks.extend(self._may_run_checks(form, agent))
@@ -619,6 +625,74 @@ class Policy:
                     break
         return checks
 
+    def _recursive_write_checks(self, path: str, cwd: str, agent: str | None) -> list[Check]:
+        """A directory written with everything below it (recursive_writes.py): a write
+        deny or ask rule that can match below it makes the write ask, naming the rule."""
+        forms = self._resolve(path, cwd)
+        if isinstance(forms, Check):
+            return [forms]
+        checks: list[Check] = []
+        for rule in self.rules.rules:
+            if rule.surface is not Surface.WRITE or rule.action is Action.ALLOW:
+                continue
+            if rule.agent is not None and rule.agent != agent:
+                continue
+            expanded = expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
+            pattern = compile_pattern("path", expanded)
+            for form in forms.forms:
+                if reaches_below(form, expanded, pattern):
+                    note = f"writes everything below {form}, including {rule.pattern!r}"
+                    ref = self._refs.get(id(rule)) or RuleRef.of(rule)
+                    checks.append(Check(surface=Surface.WRITE, value=form, action=Action.ASK,
+                                        rule=ref, basis=Basis.FLOOR, note=note))  # fmt: skip
+                    break
+        return checks
+
+    def _secret_env_checks(
+        self, command: str, units: Sequence[Unit], agent: str | None
+    ) -> list[Check]:
+        """(bash-programs) Secret variables the command expands, prints or sends
+        (shell/environment.py), decided by the `env` rules: a matching ask becomes deny
+        when the command runs a network tool; printing the whole environment meets every
+        env deny or ask rule; `${!…}` may name any variable (ask). No env rule: nothing."""
+        rules = self._env_rules
+        if rules is None:
+            rules = self._env_rules = [
+                r for r in self.rules.rules if r.surface is Surface.ENV and r.action != Action.ALLOW
+            ]
+        if not rules:
+            return []
+        from askgate.policy.shell.environment import env_uses
+
+        use = env_uses(command, units)
+        if use is None:
+            return []
+        checks: list[Check] = []
+        sent = f", and the network tool `{use.network}` would send it" if use.network else ""
+        if use.indirect:
+            note = f"`{use.indirect}` names variables at run time: it may expand a secret"
+            checks.append(_floor(Surface.ENV, use.indirect, Action.ASK, note))
+        for name in use.names:
+            action, check = self._lookup(Surface.ENV, name, agent)
+            if check is None or action is Action.ALLOW:
+                continue
+            if use.network and check.rule is not None:
+                named = check.rule.pattern
+                note = f"the secret variable {name} (env rule {named!r}) is expanded{sent}"
+                check = Check(surface=Surface.ENV, value=name, action=Action.DENY,
+                              rule=check.rule, basis=Basis.FLOOR, note=note)  # fmt: skip
+            checks.append(check)
+        if use.dump:
+            mine = [r for r in rules if r.agent is None or r.agent == agent]
+            if mine:
+                strictest = max(mine, key=lambda r: _STRICTNESS[r.action])
+                action = Action.DENY if use.network else strictest.action
+                note = f"`{use.dump}` prints the environment, secrets included{sent}"
+                ref = self._refs.get(id(strictest)) or RuleRef.of(strictest)
+                checks.append(Check(surface=Surface.ENV, value=strictest.pattern, action=action,
+                                    rule=ref, basis=Basis.FLOOR, note=note))  # fmt: skip
+        return checks
+
     def _may_run_checks(self, form: str, agent: str | None) -> list[Check]:
         """A command an unknown program may run: a matching deny or ask makes it ask."""
         action, check = self._lookup(Surface.BASH, form, agent)
@@ -677,7 +751,9 @@ class Policy:
         if self.env.get("CDPATH") and _cdpath_matters(unit):
             note = "CDPATH is set, so a relative cd may lead anywhere"
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, note))
-        if len(directories) == 1 and not (unit.globbed or unit.operands or unit.recursive_reads):
+        if len(directories) == 1 and not (
+            unit.globbed or unit.operands or unit.recursive_reads or unit.recursive_writes
+        ):
             # The common case: one directory, paths as written.
             directory = directories[0]
             for surface, unit_paths in ((Surface.READ, unit.reads), (Surface.WRITE, unit.writes)):
@@ -737,6 +813,10 @@ class Policy:
                     if found is None:
                         found = path_memo[key] = self._recursive_checks(path, directory, agent)
                     checks.extend(found)
+        for written in unit.recursive_writes:  # (bash-programs: rm -r D, mv D x …)
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for path in named(written, directory):
+                    checks.extend(self._recursive_write_checks(path, directory, agent))
         for written in unit.operands:
             for directory in directories if _is_relative(written) else directories[:1]:
                 for word in named(written, directory):

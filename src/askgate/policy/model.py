@@ -37,6 +37,7 @@ class Surface(StrEnum):
     BASH = "bash"
     READ = "read"
     WRITE = "write"
+    ENV = "env"  # a secret environment variable's name (policy/shell/environment.py)
     EXTERNAL_DIRECTORY = "external_directory"
     MCP = "mcp"
     SKILL = "skill"
@@ -132,6 +133,13 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     # Where in the command the unit sits, for explanations: "command", "pipeline",
     # "command substitution", "subshell", "bash -c", "find -exec" …
     context: str = "command"
+    # Directories written with everything below them (`rm -r D`, `mv D x`, `cp -r s D`,
+    # `patch -d D`): a write deny or ask rule whose literal root lies inside one, or
+    # whose pattern names the directory itself (`**/.claude/…` for `.claude`), applies.
+    recursive_writes: tuple[str, ...] = ()
+    # Why the unit touches files nobody has named (`find . | xargs cat`, `tar -T list`):
+    # any read or write deny/ask rule of the policy could apply to them, so it asks.
+    unknown_names: str = ""
 
 
 class ShellAnalysis(msgspec.Struct, frozen=True, kw_only=True):

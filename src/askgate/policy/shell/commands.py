@@ -59,7 +59,7 @@ from askgate.policy.shell.variables import (
     name_floors,
 )
 from askgate.policy.shell.words import Node, Word
-from askgate.policy.shell.wrappers import WRAPPERS, peel
+from askgate.policy.shell.wrappers import WRAPPERS, peel, xargs_peel
 
 # Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
 STATEMENT_TYPES = names(
@@ -109,9 +109,10 @@ class PlainUnit:
     NamedTuple: cheaper to define at import, as cheap to make."""
 
     __slots__ = (
-        "alternates", "floors", "globbed", "may_run", "operands", "reads", "recursive", "text",
-        "writes",
+        "alternates", "floors", "globbed", "may_run", "operands", "reads", "recursive",
+        "recursive_writes", "text", "writes",
     )  # fmt: skip
+    unknown_names = ""  # (a plain command never has names nobody has seen)
 
     def __init__(
         self,
@@ -124,8 +125,10 @@ class PlainUnit:
         recursive: tuple[str, ...],
         may_run: tuple[str, ...],
         globbed: tuple[str, ...],
+        recursive_writes: tuple[str, ...] = (),
     ) -> None:
         self.text = text
+        self.recursive_writes = recursive_writes
         self.alternates = alternates
         self.floors = floors
         self.reads = reads
@@ -160,8 +163,14 @@ def _plain_unit(
     paths = Paths()
     if plain_git:
         # As special() does for git: the floors normalise() finds, the reordered forms.
-        floors = git.normalise(argv).floors
+        form = git.normalise(argv)
+        floors = form.floors
         alternates = git.reordered(argv)
+        for path in form.reads:
+            paths.read(path)
+        for path in form.writes:
+            paths.write(path)
+        paths.recursive.extend(form.recursive)
     elif slash:
         base_form = join_words([Word(base, base), *args])
         if in_system_dir:
@@ -183,13 +192,14 @@ def _plain_unit(
     return PlainUnit(
         text=text,
         alternates=tuple(alternates),
-        floors=tuple(floors),
+        floors=(*floors, *paths.floors),
         reads=tuple(paths.reads),
         writes=tuple(paths.writes),
         operands=tuple(paths.operands),
         recursive=tuple(paths.recursive),
         may_run=tuple(paths.may_run),
         globbed=tuple(paths.globbed),
+        recursive_writes=tuple(paths.recursive_writes),
     )
 
 
@@ -210,26 +220,7 @@ class CommandMixin(RedirectMixin):
         piped_text, self.piped_text = (self.piped_text if piped else None), None
         if self.fused_again(node, extra_redirects, state, frame):
             return
-        assignments: list[Node] = []
-        word_nodes: list[Node] = []
-        redirect_nodes: list[Node] = []
-        bodies: list[Node] = []
-        for child in node.children:
-            kind = child.type
-            role = _CHILD_ROLES.get(kind)
-            if role is None:
-                if child.is_named or kind == "$":
-                    word_nodes.append(child)
-            elif role == _NAME:
-                word_nodes.extend(child.children)
-            elif role == _WORD:
-                word_nodes.append(child)
-            elif role == _ASSIGNMENT:
-                assignments.append(child)
-            elif role == _REDIRECT:
-                redirect_nodes.append(child)
-            else:
-                bodies.append(child)  # `time ( … )`: tree-sitter hangs the body on `time`
+        assignments, word_nodes, redirect_nodes, bodies = _children_by_role(node)
         if extra_redirects:
             redirect_nodes.extend(extra_redirects)
         groups = self.group(word_nodes)
@@ -250,6 +241,33 @@ class CommandMixin(RedirectMixin):
         redirects = self.redirects(redirect_nodes, state, frame)
         if redirects.floors:
             floors.extend(redirects.floors)
+        self.descriptor_words(groups, argv, floors)
+        for body in bodies:
+            self.statement(body, state, frame, piped)
+        argv = _runnable(argv, bool(bodies))
+        if not argv:
+            if assigned or redirect_nodes:
+                text = " ".join([*assigned, *(_compact(self.text(r)) for r in redirect_nodes)])
+                if redirect_nodes or floors:
+                    self.add_unit(text, (), redirects.reads, redirects.writes, floors, frame, state)
+        else:
+            self.piped_text = piped_text  # read by stdin() below, for this command only
+            self.run(argv, assigned, redirects, floors, state, frame, piped)
+            self.piped_text = None
+        self.trailing(redirects, argv, state, frame)
+
+    def trailing(self, redirects: Redirects, argv: list[Word], state: Cwd, frame: Frame) -> None:
+        """Statements tree-sitter hangs on a redirect (`cat <<EOF | sh`: the pipe)."""
+        for trailing, is_piped in redirects.trailing:
+            if is_piped and len(argv) == 1 and argv[0].text == "cat":
+                self.piped_text = redirects.stdin_text
+            self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
+            self.piped_text = None
+
+    def descriptor_words(
+        self, groups: list[list[Node]], argv: list[Word], floors: list[str]
+    ) -> None:
+        """`{fd}<…` and `0< f`: a word right before a redirect may be a descriptor."""
         for group, word in zip(groups, argv, strict=True):
             first = word.source[:1]
             if first in _PLAIN_FIRST:
@@ -262,31 +280,6 @@ class CommandMixin(RedirectMixin):
                     floors.append(f"named file descriptor `{word.source}` is not analysed")
                 elif word.source.isdigit():
                     word.text = ""  # `cat 0< f`: tree-sitter leaves the descriptor as a word
-        for word in argv:
-            if not word.text:
-                argv = [w for w in argv if w.text or w.source[:1] in ("'", '"', "$")]
-                break
-        for body in bodies:
-            self.statement(body, state, frame, piped)
-        if bodies and all(w.static and w.text in ("time", "-p", "!") for w in argv):
-            argv = []  # the keyword itself runs nothing
-        if argv and argv[0].source == "}" and len(argv) == 1:
-            argv = []  # the end of a brace group tree-sitter did not recognise
-        if not argv:
-            if assigned or redirect_nodes:
-                text = " ".join([*assigned, *(_compact(self.text(r)) for r in redirect_nodes)])
-                if redirect_nodes or floors:
-                    self.add_unit(text, (), redirects.reads, redirects.writes, floors, frame, state)
-        else:
-            self.piped_text = piped_text  # read by stdin() below, for this command only
-            self.run(argv, assigned, redirects, floors, state, frame, piped)
-            self.piped_text = None
-        for trailing, is_piped in redirects.trailing:
-            # `cat <<EOF | sh`: tree-sitter hangs the pipe on the heredoc.
-            if is_piped and len(argv) == 1 and argv[0].text == "cat":
-                self.piped_text = redirects.stdin_text
-            self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
-            self.piped_text = None
 
     def loop_value(self, word: Word) -> Word:
         """`$f` inside `for f in src/*.py; do …; done` is that glob (walker.loop_variable)."""
@@ -428,6 +421,8 @@ class CommandMixin(RedirectMixin):
             layer = peel(current)
             if layer is None:
                 break
+            if current[0].text == "xargs" or program_name(current[0]) == "xargs":
+                layer = self.xargs_layer(current, redirects, piped)
             if extra is _NO_EXTRA:
                 extra = _Extra()
             extra.absorb(layer, floors)
@@ -470,6 +465,17 @@ class CommandMixin(RedirectMixin):
             current = layers.pop()
         self.emit(current, layers, floors, extra, redirects, state, frame, piped, values, globbed)
         self.after(current, state)
+
+    def xargs_layer(self, argv: list[Word], redirects: Redirects, piped: bool) -> Peel:
+        """xargs with what its standard input is known to hold (wrappers.xargs_peel): the
+        literal text a pipe or heredoc gives it, else only whether it has one."""
+        literal = None
+        if redirects.stdin in ("heredoc", "herestring"):
+            literal = redirects.stdin_text
+        elif piped and redirects.stdin is None:  # (a `<` redirect replaces the pipe)
+            literal = self.piped_text
+        stdin = piped or redirects.stdin is not None
+        return xargs_peel(list(argv[1:]), literal, stdin)
 
     def spawn(
         self,
@@ -567,6 +573,7 @@ class CommandMixin(RedirectMixin):
         if extra.used:
             paths.unknown(extra.option_words)
             paths.recursive.extend(extra.recursive)
+            paths.unknown_names = extra.unknown_names or paths.unknown_names
             for path in extra.reads:
                 paths.read(path)
             for path in extra.writes:
@@ -592,6 +599,8 @@ class CommandMixin(RedirectMixin):
             recursive_dirs(name, args, paths)
         if name is not None and (name in _CODE_NAMES or is_interpreter(name)):
             self.code_paths(name, args, paths, floors, piped or redirects.stdin is not None)
+        if paths.floors:
+            floors.extend(paths.floors)
         if name in LINK_MAKERS:
             maker = len(self.sink.units)
             for link, target in made_links(name, args, self.sink.links):
@@ -686,6 +695,9 @@ class CommandMixin(RedirectMixin):
             git_cwd = form.cwd
             for path in form.reads:
                 paths.read(path)
+            for path in form.writes:
+                paths.write(path)
+            paths.recursive.extend(form.recursive)
             if form.stripped:
                 alternates.append(text)
                 text = join_words(form.argv)
@@ -784,8 +796,11 @@ class CommandMixin(RedirectMixin):
             operands: Sequence[str] = paths.operands
             recursive: Sequence[str] = paths.recursive
             globbed, may_run = paths.globbed, paths.may_run
+            recursive_writes = paths.recursive_writes
+            unknown_names = paths.unknown_names
         else:
-            operands = recursive = globbed = may_run = ()
+            unknown_names = ""
+            operands = recursive = globbed = may_run = recursive_writes = ()
         if remote:
             reads = writes = ()
         elif frame.reads or frame.writes:
@@ -827,6 +842,8 @@ class CommandMixin(RedirectMixin):
                 floor=Action.ASK if reason else None,
                 floor_reason=reason,
                 context=context or frame.context,
+                recursive_writes=tuple(recursive_writes),
+                unknown_names=unknown_names,
             )
         )
 
@@ -844,10 +861,49 @@ class CommandMixin(RedirectMixin):
             state.lose(f"runs after `{head}`, a function that changes directory")
 
 
+def _runnable(argv: list[Word], has_bodies: bool) -> list[Word]:
+    """The words that run a program: empty ones that came from nothing dropped; none
+    for a keyword before a body (`time ( … )`) or a lone `}` tree-sitter did not place."""
+    for word in argv:
+        if not word.text:
+            argv = [w for w in argv if w.text or w.source[:1] in ("'", '"', "$")]
+            break
+    if has_bodies and all(w.static and w.text in ("time", "-p", "!") for w in argv):
+        return []  # the keyword itself runs nothing
+    if argv and argv[0].source == "}" and len(argv) == 1:
+        return []  # the end of a brace group tree-sitter did not recognise
+    return argv
+
+
+def _children_by_role(node: Node) -> tuple[list[Node], list[Node], list[Node], list[Node]]:
+    """A command's children: (assignments, words, redirects, bodies)."""
+    assignments: list[Node] = []
+    word_nodes: list[Node] = []
+    redirect_nodes: list[Node] = []
+    bodies: list[Node] = []
+    for child in node.children:
+        kind = child.type
+        role = _CHILD_ROLES.get(kind)
+        if role is None:
+            if child.is_named or kind == "$":
+                word_nodes.append(child)
+        elif role == _NAME:
+            word_nodes.extend(child.children)
+        elif role == _WORD:
+            word_nodes.append(child)
+        elif role == _ASSIGNMENT:
+            assignments.append(child)
+        elif role == _REDIRECT:
+            redirect_nodes.append(child)
+        else:
+            bodies.append(child)  # `time ( … )`: tree-sitter hangs the body on `time`
+    return assignments, word_nodes, redirect_nodes, bodies
+
+
 class _Extra:
     """What the wrapper layers peeled so far contribute to the final unit (_NO_EXTRA: none)."""
 
-    __slots__ = ("cwd", "option_words", "reads", "recursive", "used", "writes")
+    __slots__ = ("cwd", "option_words", "reads", "recursive", "unknown_names", "used", "writes")
 
     def __init__(self) -> None:
         self.cwd: list[Word] = []
@@ -855,6 +911,7 @@ class _Extra:
         self.writes: list[str] = []
         self.option_words: list[Word] = []
         self.recursive: list[str] = []
+        self.unknown_names = ""
         self.used = False
 
     def absorb(self, layer: Peel, floors: list[str]) -> None:
@@ -869,6 +926,7 @@ class _Extra:
         self.writes.extend(layer.writes)
         self.recursive.extend(layer.recursive)
         self.option_words.extend(layer.option_words)
+        self.unknown_names = layer.unknown_names or self.unknown_names
 
 
 def _pwd(path: str, cwd: str | None) -> str:

@@ -60,9 +60,11 @@ def _runs_program(option: str, word: str) -> bool:
 class GitForm:
     """git with its global options removed, and what those options did."""
 
-    __slots__ = ("argv", "cwd", "floors", "reads", "stripped")
+    __slots__ = ("argv", "cwd", "floors", "reads", "recursive", "stripped", "writes")
 
     def __init__(self) -> None:
+        self.writes: list[str] = []  # `git init [DIR]`: the repository it creates
+        self.recursive: list[str] = []  # trees read whole (git archive, git grep)
         self.argv: list[Word] = []
         self.cwd: list[Word] = []
         self.reads: list[str] = []
@@ -120,6 +122,7 @@ def normalise(argv: Sequence[Word]) -> GitForm:
         operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
         if len(operands) > 1 and any(_EXEC_KEY.search(o.lower()) for o in operands):
             form.floors.append("git config sets a key whose value git runs or loads")
+    _object_paths(rest, form)
     for word in rest:
         if word.text.startswith("ext::") or "::ext::" in word.text:
             form.floors.append("git ext:: transport runs a command")
@@ -147,3 +150,30 @@ def reordered(argv: Sequence[Word]) -> list[str]:
         bare = [o.removeprefix("+") for o in operands]
         forms.append(" ".join([*head, "--force", *options, *bare]))
     return forms
+
+
+# `:0:.env` (a path in the index, stage 0-3), `HEAD:.env`, `v1.2:dir/.env` (in a commit).
+_OBJECT_PATH = lazy_compile(r"^(?::[0-3]?:|:(?=[^/:])|[^:\s/][^:\s]*:)(?!/)(.+)$")
+# Subcommands that read every file of a tree or of the index.
+_WHOLE_TREE = frozenset({"archive", "grep", "bundle", "fast-export"})
+
+
+def _object_paths(rest: Sequence[Word], form: GitForm) -> None:
+    """Paths inside git objects are reads of those paths: `git show :0:.env`, `git
+    cat-file -p HEAD:.env` print the file as committed or staged (the sandbox cannot
+    hide a blob in .git/objects). `git archive`, `git grep` read the whole tree."""
+    if not rest:
+        return
+    if rest[0].text in _WHOLE_TREE:
+        form.recursive.append(".")
+    if rest[0].text == "init":
+        # An implicit target: without a directory, git init writes .git in the cwd.
+        operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
+        form.writes.append(f"{operands[-1] if operands else '.'}/.git")
+    for word in rest[1:]:
+        text = word.text
+        if text.startswith("-") or "://" in text or "::" in text or word.dynamic is not None:
+            continue
+        match = _OBJECT_PATH.match(text)
+        if match and not text.startswith(("http:", "https:", "ssh:", "git@")):
+            form.reads.append(match.group(1))

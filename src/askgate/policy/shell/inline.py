@@ -109,6 +109,9 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
                 index += 1
             continue
         if text.startswith("--"):
+            option, eq, value = text.partition("=")
+            if eq and option in code_options:
+                code.append(value)  # `node --eval=CODE`
             continue
         if text.startswith("-") and len(text) > 1:
             # A cluster: `-pi.bak -e`, `-pe1`, `-lne 'code'`.
@@ -190,7 +193,10 @@ _ALWAYS = frozenset({"ed", "red", "ex", "dc"})  # their input is commands, `!` r
 _SQLITE_ESCAPE = lazy_compile(
     r"(?:^|[\n;])\s*\.(?:shell|system|output|once|import|read|load|open|save|backup|restore|"
     r"cd|log|excel|clone|archive|ar|trace|iotrace|testcase|www|sha3sum|dbinfo\s+\S)|"
-    r"\b(?:edit|readfile|writefile|load_extension|fts3_tokenizer|lsdir)\s*\(",
+    r"\b(?:edit|readfile|writefile|load_extension|fts3_tokenizer|lsdir)\s*\(|"
+    # SQL that opens or writes another database file (`vacuum into '/etc/x'`, `attach`),
+    # and duckdb's `copy … to`, `install`/`load` of extensions.
+    r"\battach\b|\bvacuum\b[^;]*\binto\b|\bcopy\b[^;]*\bto\b|\b(?:install|load)\s+['\"\w]",
     re.I,
 )
 _ESCAPE = {
@@ -232,6 +238,8 @@ def command_language_floor(name: str, args: Sequence[Word], stdin: bool) -> str 
 
     `stdin`: its standard input is a pipe, heredoc, here-string or file.
     """
+    if stdin and _reads_commands_from_stdin(name, args):
+        return f"{name} reads commands from its standard input, which may run programs"
     if name in _INTERACTIVE:
         if name in _ALWAYS:
             return f"{name} reads commands, which can run shell commands (`!`)"
@@ -277,5 +285,40 @@ def command_language_floor(name: str, args: Sequence[Word], stdin: bool) -> str 
 
 
 COMMAND_LANGUAGE_NAMES = frozenset(
-    {*_INTERACTIVE, *_VIMS, *_BATCH_EDITOR, *_SCRIPT_FROM_STDIN, *_CODE_OPTIONS, *_NODE}
+    {
+        *_INTERACTIVE,
+        *_VIMS,
+        *_BATCH_EDITOR,
+        *_SCRIPT_FROM_STDIN,
+        *_CODE_OPTIONS,
+        *_NODE,
+        "gdb",
+        "lldb",
+        "pdb",
+        "script",
+        "ninja",
+        "irb",
+        "ghci",
+        "R",
+        "julia",
+    }
 )
+
+
+# Debuggers, REPLs and build tools that take commands from standard input (or a file
+# given as `-`), each with the option words that make it do so (empty: always).
+_STDIN_LANGUAGES: dict[str, tuple[str, ...]] = {
+    "gdb": (), "lldb": (), "pdb": (), "script": (), "ninja": (), "node": ("-i", "inspect"),
+    "nodejs": ("-i", "inspect"), "irb": (), "ghci": (), "R": (), "julia": ("-i",),
+}  # fmt: skip
+
+
+def _reads_commands_from_stdin(name: str, args: Sequence[Word]) -> bool:
+    texts = [w.text for w in args]
+    if _PYTHON.match(name):
+        return any(t == "-i" or (t.startswith("-") and not t.startswith("--") and "i" in t[1:])
+                   for t in texts[:1]) or "pdb" in texts[:2] or "-i" in texts  # fmt: skip
+    options = _STDIN_LANGUAGES.get(name)
+    if options is None:
+        return False
+    return not options or any(t in options for t in texts)

@@ -11,12 +11,20 @@ outside the project costs an external-directory prompt, so pattern arguments
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import shlex
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from askgate.policy.lazy_regex import lazy_compile
+from askgate.policy.shell import pathspecs
 from askgate.policy.shell.argv import Scan, names, scan
-from askgate.policy.shell.pathspecs import CODE_OPTIONS, SPECS, Spec
+from askgate.policy.shell.pathspecs import (
+    INDEX,
+    Example,
+    ProgramSpecError,
+    Spec,
+    spec_for,
+)
 from askgate.policy.shell.words import Word
 
 # Not files: writing or reading them touches nothing a policy protects.
@@ -153,20 +161,30 @@ class PathsView(Protocol):
     def may_run(self) -> Sequence[str]: ...
     @property
     def globbed(self) -> Sequence[str]: ...
+    @property
+    def recursive_writes(self) -> Sequence[str]: ...
+    @property
+    def unknown_names(self) -> str: ...
 
 
 class Paths:
     """Mutable accumulator used while building one unit."""
 
-    __slots__ = ("globbed", "may_run", "operands", "reads", "recursive", "writes")
+    __slots__ = (
+        "floors", "globbed", "may_run", "operands", "reads", "recursive", "recursive_writes",
+        "unknown_names", "writes",
+    )  # fmt: skip
 
     def __init__(self) -> None:
+        self.floors: list[str] = []  # why the unit is ask (a program spec says so)
+        self.recursive_writes: list[str] = []  # directories written with all below them
         self.reads: list[str] = []
         self.writes: list[str] = []
         self.operands: list[str] = []  # role unknown: read and (tightening) write
         self.recursive: list[str] = []  # directories read with everything below them
         self.may_run: list[str] = []  # commands an unknown program may run (unknown.py)
         self.globbed: list[str] = []  # unquoted globs among the words (expanded later)
+        self.unknown_names = ""  # why it touches files nobody has named (Unit.unknown_names)
 
     def read(self, text: str) -> None:
         if _is_path(text) and text not in self.reads:
@@ -175,6 +193,14 @@ class Paths:
     def write(self, text: str) -> None:
         if _is_path(text) and text not in self.writes:
             self.writes.append(text)
+
+    def recursive_read(self, text: str) -> None:
+        if _is_path(text) and not _URL.match(text) and text not in self.recursive:
+            self.recursive.append(text)
+
+    def recursive_write(self, text: str) -> None:
+        if _is_path(text) and text not in self.recursive_writes:
+            self.recursive_writes.append(text)
 
     def generic(self, words: Sequence[Word]) -> None:
         for word in words:
@@ -212,6 +238,8 @@ class Paths:
                 self.operand("./" + word.text)
             previous = text if word.dynamic is None else ""
             value = operand_value(word)
+            if word.dynamic is None and text[:1] == "-" and text[1:2] not in ("-", ""):
+                self.cluster_values(text)
             if value is not None and value not in self.operands:
                 self.operands.append(value)
                 if ":" in value:
@@ -219,6 +247,12 @@ class Paths:
                     after = value.partition(":")[2]
                     if after and not after.startswith("//") and after not in self.operands:
                         self.operands.append(after)
+
+    def cluster_values(self, text: str) -> None:
+        """`-qp/etc`: any letter of a cluster may take the rest as its value."""
+        for index in range(3, len(text)):
+            if text[index] in "/~." and text[index - 1] not in "/~.":
+                self.operand(text[index:])
 
     def operand(self, text: str) -> None:
         if _is_path(text) and not _URL.match(text) and text not in self.operands:
@@ -239,76 +273,230 @@ _COMPRESSORS = ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unz
 
 def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
     """Add the paths `name args…` reads and writes to `paths`."""
-    if not args or name in NO_PATH_COMMANDS:
-        return  # (every rule below finds nothing in an empty argument list)
-    if name == "dd":
-        for word in args:
-            key, eq, value = word.text.partition("=")
-            if eq and key == "if":
-                paths.read(value)
-            elif eq and key == "of":
-                paths.write(value)
+    if name in NO_PATH_COMMANDS:
         return
-    if name in _TESTS:
-        for index, word in enumerate(args[:-1]):
-            if word.text in FILE_TESTS:
-                paths.read(args[index + 1].text)
+    handler = _HANDLERS.get(name)
+    if handler is not None:
+        if args:
+            handler(name, args, paths)
         return
-    if name in _TARS:
-        _tar(args, paths)
-        return
-    if name in _ZIPS:
-        _zip(name, args, paths)
-        return
-    if name in _JQS:
-        _jq(name, args, paths)
-        return
-    if name in _COMPRESSORS:
-        _compressor(args, paths)
-        return
-    spec = SPECS.get(name)
-    if spec is None:
+    spec = spec_for(name)
+    if spec is None or spec.kind == "unknown":
+        if spec is not None and spec.floor:
+            paths.floors.append(spec.floor)
         paths.unknown(args)
-        return
-    if name == "chmod":
-        args = [Word("+" + w.text[1:], w.source) if _CHMOD_MODE.match(w.text) else w for w in args]
+    else:
+        spec_paths(name, spec, args, paths)
+
+
+def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> None:
+    """What a program spec (policy/builtin/programs/*.toml) makes of `args`."""
+    if spec.floor:
+        paths.floors.append(spec.floor)
+    words = _canonical(args, spec)
     result = scan(
-        args,
-        spec.short_value,
-        spec.long_value,
-        permute=True,
-        optional_value=spec.optional_value,
+        words, spec.short_value, spec.long_value, permute=True, optional_value=spec.optional_value
     )
     _option_paths(result, spec, paths)
-    operands = _code_cut(name, result, args)
-    if spec.pattern and not any(result.has(o) for o in spec.pattern_opts):
-        operands = operands[1:]
-    if name in ("awk", "gawk", "mawk", "nawk"):
-        operands = [w for w in operands if not _NAME_EQ.match(w.text)]
-    if spec.skip and not result.has("--reference"):
-        operands = operands[spec.skip :]
-    if name in ("rsync", "scp"):
-        operands = [w for w in operands if not _SCP_REMOTE.match(w.text)]
+    operands = _spec_operands(name, spec, result, words, paths)
+    recursive = bool(spec.recursive) and result.has(*spec.recursive)
     kind = spec.kind
-    if kind == "read" and name in ("sed", "gsed") and result.has("-i", "--in-place"):
-        kind = "write"
-    if kind == "read":
+    if kind == "read" and spec.in_place and result.has(*spec.in_place):
+        _in_place(result.values(*spec.in_place), operands, paths)
+    elif kind == "read":
         for word in operands:
             if not _URL.match(word.text) or url_path(word.text):
                 paths.read(url_path(word.text) or word.text)
+                if recursive:
+                    paths.recursive_read(word.text)
     elif kind == "write":
         _write_operands(name, operands, paths)
-    elif kind == "copy":
-        if result.values("-t", "--target-directory") or len(operands) < 2:
-            sources = operands
-        else:
-            sources = operands[:-1]
-            if operands:
-                paths.write(operands[-1].text)
-        for word in sources:
-            paths.read(word.text)
+        if recursive:
+            for word in operands:
+                paths.recursive_write(word.text)
+    elif kind in ("copy", "move", "link"):
+        _copy(spec, result, operands, recursive, paths)
     elif kind == "none":
         paths.generic(operands)
+    _implicit(spec, result, operands, paths)
+    if kind == "ignore":
+        # ssh: the first operand is the host; what follows is the remote command's.
+        words = words[: next((i for i, w in enumerate(words) if w.text[:1] != "-"), len(words))]
+    first = _first_unknown(words, spec)
+    if first is not None:
+        # An option the spec does not name: its value and what follows may be anything.
+        paths.unknown(words[first:])
+
+
+def _canonical(args: Sequence[Word], spec: Spec) -> Sequence[Word]:
+    """chmod's `-w` modes as `+w`, and long options abbreviated as getopt allows them
+    (`--target=x` for `--target-directory=x`) in full."""
+    out: list[Word] | None = None
+    for index, word in enumerate(args):
+        text = word.text
+        replaced = None
+        if spec.modes and _CHMOD_MODE.match(text):
+            replaced = "+" + text[1:]
+        elif text.startswith("--") and len(text) > 3:
+            name, eq, value = text.partition("=")
+            known = spec.long_value | spec.long_flags | spec.optional_value
+            if name not in known:
+                matches = [option for option in known if option.startswith(name)]
+                if len(matches) == 1:
+                    replaced = matches[0] + eq + value
+        if replaced is not None:
+            if out is None:
+                out = list(args)
+            out[index] = Word(replaced, word.source, word.dynamic)
+    return args if out is None else out
+
+
+def _spec_operands(
+    name: str, spec: Spec, result: Scan, words: Sequence[Word], paths: Paths
+) -> list[Word]:
+    """The operands that may be files: not the pattern, assignments, modes or remotes."""
+    operands = _code_cut(spec, result, words, paths)
+    if spec.pattern and not result.has(*spec.pattern_opts):
+        operands = operands[1:]
+    if spec.assignments or spec.variables:
+        assigned = [
+            w for w in operands if _NAME_EQ.match(w.text) or (spec.variables and "=" in w.text)
+        ]
+        if spec.variables:
+            paths.floors.extend(_variable_floors(name, assigned))
+        operands = [w for w in operands if w not in assigned]
+    if spec.skip and not result.has("--reference"):
+        operands = operands[spec.skip :]
+    return operands
+
+
+_PLAIN_VALUE = lazy_compile(r"^(?:[0-9]+|yes|no|true|false|on|off|y|n)?$", re.I)
+
+
+def _variable_floors(name: str, assigned: Sequence[Word]) -> list[str]:
+    """`make CC=./evil`, `make X!=cmd`, `make 'X=$(shell id)'`: a variable a recipe may
+    run as a program, or that runs a shell itself (`VERBOSE=1` is a plain setting)."""
+    for word in assigned:
+        value = word.text.partition("=")[2]
+        if "!=" in word.text or "$" in value or "`" in value or not _PLAIN_VALUE.match(value):
+            return [f"{name} {word.text.split('=')[0]}=… sets a variable its recipes may run"]
+    return []
+
+
+def _in_place(suffixes: Sequence[Word], operands: Sequence[Word], paths: Paths) -> None:
+    """`sed -i[SUFFIX]`: each file is written, and so is its backup (`-irc` on `.env`
+    writes `.envrc`; a `*` in the suffix stands for the file's name)."""
+    for word in operands:
+        paths.write(word.text)
+        paths.operand(word.text)
+        for suffix in suffixes:
+            if not suffix.text:
+                continue
+            directory, slash, base = word.text.rpartition("/")
+            if "*" in suffix.text:
+                backup = suffix.text.replace("*", base)
+                if "/" not in backup and slash:
+                    backup = f"{directory}/{backup}"
+            else:
+                backup = word.text + suffix.text
+            paths.write(backup)
+
+
+def _copy(spec: Spec, result: Scan, operands: list[Word], recursive: bool, paths: Paths) -> None:
+    """cp, mv, ln, install, rsync, scp: sources and where they land."""
+    targets = [w.text for w in result.values(*spec.into)] if spec.into else []
+    if targets or len(operands) < 2:
+        sources = operands
+    else:
+        sources = operands[:-1]
+        last = operands[-1].text
+        if not (spec.remote and _SCP_REMOTE.match(last)):
+            targets = [last]
+            paths.write(last)
+            if recursive or spec.kind == "move":
+                paths.recursive_write(last)
+    moving = spec.kind == "move"
+    for word in sources:
+        text = word.text
+        remote = spec.remote and _SCP_REMOTE.match(text)
+        if not remote:
+            if moving:
+                paths.write(text)  # it disappears from where it was, and its content
+                paths.operand(text)  # is read (an operand: read, and a write)
+                paths.recursive_write(text)
+            else:
+                paths.read(text)
+        if not spec.lands or result.has(*spec.no_target):
+            continue
+        base = text.partition(":")[2] if remote else text
+        base = base.rstrip("/").rpartition("/")[2]
+        if base in ("", ".", ".."):
+            continue  # the contents land in the target itself
+        for target in targets:
+            landed = target + base if target.endswith("/") else f"{target}/{base}"
+            paths.write(landed)
+            if recursive or moving:
+                paths.recursive_write(landed)
+
+
+def _implicit(spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths) -> None:
+    """Paths a program writes without naming them (`ssh-keygen -A`, `patch` in the
+    working directory), and a target directory with no sources (`patch -d DIR`)."""
+    targets = result.values(*spec.into) if spec.into and not operands else []
+    for target in targets:
+        paths.write(target.text)
+        paths.recursive_write(target.text)
+    for option, written in spec.implicit:
+        if (option == "" and not operands and not targets) or (option and result.has(option)):
+            for path in written:
+                paths.write(path)
+                paths.recursive_write(path)
+
+
+def _first_unknown(words: Sequence[Word], spec: Spec) -> int | None:
+    """Index of the first option the spec does not name (None: every option is known)."""
+    long_known = spec.long_value | spec.long_flags | spec.optional_value
+    flags = spec.flags
+    index, count = 0, len(words)
+    while index < count:
+        text = words[index].text
+        index += 1
+        if text == "--":
+            return None
+        if text[:1] != "-" or text == "-":
+            continue
+        if text.startswith("--"):
+            name, eq, _ = text.partition("=")
+            if name not in long_known:
+                return index - 1
+            if name in spec.long_value and not eq:
+                index += 1  # its value, whatever it looks like
+            continue
+        for position, letter in enumerate(text[1:], 1):
+            if letter in spec.short_value:
+                if position == len(text) - 1:
+                    index += 1
+                break
+            if "-" + letter in spec.optional_value:
+                break
+            if flags is None or letter not in flags:
+                return index - 1
+    return None
+
+
+def _dd(name: str, args: Sequence[Word], paths: Paths) -> None:
+    for word in args:
+        key, eq, value = word.text.partition("=")
+        if eq and key == "if":
+            paths.read(value)
+        elif eq and key == "of":
+            paths.write(value)
+
+
+def _test(name: str, args: Sequence[Word], paths: Paths) -> None:
+    for index, word in enumerate(args[:-1]):
+        if word.text in FILE_TESTS:
+            paths.read(args[index + 1].text)
 
 
 # Writers that read the files they write first (an editor opens what it saves).
@@ -326,28 +514,48 @@ def _write_operands(name: str, operands: Sequence[Word], paths: Paths) -> None:
             paths.operand(word.text)
 
 
-# Names collect() has a rule for; for every other name it is `paths.generic(args)`.
-COLLECT_NAMES = frozenset(
-    {*NO_PATH_COMMANDS, "dd", *_TESTS, *_TARS, *_ZIPS, *_JQS, *_COMPRESSORS, *SPECS}
-)
-
-
-def _code_cut(name: str, result: Scan, args: Sequence[Word]) -> list[Word]:
-    """For interpreters, only the script file (first operand) is a path."""
-    code = CODE_OPTIONS.get(name)
-    if code is None:
+def _code_cut(spec: Spec, result: Scan, args: Sequence[Word], paths: Paths) -> list[Word]:
+    """For interpreters, only the script file (first operand) is a path read; the
+    arguments after the script, the code or `-m MODULE` are the program's own, of
+    unknown role (operands). `python -m venv DIR` writes DIR."""
+    code = spec.code_operands
+    if not code:
         return result.operands
     if any(result.has(o) for o in code) or any(w.text in code for w in args):
+        rest = result.operands
+        if result.has("-m") and rest:
+            module, rest = rest[0].text, rest[1:]
+            if module in ("venv", "virtualenv") and rest:
+                paths.write(rest[-1].text)
+                paths.recursive_write(rest[-1].text)
+        elif result.has("-c") and rest:
+            rest = rest[1:]  # the code itself (inline.py reads it)
+        paths.unknown(rest)
         return []
+    paths.unknown(result.operands[1:])
     return result.operands[:1]
 
 
 def _option_paths(result: Scan, spec: Spec, paths: Paths) -> None:
     for option, value in result.options:
+        if option in spec.code:
+            paths.floors.append(f"{option} names a program it runs")
+            path = generic_path(value.text) if value is not None else None
+            if path is not None:
+                paths.read(path)  # the program's file
+            continue
         if value is None:
             continue
         text = value.text
-        if option in spec.write_opts:
+        if option in spec.scripts:
+            paths.read(text)
+            paths.floors.append(f"{option} {text} runs code from a file nobody has seen")
+        elif option in spec.names_from:
+            paths.read(text)
+            paths.floors.append(f"{option} {text} reads the names of more files from a file")
+        elif option in spec.into:
+            continue  # (where the files land: _copy and _implicit)
+        elif option in spec.write_opts:
             paths.write(text)
         elif option in spec.read_opts:
             paths.read(text)
@@ -404,8 +612,19 @@ def _tar(args: Sequence[Word], paths: Paths) -> None:
         (paths.write if mode == "extract" else paths.read)(value.text)
     if mode == "extract" and not directories and not result.has("-O", "--to-stdout"):
         paths.write(".")
+    if mode == "extract" and (
+        result.has("-P") or any(o.startswith("--abs") for o, _ in result.options)
+    ):
+        # Members keep a leading `/` and `..` (and `--transform` can add them): the
+        # archive decides where the files land.
+        paths.floors.append("tar -P extracts members to absolute paths: it writes anywhere")
     for value in result.values("-T", "--files-from", "-X", "--exclude-from"):
         paths.read(value.text)
+    if mode in ("create", "update") and (
+        result.has("-T", "--files-from")
+        or any(o.startswith("--files-f") for o, _ in result.options)
+    ):
+        paths.unknown_names = "tar -T reads the names of the files it archives from a list"
     for value in result.values("-g", "--listed-incremental"):
         paths.write(value.text)
     if mode in ("create", "update"):
@@ -481,6 +700,31 @@ def _compressor(args: Sequence[Word], paths: Paths) -> None:
         (paths.read if to_stdout else paths.write)(word.text)
 
 
+def _tar_handler(name: str, args: Sequence[Word], paths: Paths) -> None:
+    _tar(args, paths)
+
+
+def _compressor_handler(name: str, args: Sequence[Word], paths: Paths) -> None:
+    _compressor(args, paths)
+
+
+# Programs whose arguments need code of their own (no spec can say it).
+_HANDLERS: dict[str, Callable[[str, Sequence[Word], Paths], None]] = {
+    "dd": _dd,
+    **dict.fromkeys(_TESTS, _test),
+    **dict.fromkeys(_TARS, _tar_handler),
+    **dict.fromkeys(_ZIPS, _zip),
+    **dict.fromkeys(_JQS, _jq),
+    **dict.fromkeys(_COMPRESSORS, _compressor_handler),
+}
+
+# Names collect() has a rule for; for every other name it is `paths.unknown(args)`.
+# (A spec of kind "unknown" is only data for other parts, such as `network`: its program
+# stays an unknown one, whose words and what it may run unknown.py looks at.)
+COLLECT_NAMES = frozenset(
+    {*NO_PATH_COMMANDS, *_HANDLERS, *(n for n, s in INDEX.items() if s.kind != "unknown")}
+)
+
 # --- recursive readers ------------------------------------------------------------------
 
 _GREPS = names("grep egrep fgrep zgrep")
@@ -499,7 +743,8 @@ def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
 
     The argument parsing is deliberately loose: a word taken for a directory by mistake
     only adds a check (a read deny/ask rule inside it makes the unit ask)."""
-    if name not in RECURSIVE_NAMES:
+    finder = _RECURSIVE_FINDERS.get(name)
+    if finder is None:
         return
     if name in _NEEDS_FLAG and not any(
         w.text[:1] == "-" and ("r" in w.text or "R" in w.text or "a" in w.text) for w in args
@@ -511,41 +756,115 @@ def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
         _RECURSIVE_FLAG.match(t) or t in ("--recursive", "--dereference-recursive", "--archive")
         for t in texts
     )
-    found: list[str] = []
-    if name in _GREPS:
-        if not flagged and "--directories=recurse" not in texts:
-            return
-        explicit = any(t in ("-e", "-f", "--regexp", "--file") or t.startswith("--regexp=")
-                       for t in texts)  # fmt: skip
-        found = operands if explicit else operands[1:]
-        found = found or ["."]
-    elif name in _SEARCHERS:
-        explicit = any(t in ("-e", "-f", "--regexp", "--file", "--files") for t in texts)
-        found = (operands if explicit else operands[1:]) or ["."]
-    elif name in ("find",):
-        for text in texts:
-            if text.startswith(("-", "(", "!")):
-                break
-            found.append(text)
-        found = found or ["."]
-    elif name in ("fd", "fdfind"):
-        found = operands[1:] or ["."]
-    elif name in ("du", "tree"):
-        found = operands or ["."]
-    elif name == "ls":
-        if flagged and not any(t == "-d" for t in texts):
-            found = operands or ["."]
-    elif name in ("tar", "bsdtar", "gtar"):
-        first = texts[0] if texts else ""
-        mode = first.lstrip("-") if not first.startswith("--") else ""
-        if "c" in mode or "--create" in texts:
-            rest = operands[1:] if not first.startswith("-") else operands
-            found = rest[1:] if "f" in mode else rest  # the archive is f's value
-    elif name == "zip":
-        if flagged:
-            found = operands[1:]
-    elif name in _COPIERS and (flagged or any(re.match(r"^-[A-Za-z]*a", t) for t in texts)):
-        found = operands[:-1]
-    for text in found:
+    for text in finder(texts, operands, flagged):
         if _is_path(text) and not _URL.match(text) and text not in paths.recursive:
             paths.recursive.append(text)
+
+
+# Each finder: (static words, operands, whether a recursive flag is given) -> directories.
+
+
+def _grep_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    if not flagged and "--directories=recurse" not in texts:
+        return []
+    explicit = any(t in ("-e", "-f", "--regexp", "--file") or t.startswith("--regexp=")
+                   for t in texts)  # fmt: skip
+    return (operands if explicit else operands[1:]) or ["."]
+
+
+def _searcher_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    explicit = any(t in ("-e", "-f", "--regexp", "--file", "--files") for t in texts)
+    return (operands if explicit else operands[1:]) or ["."]
+
+
+def _find_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    found: list[str] = []
+    for text in texts:
+        if text.startswith(("-", "(", "!")):
+            break
+        found.append(text)
+    return found or ["."]
+
+
+def _fd_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    return operands[1:] or ["."]
+
+
+def _walker_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    return operands or ["."]  # du, tree
+
+
+def _ls_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    return (operands or ["."]) if flagged and "-d" not in texts else []
+
+
+def _tar_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    first = texts[0] if texts else ""
+    mode = first.lstrip("-") if not first.startswith("--") else ""
+    if "c" not in mode and "--create" not in texts:
+        return []
+    rest = operands[1:] if not first.startswith("-") else operands
+    return rest[1:] if "f" in mode else rest  # the archive is f's value
+
+
+def _zip_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    return operands[1:] if flagged else []
+
+
+def _copier_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
+    if flagged or any(_ARCHIVE_FLAG.match(t) for t in texts):
+        return operands[:-1]
+    return []
+
+
+_ARCHIVE_FLAG = lazy_compile(r"^-[A-Za-z]*a")
+_RecursiveFinder = Callable[[list[str], list[str], bool], list[str]]
+_RECURSIVE_FINDERS: dict[str, _RecursiveFinder] = {
+    **dict.fromkeys(_GREPS, _grep_dirs),
+    **dict.fromkeys(_SEARCHERS, _searcher_dirs),
+    "find": _find_dirs,
+    "fd": _fd_dirs,
+    "fdfind": _fd_dirs,
+    "du": _walker_dirs,
+    "tree": _walker_dirs,
+    "ls": _ls_dirs,
+    **dict.fromkeys(("tar", "bsdtar", "gtar"), _tar_dirs),
+    "zip": _zip_dirs,
+    **dict.fromkeys(_COPIERS, _copier_dirs),
+}
+
+
+# --- the program specs' examples -------------------------------------------------------
+
+
+def check_examples(examples: Sequence[Example]) -> None:
+    """Run every example of the program specs; a wrong one fails the load loudly."""
+    for example in examples:
+        run = example.run
+        texts = shlex.split(run) if ("'" in run or '"' in run) else run.split()
+        words = [Word(text, text) for text in texts]
+        name, args = texts[0], words[1:]
+        paths = Paths()
+        collect(name, args, paths)
+        recursive_dirs(name, args, paths)
+        problems = []
+        reads, writes = paths.result()
+        for label, want, got in (
+            ("reads", example.reads, reads),
+            ("writes", example.writes, writes),
+            ("recursive", example.recursive, tuple(paths.recursive)),
+            ("recursive_writes", example.recursive_writes, tuple(paths.recursive_writes)),
+        ):
+            if want is not None and sorted(want) != sorted(got):
+                problems.append(f"{label} {sorted(got)}, not {sorted(want)}")
+        if example.operands is not None:
+            missing = [o for o in example.operands if o not in paths.operands]
+            if missing:
+                problems.append(f"operands {paths.operands} lack {missing}")
+        if example.floor is not None and bool(paths.floors) != example.floor:
+            problems.append(f"floor {paths.floors or None}, not {example.floor}")
+        if problems:
+            raise ProgramSpecError(f"{example.source}: `{run}` gives {'; '.join(problems)}")
+
+
+pathspecs.example_checker = check_examples  # a spec's examples run when it loads

@@ -1,20 +1,61 @@
-"""Which arguments of well-known commands are paths (data for pathargs.py)."""
+"""Program knowledge as data: which words of well-known commands are paths, which options
+run programs, which options the analysis knows at all.
+
+The specs live in `policy/builtin/programs/*.toml`, one table per program, each with
+examples (`run = "cp a b", reads = [...], writes = [...]`) that pathargs.py checks when
+a program's spec is first used: a wrong example fails that load loudly
+(ProgramSpecError; the analysis then asks), and tests/test_shell_round3_programs.py runs
+every one. docs/bash.md, "Program specs", describes the format.
+
+Loading is lazy, per program: at import the files are only read as text and cut at their
+`[name]` headers (the index: names, `also`, `kind`, `network`, which the analyser needs
+for every command); a program's own table is parsed with tomllib, turned into a Spec and
+its examples run the first time that program is analysed, once per process. When the
+table is parsed, the index entries must agree with it, or the load fails. Nothing is
+cached on disk: every process reads the shipped files.
+"""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
 
-from askgate.policy.shell.argv import names
+PROGRAMS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "builtin", "programs")
+KINDS = frozenset({"read", "write", "copy", "move", "link", "none", "ignore", "unknown"})
+
+
+class ProgramSpecError(ValueError):
+    """A program spec file that does not load (a packaging error: the analyser fails)."""
+
+
+class Example(NamedTuple):
+    """One checked example: what `run` must give (None: not checked)."""
+
+    source: str
+    run: str
+    reads: tuple[str, ...] | None
+    writes: tuple[str, ...] | None
+    operands: tuple[str, ...] | None  # must all be among the unit's operands
+    recursive: tuple[str, ...] | None
+    recursive_writes: tuple[str, ...] | None
+    floor: bool | None
 
 
 class Spec(NamedTuple):
     """How one command's words map to paths.
 
     kind: "read" (operands read), "write" (operands written), "copy" (last operand
-    written unless -t, the rest read), "none" (operands only when they look like
-    paths), "ignore" (operands are never local paths: ssh's host and remote command).
-    pattern: the first operand is a pattern/program unless an option in
-    `pattern_opts` supplied it. skip: leading operands that are not paths (chmod MODE).
+    written unless -t, the rest read), "move" (as copy, and every source is written:
+    it disappears), "link" (as copy), "none" (operands only when they look like paths),
+    "ignore" (operands are never local paths: ssh's host and remote command), "unknown"
+    (every word is of unknown role, as for a program with no spec: a spec that only says
+    `network` or `floor`).
+    pattern: the first operand is a pattern/program unless an option in `pattern_opts`
+    supplied it. skip: leading operands that are not paths (chmod MODE).
+    flags/long_flags: the options known to take no value; None when the spec names no
+    flags (then every option it does not name is of unknown role: pathargs.py).
     """
 
     kind: str
@@ -26,260 +67,345 @@ class Spec(NamedTuple):
     write_opts: frozenset[str] = frozenset()
     skip: int = 0
     optional_value: frozenset[str] = frozenset()
+    flags: str | None = None
+    long_flags: frozenset[str] = frozenset()
+    into: frozenset[str] = frozenset()  # option values: a directory the files land in
+    code: frozenset[str] = frozenset()  # options whose value is a program it runs
+    scripts: frozenset[str] = frozenset()  # option values: a file of code it runs
+    in_place: frozenset[str] = frozenset()  # options that make a reader write its operands
+    names_from: frozenset[str] = frozenset()  # option values: a file listing more names
+    recursive: frozenset[str] = frozenset()  # options that make it act on whole trees
+    no_target: frozenset[str] = frozenset()  # `cp -T`: the last operand is the target
+    code_operands: frozenset[str] = frozenset()  # with these, operands are code, not files
+    remote: bool = False  # `host:path` operands are on another machine
+    assignments: bool = False  # `NAME=value` operands are not files (awk)
+    modes: bool = False  # `-w`, `-x` operands are modes, not options (chmod)
+    variables: bool = False  # `NAME=value` operands set variables it may run (make)
+    lands: bool = False  # sources land inside the target: target/basename(source)
+    implicit: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (option or "", paths written)
+    floor: str | None = None  # why the program is always ask
+    network: bool = False  # it talks to other machines (a secret given to it leaves)
 
 
-def spec(
-    kind: str,
-    short: str = "",
-    long: str = "",
-    *,
-    pattern: str | None = None,
-    reads: str = "",
-    writes: str = "",
-    skip: int = 0,
-    optional: str = "",
-) -> Spec:
-    """A Spec from space-separated option lists; `pattern` names the options giving it."""
+_FIELDS = {
+    "kind", "also", "values", "flags", "optional", "reads", "writes", "into", "code",
+    "scripts", "in_place", "names_from", "recursive", "no_target", "code_operands",
+    "pattern", "skip", "remote", "assignments", "modes", "lands", "variables", "implicit", "floor",
+    "examples", "note", "network",
+}  # fmt: skip
+_EXAMPLE_FIELDS = {"run", "reads", "writes", "operands", "recursive", "recursive_writes",
+                   "floor"}  # fmt: skip
+
+
+def _options(value: object, where: str) -> tuple[str, frozenset[str]]:
+    """`"-t -S --target-directory"` -> (short letters "tS", long names)."""
+    if not isinstance(value, str):
+        raise ProgramSpecError(f"{where}: expected a space-separated string of options")
+    short = []
+    long = []
+    for option in value.split():
+        if option.startswith("--") and len(option) > 2:
+            long.append(option)
+        elif option.startswith("-") and len(option) == 2:
+            short.append(option[1])
+        else:
+            raise ProgramSpecError(f"{where}: {option!r} is not an option (-x or --name)")
+    return "".join(short), frozenset(long)
+
+
+def _names(value: object, where: str) -> frozenset[str]:
+    """The options of a category as written (`-i --in-place`)."""
+    short, long = _options(value, where)
+    return frozenset({*("-" + s for s in short), *long})
+
+
+def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
+    unknown = set(table) - _FIELDS
+    if unknown:
+        raise ProgramSpecError(f"{where}: unknown field(s) {sorted(unknown)}")
+    kind = table.get("kind")
+    if kind not in KINDS:
+        raise ProgramSpecError(f"{where}: kind must be one of {sorted(KINDS)}")
+    short_value, long_value = _options(table.get("values", ""), f"{where}.values")
+    flags: str | None = None
+    long_flags: frozenset[str] = frozenset()
+    if "flags" in table:
+        flags, long_flags = _options(table["flags"], f"{where}.flags")
+    pattern = table.get("pattern")
+    implicit = table.get("implicit", {})
+    if not isinstance(implicit, dict) or not all(
+        isinstance(v, list) and all(isinstance(p, str) for p in v) for v in implicit.values()
+    ):
+        raise ProgramSpecError(f"{where}.implicit: expected {{ OPTION = [paths…] }}")
+    floor = table.get("floor")
+    if floor is not None and not isinstance(floor, str):
+        raise ProgramSpecError(f"{where}.floor: expected a reason")
+    skip = table.get("skip", 0)
+    if not isinstance(skip, int) or skip < 0:
+        raise ProgramSpecError(f"{where}.skip: expected a count")
+
+    def category(key: str) -> frozenset[str]:
+        return _names(table.get(key, ""), f"{where}.{key}")
+
+    for key in ("remote", "assignments", "modes", "lands", "variables", "network"):
+        if not isinstance(table.get(key, False), bool):
+            raise ProgramSpecError(f"{where}.{key}: expected true or false")
+
+    # Every option of a category that names a file, a directory or a program takes a
+    # value (unless it is listed as taking one only when attached).
+    for key in ("reads", "writes", "into", "code", "scripts", "names_from"):
+        short, long = _options(table.get(key, ""), f"{where}.{key}")
+        optional = category("optional")
+        short_value += "".join(c for c in short if c not in short_value and f"-{c}" not in optional)
+        long_value = long_value | {o for o in long if o not in optional}
     return Spec(
-        kind,
-        short,
-        names(long),
-        pattern is not None,
-        names(pattern or ""),
-        names(reads),
-        names(writes),
-        skip,
-        names(optional),
+        kind=kind,
+        short_value=short_value,
+        long_value=long_value,
+        pattern=pattern is not None,
+        pattern_opts=_names(pattern or "", f"{where}.pattern"),
+        read_opts=category("reads"),
+        write_opts=category("writes"),
+        skip=skip,
+        optional_value=category("optional"),
+        flags=flags,
+        long_flags=long_flags,
+        into=category("into"),
+        code=category("code"),
+        scripts=category("scripts"),
+        in_place=category("in_place"),
+        names_from=category("names_from"),
+        recursive=category("recursive"),
+        no_target=category("no_target"),
+        code_operands=category("code_operands"),
+        remote=bool(table.get("remote", False)),
+        assignments=bool(table.get("assignments", False)),
+        modes=bool(table.get("modes", False)),
+        lands=bool(table.get("lands", False)),
+        variables=bool(table.get("variables", False)),
+        implicit=tuple((option, tuple(written)) for option, written in implicit.items()),
+        floor=floor,
+        network=bool(table.get("network", False)),
     )
 
 
-_GREP = spec(
-    "read",
-    "efABCmdD",
-    "--regexp --file --max-count --context --after-context --before-context --include "
-    "--exclude --exclude-dir --exclude-from --label --binary-files --devices --directories",
-    pattern="-e -f --regexp --file",
-    reads="-f --file --exclude-from",
-    optional="--color --colour",
-)
-_RG = spec(
-    "read",
-    "efABCmgtTjMdErl",
-    "--regexp --file --max-count --context --after-context --before-context --glob --iglob "
-    "--type --type-not --threads --max-columns --max-depth --encoding --replace --pre "
-    "--pre-glob --sort --sortr --colors --path-separator --type-add --type-clear --ignore-file "
-    "--max-filesize --context-separator --engine --field-match-separator "
-    "--field-context-separator --dfa-size-limit --regex-size-limit",
-    pattern="-e -f --regexp --file",
-    reads="-f --file --ignore-file",
-    optional="--color",
-)
-_AG = spec(
-    "read",
-    "ABCGgmp",
-    "--ignore --ignore-dir --file-search-regex --max-count --context --after --before "
-    "--path-to-ignore --depth --pager",
-    pattern="",
-)
-_SED = spec(
-    "read",
-    "efl",
-    "--expression --file --line-length",
-    pattern="-e -f --expression --file",
-    reads="-f --file",
-    optional="-i --in-place",
-)
-_AWK = spec(
-    "read",
-    "fvFileE",
-    "--file --assign --field-separator --include --load --source",
-    pattern="-f --file -e --source -E",
-    reads="-f --file -i --include -E",
-    writes="--pretty-print --profile --dump-variables",  # gawk writes these files
-    optional="--pretty-print --profile --dump-variables",
-)
-_HEAD = spec("read", "ncs", "--lines --bytes --sleep-interval --pid --max-unchanged-stats")
-_COPY = spec(
-    "copy",
-    "tS",
-    "--target-directory --suffix",
-    writes="-t --target-directory",
-    optional="--backup --reflink --sparse --preserve --no-preserve --update --context",
-)
-_CC = spec(
-    "read",
-    "oILDUlxTuze",
-    "--output -include -isystem -iquote -idirafter -imacros -MF -MT -MQ -Xlinker -Xassembler "
-    "-Xpreprocessor --param",
-    writes="-o --output -MF",
-)
-_SHELL = spec("read", "oO", "--rcfile --init-file", reads="--rcfile --init-file")
+def _strings(value: object, where: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ProgramSpecError(f"{where}: expected a list of strings")
+    return tuple(value)
 
-_READERS = names(
-    "cat more batcat nl tac column strings base32 md5sum sha1sum sha224sum sha256sum sha384sum "
-    "sha512sum b2sum cksum sum wc cmp comm paste join fold fmt expand unexpand rev shuf readlink "
-    "realpath zcat bzcat xzcat zstdcat lz4cat zless view diff3 sdiff pr iconv look tsort "
-    "xmllint source . python2 lsattr getfacl md5 shasum crontab"
-)
-_WRITERS = names(
-    "rm rmdir unlink mkfifo mknod vi vim nvim nano emacs ed ex pico micro hx kak sqlite3 tee "
-    "srm chattr setfacl"
-)
 
-SPECS: dict[str, Spec] = dict.fromkeys(_READERS, Spec("read"))
-SPECS.update(dict.fromkeys(_WRITERS, Spec("write")))
-SPECS.update(dict.fromkeys(("head", "tail"), _HEAD))
-SPECS.update(dict.fromkeys(("grep", "egrep", "fgrep", "zgrep"), _GREP))
-SPECS.update(dict.fromkeys(("ag", "ack"), _AG))
-SPECS.update(dict.fromkeys(("sed", "gsed"), _SED))
-SPECS.update(dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _AWK))
-SPECS.update(dict.fromkeys(("cp", "mv", "ln"), _COPY))
-SPECS.update(dict.fromkeys(("gcc", "cc", "clang", "g++", "c++", "clang++"), _CC))
-SPECS.update(dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh"), _SHELL))
-SPECS.update(
-    {
-        "rg": _RG,
-        "ls": spec(
-            "read",
-            "IwT",
-            "--ignore --hide --width --tabsize --format --sort --time --time-style "
-            "--block-size --quoting-style --indicator-style",
-            optional="--color --colour --hyperlink",
-        ),
-        "sort": spec(
-            "read",
-            "koStT",
-            "--key --output --buffer-size --field-separator --temporary-directory --parallel "
-            "--files0-from --batch-size --compress-program --random-source --sort",
-            reads="--files0-from --random-source",
-            writes="-o --output",
-        ),
-        "diff": spec(
-            "read",
-            "CUxXIFLWSD",
-            "--context --unified --exclude --exclude-from --ignore-matching-lines "
-            "--show-function-line --label --width --starting-file --from-file --to-file "
-            "--ifdef --line-format --tabsize --horizon-lines",
-            reads="-X --exclude-from --from-file --to-file",
-            optional="--color",
-        ),
-        "install": spec(
-            "copy",
-            "tSmogC",
-            "--target-directory --suffix --mode --owner --group",
-            writes="-t --target-directory",
-        ),
-        "rsync": spec(
-            "copy",
-            "efBT",
-            "--rsh --rsync-path --exclude --include --exclude-from --include-from --files-from "
-            "--filter --log-file --password-file --backup-dir --partial-dir --temp-dir "
-            "--compare-dest --link-dest --copy-dest --chmod --chown --timeout --port --bwlimit "
-            "--max-size --min-size --suffix --out-format --info --debug --remote-option "
-            "--usermap --groupmap --skip-compress --only-write-batch --write-batch --read-batch",
-            reads="--exclude-from --include-from --files-from --password-file --read-batch",
-            writes="--log-file --backup-dir --write-batch --only-write-batch",
-        ),
-        "scp": spec("copy", "cFiJloPSDX", reads="-F -i"),
-        "touch": spec("write", "dtr", "--date --reference", reads="-r --reference"),
-        "truncate": spec("write", "sr", "--size --reference", reads="-r --reference"),
-        "chown": spec("write", "", "--from --reference", reads="--reference", skip=1),
-        "chgrp": spec("write", "", "--reference", reads="--reference", skip=1),
-        "chmod": spec("write", "", "--reference", reads="--reference", skip=1),
-        "mkdir": spec("write", "m", "--mode", optional="--context"),
-        "shred": spec(
-            "write", "ns", "--iterations --size --random-source", reads="--random-source"
-        ),
-        "patch": spec(
-            "write",
-            "iodpBrDFVYz",
-            "--input --output --directory --strip --prefix --reject-file --ifdef --fuzz "
-            "--version-control --basename-prefix --suffix",
-            reads="-i --input",
-            writes="-o --output -r --reject-file",
-        ),
-        "ssh": spec("ignore", "BbcDEeFIiJLlmOoPpQRSWw", reads="-F -i", writes="-E"),
-        "curl": spec(
-            "none",
-            "oTKdFbcDEHXAeuxmwrYyzCQtUvPhS",
-            "--output --upload-file --config --data --data-binary --data-raw --data-ascii "
-            "--data-urlencode --form --cookie --cookie-jar --dump-header --trace --trace-ascii "
-            "--cert --key --cacert --capath --stderr --netrc-file --output-dir --header --request "
-            "--user-agent --referer --user --proxy --max-time --connect-timeout --retry --resolve "
-            "--url --write-out --range --json --variable",
-            reads="-T --upload-file -K --config -E --cert --key --cacert --capath --netrc-file",
-            writes="-o --output -c --cookie-jar -D --dump-header --trace --trace-ascii --stderr "
-            "--output-dir",
-        ),
-        "wget": spec(
-            "none",
-            "OoaPiteTwUlARDIXQ",
-            "--output-document --output-file --append-output --directory-prefix --input-file "
-            "--post-file --body-file --load-cookies --save-cookies --config --header --user "
-            "--password --tries --timeout --user-agent --post-data --method --level --accept "
-            "--reject",
-            reads="-i --input-file --post-file --body-file --load-cookies --config",
-            writes="-O --output-document -o --output-file -a --append-output -P "
-            "--directory-prefix --save-cookies",
-        ),
-        "go": spec("none", "oC", writes="-o"),
-        "make": spec(
-            "none",
-            "fCIjlWo",
-            "--file --makefile --directory --include-dir --jobs --load-average --what-if "
-            "--old-file",
-            reads="-f --file --makefile -C --directory",
-        ),
-        "xxd": spec("copy", "cglsoCn"),  # `xxd IN OUT` writes OUT
-        "od": spec("read", "AjNStw"),
-        "hexdump": spec("read", "efns", reads="-f"),
-        "base64": spec("read", "w", "--wrap"),
-        "cut": spec("read", "bcdf", "--bytes --characters --delimiter --fields --output-delimiter"),
-        "uniq": spec("copy", "fsw", "--skip-fields --skip-chars --check-chars --group"),
-        "stat": spec("read", "cf", "--format --printf"),
-        "du": spec(
-            "read",
-            "dBtX",
-            "--max-depth --block-size --threshold --exclude --exclude-from --time-style "
-            "--files0-from",
-            reads="-X --exclude-from --files0-from",
-        ),
-        "tree": spec("read", "LPIoH", "--filelimit --timefmt --sort --charset", writes="-o"),
-        "file": spec(
-            "read",
-            "mfFeP",
-            "--magic-file --files-from --separator --exclude --parameter",
-            reads="-m --magic-file -f --files-from",
-        ),
-        "less": spec(
-            "read",
-            "pxbhjoOPtTyz",
-            "--pattern --log-file --LOG-FILE --tag --tag-file",
-            writes="-o -O --log-file --LOG-FILE",
-        ),
-        "bat": spec(
-            "read",
-            "lHrmp",
-            "--language --highlight-line --line-range --map-syntax --theme --style --tabs "
-            "--paging --wrap --terminal-width --file-name --diff-context --italic-text "
-            "--decorations --pager",
-            optional="--color",
-        ),
-        "php": spec("read", "dcfr", reads="-f -c"),
-        "python": spec("read", "WXQ"),
-        "python3": spec("read", "WXQ"),
-        "ruby": spec("read", "rICEFx"),
-        "perl": spec("read", "IMmx"),
-        "node": spec("read", "rC", "--require --import --input-type --loader --conditions"),
-    }
-)
+def _examples(name: str, table: Mapping[str, Any], where: str) -> list[Example]:
+    found = []
+    raw = table.get("examples", [])
+    if not isinstance(raw, list) or not raw:
+        raise ProgramSpecError(f"{where}: every program spec needs examples")
+    for index, example in enumerate(raw):
+        at = f"{where}.examples[{index}]"
+        if not isinstance(example, dict) or not isinstance(example.get("run"), str):
+            raise ProgramSpecError(f'{at}: expected {{ run = "{name} …", … }}')
+        unknown = set(example) - _EXAMPLE_FIELDS
+        if unknown:
+            raise ProgramSpecError(f"{at}: unknown field(s) {sorted(unknown)}")
+        floor = example.get("floor")
+        if floor is not None and not isinstance(floor, bool):
+            raise ProgramSpecError(f"{at}.floor: expected true or false")
+        found.append(
+            Example(
+                source=at,
+                run=example["run"],
+                reads=_strings(example.get("reads"), f"{at}.reads"),
+                writes=_strings(example.get("writes"), f"{at}.writes"),
+                operands=_strings(example.get("operands"), f"{at}.operands"),
+                recursive=_strings(example.get("recursive"), f"{at}.recursive"),
+                recursive_writes=_strings(
+                    example.get("recursive_writes"), f"{at}.recursive_writes"
+                ),
+                floor=floor,
+            )
+        )
+    return found
 
-# Options after which the operands are code or a module name, not a script file.
-CODE_OPTIONS: dict[str, frozenset[str]] = {
-    **dict.fromkeys(("python", "python3", "python2"), names("-c -m")),
-    "node": names("-e -p --eval --print"),
-    "ruby": names("-e"),
-    "perl": names("-e -E"),
-    "php": names("-r"),
-    **dict.fromkeys(("bash", "sh", "zsh", "dash", "ksh"), names("-c")),
-}
+
+def load(directory: str = PROGRAMS_DIR) -> tuple[dict[str, Spec], list[Example]]:
+    """Every spec in `directory` (name -> Spec, aliases included) and their examples."""
+    specs: dict[str, Spec] = {}
+    examples: list[Example] = []
+    try:
+        files = sorted(f for f in os.listdir(directory) if f.endswith(".toml"))
+    except OSError as exc:
+        raise ProgramSpecError(f"{directory}: {exc.strerror}") from None
+    if not files:
+        raise ProgramSpecError(f"{directory}: no program specs")
+    for file_name in files:
+        path = os.path.join(directory, file_name)
+        import tomllib  # (only here and on first use: the hook path never needs it)
+
+        try:
+            with open(path, "rb") as handle:
+                document = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ProgramSpecError(f"{path}: {exc}") from None
+        for name, table in document.items():
+            where = f"{path}: [{name}]"
+            if not isinstance(table, dict):
+                raise ProgramSpecError(f"{where}: expected a table")
+            spec = _spec(name, table, where)
+            also = table.get("also", [])
+            if not isinstance(also, list) or not all(isinstance(a, str) for a in also):
+                raise ProgramSpecError(f"{where}.also: expected a list of program names")
+            for alias in (name, *also):
+                if alias in specs:
+                    raise ProgramSpecError(f"{where}: {alias!r} has a spec already")
+                specs[alias] = spec
+            examples.extend(_examples(name, table, where))
+    return specs, examples
+
+
+# -- the lazy index -------------------------------------------------------------------
+
+_HEADER = re.compile(r"^\[([^\]\n]+)\][ \t]*$", re.M)
+_ALSO = re.compile(r"^also\s*=\s*\[([^\]\n]*)\]", re.M)
+_QUOTED = re.compile(r"'([^'\n]*)'|\"([^\"\n]*)\"")
+_KIND = re.compile(r"^kind\s*=\s*['\"](\w+)['\"]", re.M)
+_NETWORK_LINE = re.compile(r"^network\s*=\s*true\b", re.M)
+
+
+class Section(NamedTuple):
+    """One `[name]` table of a spec file as text, and what the index reads from it."""
+
+    path: str
+    name: str
+    text: str
+    also: tuple[str, ...]
+    kind: str
+    network: bool
+
+
+def _index(directory: str = PROGRAMS_DIR) -> dict[str, Section]:
+    """Every program name (aliases included) -> its table's text: no TOML parsing."""
+    found: dict[str, Section] = {}
+    try:
+        files = sorted(f for f in os.listdir(directory) if f.endswith(".toml"))
+        texts = []
+        for file_name in files:
+            path = os.path.join(directory, file_name)
+            with open(path, encoding="utf-8") as handle:
+                texts.append((path, handle.read()))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProgramSpecError(f"{directory}: {exc}") from None
+    if not texts:
+        raise ProgramSpecError(f"{directory}: no program specs")
+    for path, text in texts:
+        headers = list(_HEADER.finditer(text))
+        for index, header in enumerate(headers):
+            end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
+            body = text[header.start() : end]
+            also = _ALSO.search(body)
+            kind = _KIND.search(body)
+            section = Section(
+                path=path,
+                name=header.group(1),
+                text=body,
+                also=tuple(a or b for a, b in _QUOTED.findall(also.group(1))) if also else (),
+                kind=kind.group(1) if kind else "",
+                network=_NETWORK_LINE.search(body) is not None,
+            )
+            for alias in (section.name, *section.also):
+                if alias in found:
+                    raise ProgramSpecError(
+                        f"{path}: [{section.name}]: {alias!r} has a spec already"
+                    )
+                found[alias] = section
+    return found
+
+
+INDEX = _index()
+# Set by pathargs.py: runs a program's examples when its spec is first loaded.
+example_checker: Callable[[list[Example]], None] | None = None
+_LOADED: dict[str, Spec] = {}
+
+
+def _load_section(section: Section) -> Spec:
+    """Parse one table, check that the index read it right, run its examples."""
+    import tomllib
+
+    where = f"{section.path}: [{section.name}]"
+    try:
+        document = tomllib.loads(section.text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProgramSpecError(f"{where}: {exc}") from None
+    table = document.get(section.name)
+    if len(document) != 1 or not isinstance(table, dict):
+        raise ProgramSpecError(f"{where}: expected one table")
+    spec = _spec(section.name, table, where)
+    also = table.get("also", [])
+    if tuple(also) != section.also or spec.kind != section.kind or spec.network != section.network:
+        raise ProgramSpecError(f"{where}: write `also`, `kind` and `network` on lines of their own")
+    examples = _examples(section.name, table, where)
+    for alias in (section.name, *section.also):
+        _LOADED[alias] = spec
+    if example_checker is not None:
+        try:
+            example_checker(examples)
+        except ProgramSpecError:
+            for alias in (section.name, *section.also):
+                _LOADED.pop(alias, None)
+            raise
+    return spec
+
+
+def spec_for(name: str) -> Spec | None:
+    """The spec of program `name` (loaded on first use), or None: no spec."""
+    spec = _LOADED.get(name)
+    if spec is not None:
+        return spec
+    section = INDEX.get(name)
+    return None if section is None else _load_section(section)
+
+
+class _Specs(Mapping[str, Spec]):
+    """Every spec by program name, each loaded on first use (spec_for)."""
+
+    def __getitem__(self, name: str) -> Spec:
+        spec = spec_for(name)
+        if spec is None:
+            raise KeyError(name)
+        return spec
+
+    def get(self, name: str, default: Any = None) -> Any:
+        spec = spec_for(name)
+        return default if spec is None else spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(INDEX)
+
+    def __len__(self) -> int:
+        return len(INDEX)
+
+    def __contains__(self, name: object) -> bool:
+        return name in INDEX
+
+
+SPECS: Mapping[str, Spec] = _Specs()
+
+
+def all_examples() -> list[Example]:
+    """Every example of every spec (parses every file: for tests)."""
+    return load()[1]
+
+
+def kind_of(name: str) -> str | None:
+    """A program's spec kind from the index, without loading the spec."""
+    section = INDEX.get(name)
+    return None if section is None else section.kind
+
+
+def network_programs() -> frozenset[str]:
+    """The programs whose spec says `network = true` (a secret given to one leaves)."""
+    return _NETWORK
+
+
+_NETWORK = frozenset(name for name, section in INDEX.items() if section.network)

@@ -22,6 +22,7 @@ class Peel:
         "reads",
         "recursive",
         "scripts",
+        "unknown_names",
         "writes",
     )
 
@@ -37,6 +38,9 @@ class Peel:
         self.writes: list[str] = []
         self.option_words: list[Word] = []  # scanned for path-looking words
         self.assigned: list[str] = []
+        # Why the files it hands its command are not known (xargs fed by a file): any
+        # read or write deny/ask rule could apply to them (Unit.unknown_names).
+        self.unknown_names = ""
 
     def add_floor(self, reason: str) -> None:
         self.floor = reason if self.floor is None else f"{self.floor}; {reason}"

@@ -189,7 +189,7 @@ def exec_option_floor(name: str, args: Sequence[Word]) -> str | None:
             ):
                 return f"{name} {text} runs editor commands, which can run shell commands"
     elif name in _AWKS:
-        for program in _programs(args, ("-f", "--file", "-e", "--source"), "fvFileE"):
+        for program in awk_programs(args):
             if _AWK_EXEC.search(program):
                 return "the awk program runs commands"
     elif name in _SEDS:
@@ -223,33 +223,68 @@ def _exec_option(name: str, args: Sequence[Word], options: tuple[str, ...]) -> s
 
 
 def _programs(args: Sequence[Word], program_options: tuple[str, ...], valued: str) -> list[str]:
-    """The program text of awk/sed: -e values, else the first operand."""
+    """The program text of awk: -e/--source values (separate, attached `--source=…`,
+    `-e…`, in a cluster `-ne …`, abbreviated `--sou=…` as getopt allows), else the first
+    operand. An `-f`/`--file`/`-E`/`--exec`/`-i` value is a program file: the first operand
+    is then data (the file is read and floored by the program spec)."""
     found: list[str] = []
     operand: str | None = None
     index = 0
     while index < len(args):
         text = args[index].text
-        if text in program_options and index + 1 < len(args):
-            if text in ("-e", "--expression", "--source"):
-                found.append(args[index + 1].text)
-            index += 2
-            if text in ("-f", "--file"):
-                found.append("")  # a program file: the first operand is data
-            continue
-        if text.startswith("-") and len(text) == 2 and text[1] in valued:
-            index += 2
-            continue
-        if not text.startswith("-") and operand is None:
-            operand = text
         index += 1
+        if text == "--":
+            break
+        if text.startswith("--") and len(text) > 2:
+            name, eq, value = text.partition("=")
+            full = _long_option(name)
+            if full is None:
+                continue
+            if not eq and index < len(args):
+                value, index = args[index].text, index + 1
+            if full == "--source":
+                found.append(value)
+            elif full in _AWK_FILE_OPTIONS:
+                found.append("")
+            continue
+        if text.startswith("-") and len(text) > 1:
+            for position, letter in enumerate(text[1:], 2):
+                if letter not in valued:
+                    continue
+                value = text[position:]
+                if not value and index < len(args):
+                    value, index = args[index].text, index + 1
+                if letter == "e":
+                    found.append(value)
+                elif letter in "fEi":
+                    found.append("")
+                break
+            continue
+        if operand is None:
+            operand = text
     if not found and operand is not None:
         found.append(operand)
     return found
 
 
+_AWK_LONG_VALUED = ("--source", "--file", "--exec", "--include", "--load", "--assign",
+                    "--field-separator")  # fmt: skip
+_AWK_FILE_OPTIONS = ("--file", "--exec", "--include")
+
+
+def _long_option(name: str) -> str | None:
+    """The gawk option `name` stands for (getopt takes any unambiguous prefix); None for
+    a flag."""
+    matches = [option for option in _AWK_LONG_VALUED if option.startswith(name)]
+    return matches[0] if len(matches) == 1 or name in matches else None
+
+
 def awk_programs(args: Sequence[Word]) -> list[str]:
-    """The program texts of an awk command (-e/--source values, else the first operand)."""
-    return [p for p in _programs(args, ("-f", "--file", "-e", "--source"), "fvFileE") if p]
+    """The program texts of an awk command (see _programs)."""
+    return [p for p in _programs(args, ("-f", "--file", "-e", "--source"), _AWK_VALUED) if p]
+
+
+_AWK_VALUED = "fvFileE"
 
 
 # Every name container_run_forms, runner_inner or exec_option_floor can answer for:

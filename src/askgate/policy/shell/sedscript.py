@@ -23,7 +23,7 @@ _S_FLAGS = frozenset("gpiImM0123456789")
 def sed_scripts(args: Sequence[Word]) -> list[str]:
     """The script texts of `sed args`: -e/--expression values, else the first operand."""
     result = scan(
-        list(args),
+        _unabbreviated(args),
         "efl",
         names("--expression --file --line-length"),
         permute=True,
@@ -33,6 +33,31 @@ def sed_scripts(args: Sequence[Word]) -> list[str]:
     if scripts or result.values("-f", "--file"):
         return scripts  # with -f, the program is a file the analyser does not read
     return [result.operands[0].text] if result.operands else []
+
+
+# GNU sed's long options: getopt takes any unambiguous prefix (`--expr=1e id`).
+_SED_LONG = (
+    "--expression", "--file", "--follow-symlinks", "--in-place", "--line-length",
+    "--null-data", "--zero-terminated", "--quiet", "--silent", "--regexp-extended",
+    "--separate", "--sandbox", "--unbuffered", "--debug", "--posix", "--binary", "--help",
+    "--version",
+)  # fmt: skip
+
+
+def _unabbreviated(args: Sequence[Word]) -> list[Word]:
+    """`--expr=x` as `--expression=x`: the long options sed would take a prefix for."""
+    out = list(args)
+    for index, word in enumerate(out):
+        text = word.text
+        if not text.startswith("--") or len(text) < 3:
+            continue
+        name, eq, value = text.partition("=")
+        if name in _SED_LONG:
+            continue
+        matches = [option for option in _SED_LONG if option.startswith(name)]
+        if len(matches) == 1:
+            out[index] = Word(matches[0] + eq + value, word.source, word.dynamic)
+    return out
 
 
 def runs_commands(script: str) -> bool:

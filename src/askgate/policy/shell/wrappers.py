@@ -157,21 +157,74 @@ def _sudoedit(args: list[Word]) -> Peel:
 
 
 def _xargs(args: list[Word]) -> Peel:
+    """xargs as a wrapper on its own: its standard input is not known (see xargs_peel)."""
+    return xargs_peel(args, None, stdin=False)
+
+
+# What xargs would split differently from whitespace, or a producer whose output is not
+# its words as written (`printf '.e%sv' n`, `echo -e '\x2e…'`, an expansion).
+_NOT_PLAIN_NAMES = lazy_compile(r"[%\\'\"$`]")
+MAX_XARGS_NAMES = 64
+# `printf '%s\n' a b` prints its operands one per line (the format is kept as one more
+# name: `echo '%s\n' a` prints it).
+_PRINTF_NAMES = lazy_compile(r"^%s(?:\\n)?(?=\s|$)")
+
+
+def xargs_peel(args: list[Word], literal: str | None, stdin: bool) -> Peel:
+    """`… | xargs CMD`: with a literal producer (`echo a b`, `printf '%s\n' a b`, a heredoc:
+    `literal` is what it prints), the names are CMD's operands (`echo .env | xargs cat` is
+    `cat .env`; with `-I R`, one command per name). From anything else (`stdin`: a pipe
+    from another program or a file; `-a FILE`) they are unknown: a command that only
+    reads them asks when a read or write deny/ask rule exists (Unit.unknown_names),
+    any other command asks. With no standard input given at all, it asks."""
     result = scan(
         args,
         "aEdILnPs",
         names("--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"),
         optional_value=names("-e -i -l --eof --replace --max-lines"),
+        short_flags="0prtxo",
+        long_flags=names("--null --interactive --no-run-if-empty --verbose --exit --open-tty"),
     )
     inner = result.operands or [synthetic("echo")]
-    if _reads_only(inner) and not result.has("-I", "-i", "--replace"):
-        # `find . | xargs grep -l x`: the arguments are files the command reads; they may
-        # be anything below the directory, like a recursive reader's.
+    files = result.values("-a", "--arg-file")
+    plain = (
+        literal is not None
+        and not files
+        and not result.unknown
+        and not result.has("-0", "--null", "-d", "--delimiter")
+        and not _NOT_PLAIN_NAMES.search(_PRINTF_NAMES.sub("", literal, count=1))
+        and len(literal.split()) <= MAX_XARGS_NAMES
+    )
+    replace = result.values("-I") or [
+        Word(value.text if value is not None else "{}", "")
+        for option, value in result.options
+        if option in ("-i", "--replace")
+    ]
+    if plain and literal is not None:
+        found = [Word(name, name) for name in literal.split()]
+        if replace:
+            marker = replace[0].text or "{}"
+            peel = Peel()
+            for name in found:
+                argv = [Word(w.text.replace(marker, name.text), w.source) for w in inner]
+                peel.extra.append((argv, "xargs"))
+            peel.keep = not found
+        else:
+            peel = Peel([*inner, *found])
+    elif not stdin and not files:
+        peel = Peel(inner, "xargs reads its arguments from a standard input nobody has seen")
+    elif _reads_only(inner) and not replace:
+        # `find . | xargs grep -l x`, `xargs cat < list`: the command only reads the files,
+        # whose names nobody has seen.
         peel = Peel(inner)
         peel.recursive = ["."]
+        peel.unknown_names = (
+            f"xargs hands `{inner[0].text}` file names nobody has seen (from a file or "
+            "another command's output): a read or write rule could apply to any of them"
+        )
     else:
         peel = Peel(inner, "xargs runs a command with arguments only known at run time")
-    peel.reads = [w.text for w in result.values("-a", "--arg-file")]
+    peel.reads = [w.text for w in files]
     peel.option_words = result.option_words
     return peel
 
