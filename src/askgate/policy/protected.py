@@ -4,13 +4,14 @@
    allowed to write under `~` could otherwise grant itself permissions (edit the user
    policy, the trust store), answer its own forwarded asks (write a response file), or
    rewrite the review log. Where these live is askgate.locations' business.
-2. The files that register askgate with an agent (ask for writes). An agent that may
-   write `.claude/settings.json` could quietly remove the hook that gates it; a human
-   decides each such write.
+2. The files that register askgate with an agent (deny for writes). An agent that may
+   write `.claude/settings.json` could quietly remove the hook that gates it. Not an ask:
+   agent modes that drop asks (Claude Code's `bypassPermissions`, Codex's approvals
+   `never`) would then let the agent unhook its own gate.
 
 Nothing in a policy file can lift either: a rule is only ever overridden by a narrower
-one from the same or a higher scope, and nothing ranks above these. A human edits these
-files outside the agent (or answers the ask).
+one from the same or a higher scope, and nothing ranks above these; a user's own deny
+only adds to them. A human edits these files by hand, outside the agent.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ PROTECTED_RANK = 1_000_000
 REASON = "askgate protects its own configuration and state from agents; edit it yourself"
 REGISTRATION_REASON = (
     "this file registers askgate (or another permission gate) with an agent: "
-    "a human decides every write to it"
+    "no agent may write it; edit it yourself"
 )
 
 # --- askgate's state: deny -----------------------------------------------------------------
@@ -37,7 +38,7 @@ def protected_paths(env: Mapping[str, str], project_root: str) -> list[str]:
     return [p for p in dict.fromkeys(found) if p.startswith("/")]
 
 
-# --- files that register askgate with an agent: ask for writes -----------------------------
+# --- files that register askgate with an agent: deny for writes ----------------------------
 # One data list. `~` is the home directory; `{pi}` is pi's agent directory
 # ($PI_CODING_AGENT_DIR or ~/.pi/agent); `{codex}` is $CODEX_HOME and `{claude}` is
 # $CLAUDE_CONFIG_DIR, each when set to an absolute path (else the entry is left out);
@@ -118,12 +119,12 @@ def protected_rules(env: Mapping[str, str], project_root: str) -> list[Rule]:
         Rule(
             surface=Surface.WRITE,
             pattern=pattern,
-            action=Action.ASK,
+            action=Action.DENY,
             origin=Origin.BUILTIN,
             rank=PROTECTED_RANK,
             reason=REGISTRATION_REASON,
-            # A floor that adds an ask and lifts nothing: without this, the equal pattern
-            # at the top rank would override a user's own deny of the same file.
+            # A floor that lifts nothing: it overrides no rule of a policy file (a user's
+            # own deny of the same file stays that user's rule, with its reason).
             trusted=False,
         )
         for pattern in registration_paths(env)
