@@ -45,6 +45,8 @@ def _policy(tree: dict[str, Path], rules: list[tuple[str, str, str]], **kw: obje
         "HOME": str(tree["home"]),
         "XDG_CONFIG_HOME": str(tree["base"] / "cfg"),
         "XDG_DATA_HOME": str(tree["base"] / "data"),
+        "XDG_STATE_HOME": str(tree["base"] / "state"),
+        "ASKGATE_RUNTIME_DIR": str(tree["base"] / "run"),
         "ASKGATE_AUDIT_LOG": str(tree["base"] / "log.jsonl"),
         "ASKGATE_MANAGED_POLICY": str(tree["base"] / "managed.toml"),
     }
@@ -65,6 +67,14 @@ def _paths(entries: object) -> set[str]:
     return {entry.path for entry in entries}  # type: ignore[attr-defined]
 
 
+CONTROL_PLANE = ("askgate's control plane", "askgate's daemon socket")
+
+
+def _hidden(plan: SandboxPlan) -> set[str]:
+    """What the plan hides beyond askgate's own control plane (hidden in every plan)."""
+    return {e.path for e in plan.read_denies if not e.why.startswith(CONTROL_PLANE)}
+
+
 # --- plan --------------------------------------------------------------------------
 
 
@@ -75,24 +85,27 @@ def test_rooted_read_denies_are_used_as_they_are_and_anywhere_patterns_expand(tr
             ("read", "~/.ssh/**", "deny"),
             ("read", "**/.env*", "deny"),
             ("read", "**/.env.example", "allow"),
-            ("read", "~/.aws/credentials", "deny"),  # missing: nothing to hide
+            ("read", "~/.aws/credentials", "deny"),  # missing: its place is held
         ],
     )
     project = tree["project"]
-    assert _paths(plan.read_denies) == {
+    assert _hidden(plan) == {
         str(tree["home"] / ".ssh"),
         str(project / ".env"),
         str(project / "deep" / "er" / ".env.local"),
+        str(tree["home"] / ".aws" / "credentials"),
     }  # the nested allow keeps .env.example readable
-    kinds = {entry.path: entry.kind for entry in plan.read_denies}
-    assert kinds[str(tree["home"] / ".ssh")] == "dir"
-    assert kinds[str(project / ".env")] == "file"
-    assert all('read "' in entry.why for entry in plan.read_denies)
+    kinds = {entry.path: entry for entry in plan.read_denies}
+    assert kinds[str(tree["home"] / ".ssh")].kind == "dir"
+    assert kinds[str(project / ".env")].kind == "file"
+    aws = kinds[str(tree["home"] / ".aws" / "credentials")]
+    assert aws.kind == "missing" and aws.placeholder == str(tree["home"] / ".aws")
+    assert all('read "' in e.why for e in plan.read_denies if not e.why.startswith(CONTROL_PLANE))
 
 
 def test_read_ask_rules_hide_too_since_nobody_can_be_asked_mid_command(tree) -> None:
     plan = _plan(tree, [("read", "~/.ssh/**", "ask")])
-    assert _paths(plan.read_denies) == {str(tree["home"] / ".ssh")}
+    assert _hidden(plan) == {str(tree["home"] / ".ssh")}
 
 
 def test_past_the_search_budget_the_command_is_asked_about(tree, monkeypatch) -> None:
@@ -131,8 +144,9 @@ def test_write_denies_protections_and_git_become_holes(tree) -> None:
     assert holes[str(config_dir)].placeholder == str(tree["base"] / "cfg")
     # ~/notes is outside every writable root… unless the home is in /tmp (it is here).
     assert str(tree["home"] / "notes") in holes
-    # Agent settings files never get a placeholder (an empty JSON file breaks the agent).
-    assert not any(".claude" in path for path in holes)
+    # A missing agent settings directory is held by an empty directory placeholder.
+    claude = holes[str(project / ".claude" / "settings.json")]
+    assert claude.placeholder == str(project / ".claude")
 
 
 def test_a_git_worktree_link_is_a_hole(tree) -> None:
@@ -153,8 +167,8 @@ def test_agent_rules_apply_only_to_their_agent(tree) -> None:
     policy = Policy(built, project_root=str(project), env={"HOME": str(tree["home"])})
     other = build_plan(policy, SandboxSettings(), cwd=str(project), agent="other")
     mine = build_plan(policy, SandboxSettings(), cwd=str(project), agent="rev")
-    assert not other.read_denies
-    assert _paths(mine.read_denies) == {str(tree["home"] / ".ssh")}
+    assert not _hidden(other)
+    assert _hidden(mine) == {str(tree["home"] / ".ssh")}
 
 
 def test_sandbox_settings_add_hidden_and_writable_paths(tree) -> None:
@@ -224,7 +238,7 @@ def test_bwrap_argv_is_a_list_with_namespaces_always_and_masks_last(tree) -> Non
     mask = argv.index("--tmpfs")
     assert argv[bind + 1] == argv[bind + 2] == project or project in argv[bind:]
     assert bind < hole < mask
-    assert argv[mask - 2 : mask] == ["--perms", "000"]
+    assert argv[mask - 2 : mask] == ["--perms", "0555"]  # hidden reads as empty
     assert ["--ro-bind", "/E", project + "/.env"] == argv[
         argv.index("/E") - 1 : argv.index("/E") + 2
     ]
@@ -408,9 +422,11 @@ def test_stale_records_are_cleaned_and_a_changed_placeholder_is_kept(tree, tmp_p
     other.acquire([])
     assert not os.path.exists(registry.record_path)
     assert askgate_dir.exists()  # not empty: never removed
-    managed = tree["base"] / "managed.toml"
-    assert any(h.placeholder == str(managed) for h in missing)
-    assert not managed.exists()  # the dead run's empty placeholder is gone
+    config = tree["base"] / "cfg"
+    assert any(h.placeholder == str(config) for h in missing)
+    assert not config.exists()  # the dead run's empty placeholder is gone
+    # A missing protected *file* (the managed policy here) is a tripwire, not a placeholder.
+    assert str(tree["base"] / "managed.toml") in _paths(plan.tripwires)
     other.release()
 
 
