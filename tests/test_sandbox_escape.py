@@ -608,15 +608,16 @@ def test_escape(world: EscapeWorld, attack: str, mode: str) -> None:
 def test_everyday_git_writes_work_while_config_and_hooks_stay_frozen(
     world: EscapeWorld, mode: str
 ) -> None:
+    before = world.outside("git rev-list --count HEAD").stdout.strip()
     run = world.run(
         mode,
         f"git switch -qc work-{mode} && echo more >> app.py && git add app.py && "
         "git commit -qm two && echo x > scratch.txt && git add scratch.txt && "
         "git restore --staged scratch.txt && rm scratch.txt && git switch -q - && "
-        "git log --oneline | wc -l && git status --porcelain",
+        "git rev-list --count HEAD && git status --porcelain",
     )
     assert run.returncode == 0, run
-    assert run.stdout.split()[0] == "1", run  # back on the first branch
+    assert run.stdout.split()[0] == before, run  # back on the first branch, unchanged
     assert f"work-{mode}" in world.outside("git branch").stdout
     world.assert_frozen()
 
