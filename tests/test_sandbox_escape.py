@@ -576,6 +576,9 @@ def attack_make_a_namespace_to_get_capabilities_back(world: EscapeWorld, mode: s
     _no_secret(run)
     assert "UNSHARED" not in run.stdout, run
     assert "CapEff:\t0000000000000000" in run.stdout
+    # bwrap's chroot already refuses nested user namespaces and --new-session TIOCSTI;
+    # the filter is the second wall (and the only one under Landlock): it is in place.
+    assert "Seccomp:\t2" in run.stdout, run
 
 
 CLASSES: dict[str, Callable[[EscapeWorld, str], None]] = {
@@ -683,3 +686,42 @@ def test_every_class_as_nobody(request: pytest.FixtureRequest) -> None:
     finally:
         made.close()
         shutil.rmtree(base, ignore_errors=True)
+
+
+# --- the probe cache cannot be used to downgrade ----
+
+
+def test_a_failed_bwrap_probe_is_never_cached(tmp_path: Path, monkeypatch) -> None:
+    """A command that makes bwrap fail (exhausting the user's processes) must not leave a
+    cached "landlock" or "none" behind for the commands after it."""
+    from askgate.sandbox import bwrap as bwrap_backend
+    from askgate.sandbox import runner
+
+    require_bwrap()
+    good = runner.probe(str(tmp_path), refresh=True)
+    assert good.backend == "bwrap" and (tmp_path / "probe.json").exists()
+    (tmp_path / "probe.json").unlink()
+    monkeypatch.setattr(
+        bwrap_backend,
+        "probe",
+        lambda path: bwrap_backend.BwrapProbe(path=path, error="fork: Resource unavailable"),
+    )
+    failed = runner.probe(str(tmp_path))
+    assert failed.backend != "bwrap"
+    assert not (tmp_path / "probe.json").exists()  # nothing cached
+    monkeypatch.undo()
+    assert runner.probe(str(tmp_path)).backend == "bwrap"
+    # A cached success is kept through a later failure of the probe itself.
+    monkeypatch.setattr(
+        bwrap_backend, "probe", lambda path: bwrap_backend.BwrapProbe(path=path, error="x")
+    )
+    assert runner.probe(str(tmp_path)).backend == "bwrap"
+
+
+def test_the_seccomp_filter_is_well_formed_classic_bpf() -> None:
+    from askgate.sandbox import seccomp
+
+    for machine in ("x86_64", "aarch64"):
+        code = seccomp.program(machine)
+        assert code is not None and len(code) % 8 == 0 and 0 < len(code) // 8 < 4096
+    assert seccomp.program("riscv64") is None
