@@ -725,3 +725,19 @@ def test_the_seccomp_filter_is_well_formed_classic_bpf() -> None:
         code = seccomp.program(machine)
         assert code is not None and len(code) % 8 == 0 and 0 < len(code) // 8 < 4096
     assert seccomp.program("riscv64") is None
+
+
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_an_environment_allow_list_keeps_other_variables_out(world: EscapeWorld, mode: str) -> None:
+    allow = world.base / f"env-{mode}.toml"
+    allow.write_text(POLICY + 'environment = ["PATH", "HOME", "LC_*"]\n')
+    env = {**world.env, "AWS_SECRET_ACCESS_KEY": "env-secret-9a1f", "LC_ALL": "C"}
+    try:
+        run = world.run(
+            mode, 'echo "k=${AWS_SECRET_ACCESS_KEY-unset} lc=$LC_ALL"', env=env, config=[str(allow)]
+        )
+    finally:
+        allow.unlink()
+    assert run.returncode == 0, run
+    assert "env-secret-9a1f" not in str(run)
+    assert "k=unset lc=C" in run.stdout

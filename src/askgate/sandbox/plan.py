@@ -120,6 +120,7 @@ class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
     pinned: tuple[str, ...] = ()  # directories bound onto themselves (cannot be renamed)
     tripwires: tuple[PlanEntry, ...] = ()  # missing protected files: moved aside if made
     unset_env: tuple[str, ...] = ()  # agent sockets not passed in
+    environment: tuple[str, ...] | None = None  # [sandbox] environment: only these pass in
     refusals: tuple[str, ...] = ()  # non-empty: the sandbox must not start
     ask_reason: str | None = None  # the plan is incomplete: ask about the command instead
     warnings: tuple[str, ...] = ()
@@ -633,6 +634,7 @@ def build_plan(
         ),
         tripwires=tuple(tripwires),
         unset_env=builder.unset_env(denies),
+        environment=settings.environment,
         refusals=tuple(builder.refusals),
         ask_reason=builder.ask_reason,
         warnings=tuple(builder.warnings),

@@ -84,6 +84,7 @@ def wrapper_script(
     tee: str,
     seccomp: str | None = None,
     tripwire_test: str | None = None,
+    env_filter: str | None = None,
 ) -> str:
     """SCRIPT for `/bin/bash -c SCRIPT askgate-sandbox BWRAP-ARGV…` (pure).
     `launcher_argv`: the askgate command of step 2 up to its options; `finish_argv`:
@@ -101,8 +102,9 @@ def wrapper_script(
     lines += [f"printf '%s\\n' {_q('askgate sandbox: warning: ' + w)} >&2" for w in warnings]
     seccomp_redirect = f" {SECCOMP_FD}<{_q(seccomp)}" if seccomp else ""
     failed = '[ "$s" -ne 0 ]' + (f" || {tripwire_test}" if tripwire_test else "")
+    start = f'( {env_filter}; exec "$@" )' if env_filter else '"$@"'
     lines.append(
-        f'"$@" {STATUS_FD}>>{status}{seccomp_redirect} 2> >({_q(tee)} {_q(run.stderr)} >&2); '
+        f"{start} {STATUS_FD}>>{status}{seccomp_redirect} 2> >({_q(tee)} {_q(run.stderr)} >&2); "
         f's=$?; if {failed}; then wait $!; {_words(finish_argv)} "$s" {rest}; fi'
     )
     lines.append("fi")
@@ -146,6 +148,7 @@ def prepare_wrapper(
     """The prepared wrapper for `command` under `plan`, or None (use the launcher form).
     Raises SandboxSetupError when a placeholder cannot be made (the caller asks)."""
     from askgate.sandbox import bwrap as bwrap_backend
+    from askgate.sandbox.environment import shell_filter
     from askgate.sandbox.placeholders import state_directory
     from askgate.sandbox.runner import probe
     from askgate.sandbox.tripwires import shell_test
@@ -190,6 +193,7 @@ def prepare_wrapper(
             tee=tee,
             seccomp=seccomp,
             tripwire_test=shell_test(plan.tripwires),
+            env_filter=shell_filter(plan),
         )
         wrapped = wrapper_command(script, argv)
     except BaseException:

@@ -206,6 +206,9 @@ def run_sandboxed(
         return EXIT_REFUSED
     for warning in plan.warnings:
         _say(f"warning: {warning}")
+    from askgate.sandbox.environment import inside_env
+
+    env = inside_env(plan, env)
     if registry is None:
         return _unsandboxed(plan, command, env, "askgate's sandbox state directory is unusable")
     found = probe(registry.directory)
@@ -329,11 +332,10 @@ def _run_landlock(
     from askgate.sandbox.seccomp import program
 
     filter_code = program()
-    inside_env = {k: v for k, v in env.items() if k not in plan.unset_env}
     try:
         status, tail = _spawn_and_wait(
             command,
-            env=inside_env,
+            env=env,
             cwd=plan.cwd,
             preexec=lambda: landlock.restrict_in_child(ruleset, filter_code),
         )
