@@ -281,6 +281,25 @@ def test_the_blocked_line_names_the_path_and_the_rule(tree) -> None:
     assert explain_failure(plan, "error: test failed: expected 3 got 4\n") is None
 
 
+def test_the_blocked_line_names_the_file_never_the_program(tree) -> None:
+    """`/bin/bash: line 1: NAME: …` is about NAME: bash is only who printed it."""
+    plan = _plan(tree, [("read", "~/.ssh/**", "deny"), ("write", "guarded/**", "deny")])
+    for text in (
+        "/bin/bash: line 1: out.txt: Read-only file system\n",  # inside the project: fine
+        "/usr/bin/make: *** [Makefile:2: all] Error 1\n",
+    ):
+        line = explain_failure(plan, text)
+        assert line is None or ("/bin/bash" not in line and "/usr/bin/make" not in line), line
+    line = explain_failure(plan, "/bin/bash: line 1: /opt/x: Read-only file system\n")
+    assert line is not None and line.startswith("blocked writing /opt/x:"), line
+    line = explain_failure(plan, "cp: cannot create regular file 'guarded/y': Permission denied\n")
+    assert line is not None and line.startswith(f"blocked writing {tree['project']}/guarded/y")
+    # A hidden file reads as empty: the program's own complaint names it.
+    key = tree["home"] / ".ssh" / "id_rsa"
+    line = explain_failure(plan, f'Load key "{key}": invalid format\n')
+    assert line is not None and line.startswith(f"{key} is hidden (it reads as empty")
+
+
 # --- the [sandbox] table ------------------------------------------------------------
 
 
