@@ -114,3 +114,21 @@ def test_ordinary_files_beside_them_follow_the_policy(world) -> None:
     policy, project, home = world
     for path in (".claude/commands/x.md", f"{home}/.claude/projects/x.jsonl", "src/a.py"):
         assert policy.decide(Surface.WRITE, path, cwd=str(project)).action is Action.ALLOW
+
+
+def test_askgate_secrets_are_not_readable_by_an_agent(world) -> None:
+    policy, project, home = world
+    state = home / ".local" / "state" / "askgate"
+    data = home / ".local" / "share" / "askgate"
+    for path in (
+        state / "daemon.secret",
+        state / "daemon.control",
+        data / "server" / "keys.json",
+        data / "sandbox" / "runs" / "w-1" / "plan.json",
+    ):
+        tool = policy.decide(Surface.READ, str(path), cwd=str(project), tool="Read")
+        assert tool.action is Action.DENY, (path, tool.reason)
+        shell = policy.decide(Surface.BASH, f"cat {path}", cwd=str(project))
+        assert shell.action is Action.DENY, (path, shell.reason)
+    review = state / "review.jsonl"
+    assert policy.decide(Surface.READ, str(review), cwd=str(project)).action is Action.ALLOW

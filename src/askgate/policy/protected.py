@@ -38,6 +38,27 @@ def protected_paths(env: Mapping[str, str], project_root: str) -> list[str]:
     return [p for p in dict.fromkeys(found) if p.startswith("/")]
 
 
+# --- askgate's secrets: deny for reads ------------------------------------------------------
+SECRET_REASON = (
+    "askgate's own secrets (daemon credentials, approval server keys) are not for agents"
+)
+
+
+def secret_paths(env: Mapping[str, str]) -> list[str]:
+    """Path globs (absolute) that agents may never read: the daemon's secret and control
+    token (the control token stops the daemon), the approval server's keys and database,
+    and the sandbox's run records and plans."""
+    found: list[str] = []
+    try:
+        state = locations.state_dir(env)
+        found += [os.path.join(state, "daemon.secret"), os.path.join(state, "daemon.control")]
+        found.append(locations.server_data_dir(env) + "/**")
+        found.append(os.path.join(locations.trust_store_dir(env), "sandbox") + "/**")
+    except ValueError:
+        return []
+    return [p for p in dict.fromkeys(found) if p.startswith("/")]
+
+
 # --- files that register askgate with an agent: deny for writes ----------------------------
 # One data list. `~` is the home directory; `{pi}` is pi's agent directory
 # ($PI_CODING_AGENT_DIR or ~/.pi/agent); `{codex}` is $CODEX_HOME and `{claude}` is
@@ -129,4 +150,15 @@ def protected_rules(env: Mapping[str, str], project_root: str) -> list[Rule]:
         )
         for pattern in registration_paths(env)
     ]
-    return state + registration
+    secrets = [
+        Rule(
+            surface=Surface.READ,
+            pattern=pattern,
+            action=Action.DENY,
+            origin=Origin.BUILTIN,
+            rank=PROTECTED_RANK,
+            reason=SECRET_REASON,
+        )
+        for pattern in secret_paths(env)
+    ]
+    return state + registration + secrets
