@@ -543,3 +543,20 @@ def test_the_walk_is_bounded_in_time_and_the_plan_then_asks(tree, monkeypatch) -
     plan = _plan(tree, [("read", "**/.env*", "deny")])
     assert plan.ask_reason is not None and "took over" in plan.ask_reason
     assert not plan.startable
+
+
+def test_agent_sockets_are_hidden_only_when_the_policy_hides_secrets(tree) -> None:
+    runtime = tree["base"] / "xdg-run"
+    runtime.mkdir()
+    agent = tree["base"] / "agent.sock"
+    agent.write_text("")  # stands for the socket
+    policy = _policy(tree, [])
+    env = {**policy.env, "XDG_RUNTIME_DIR": str(runtime), "SSH_AUTH_SOCK": str(agent)}
+    bare = Policy([], project_root=str(tree["project"]), env=env)
+    plan = build_plan(bare, SandboxSettings(), cwd=str(tree["project"]))
+    assert str(agent) not in _paths(plan.read_denies) and not plan.unset_env
+    rules = [make_rule("read", "~/.ssh/**", "deny", base_dir=str(tree["project"]))]
+    secretive = Policy(rules, project_root=str(tree["project"]), env=env)
+    plan = build_plan(secretive, SandboxSettings(), cwd=str(tree["project"]))
+    assert {str(agent), str(runtime)} <= _paths(plan.read_denies)
+    assert plan.unset_env == ("SSH_AUTH_SOCK",)

@@ -397,7 +397,7 @@ class _Builder:
                         placeholder=placeholder,
                     )
                 )
-        entries += self.agent_sockets(entries)
+        entries += self.agent_sockets(_secrets(entries))
         return _outermost(entries)
 
     def agent_sockets(self, hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
@@ -542,6 +542,11 @@ class _Builder:
             self.ask_reason = f"the sandbox cannot check hard links: {why} ({entry.why})"
 
 
+def _secrets(hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
+    """What the policy hides (askgate's own control plane is hidden in every plan)."""
+    return [e for e in hidden if e.why not in (CONTROL_PLANE, DAEMON_SOCKET)]
+
+
 def _is_tripwire(entry: PlanEntry) -> bool:
     """A missing protected *file* whose placeholder would be seen (git, `git add -A`,
     direnv): watched instead. Registration files get a `{}` placeholder (an agent watching
@@ -633,7 +638,7 @@ def build_plan(
             [*holes, *tripwires, *(d for d in denies if d.why in (CONTROL_PLANE, DAEMON_SOCKET))],
         ),
         tripwires=tuple(tripwires),
-        unset_env=builder.unset_env(denies),
+        unset_env=builder.unset_env(_secrets(denies)),
         environment=settings.environment,
         refusals=tuple(builder.refusals),
         ask_reason=builder.ask_reason,
