@@ -34,7 +34,7 @@ Not a second decision: every entry comes from a rule of the loaded policy (or fr
   stays readable — and the walk goes on below it. Past the search budget, or at a
   directory that can be entered but not listed, the plan carries `ask_reason`: the
   command is asked about instead.
-* **agent sockets**: when the plan hides anything, `SSH_AUTH_SOCK` and the like are not
+* **agent sockets**: when the policy hides anything, `SSH_AUTH_SOCK` and the like are not
   passed in and the sockets they name, `$XDG_RUNTIME_DIR` and `/tmp/ssh-*` are hidden.
 * **refusals** (fail closed: the sandbox does not start): a denied path that passes through
   a symlink the sandbox can write (it could be re-pointed after the mask is placed), a
