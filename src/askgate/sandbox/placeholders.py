@@ -435,7 +435,9 @@ def _make_or_share(
         if as_dir:
             os.mkdir(path, 0o700)
         else:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+            # Writable by the user *outside* (the mount keeps it read-only inside): a
+            # tool that writes its settings or credentials meanwhile must not fail.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             try:
                 if path.endswith(".json"):
                     os.write(fd, JSON_PLACEHOLDER)
