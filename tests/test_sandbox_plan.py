@@ -560,3 +560,19 @@ def test_agent_sockets_are_hidden_only_when_the_policy_hides_secrets(tree) -> No
     plan = build_plan(secretive, SandboxSettings(), cwd=str(tree["project"]))
     assert {str(agent), str(runtime)} <= _paths(plan.read_denies)
     assert plan.unset_env == ("SSH_AUTH_SOCK",)
+
+
+def test_the_plans_path_resolution_matches_realpath(tmp_path: Path) -> None:
+    """The plan resolves symlinks one remembered component at a time (speed); it must
+    give exactly what `os.path.realpath` gives, `..` after links included."""
+    from askgate.policy.paths import fold_lexically
+    from askgate.sandbox.plan import _resolve
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "l").symlink_to(tmp_path / "a" / "b")
+    (tmp_path / "a" / "b" / "up").symlink_to("../a")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    cache: dict[str, str] = {}
+    for rest in ("l/x", "l/../c", "a/b/up/b/up", "missing/q", "a/./b", "l/up/../b", "loop/x", ""):
+        path = f"{tmp_path}/{rest}" if rest else str(tmp_path)
+        assert _resolve(path, cache) == fold_lexically(os.path.realpath(path)), path

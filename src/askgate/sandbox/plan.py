@@ -47,6 +47,7 @@ Reads the filesystem (stat, realpath, directory walks) but writes nothing.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import stat
@@ -58,7 +59,7 @@ import msgspec
 from askgate import locations
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Rule, Surface
-from askgate.policy.paths import fold_lexically, is_inside
+from askgate.policy.paths import fold_lexically
 from askgate.policy.rules import expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
 from askgate.sandbox.expand import (
@@ -154,12 +155,52 @@ def _kind(path: str) -> str:
     return "file" if stat.S_ISREG(mode) else "other"
 
 
+# One plan asks for the same few real paths many times (each candidate, each form of it):
+# remembered for the length of one `build_plan` only (a context variable, so the
+# daemon's concurrent plans never share one).
+_REAL_PATHS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "askgate_sandbox_real_paths", default=None
+)
+
+
 def _real(path: str) -> str:
-    return fold_lexically(os.path.realpath(path))
+    cache = _REAL_PATHS.get()
+    if cache is None or not path.startswith("/"):
+        return fold_lexically(os.path.realpath(path))
+    return _resolve(path, cache)
+
+
+def _resolve(path: str, cache: dict[str, str]) -> str:
+    """`realpath` one component at a time, each resolved directory remembered: the
+    candidates of a plan share most of their parents (one lstat each, not one per path
+    per component). A symlinked component is resolved by `realpath` itself."""
+    found = cache.get(path)
+    if found is not None:
+        return found
+    parent, name = os.path.split(path)
+    if parent == path:
+        return "/"
+    base = _resolve(parent, cache) if parent != "/" else "/"
+    if name in ("", "."):
+        found = base
+    elif name == "..":
+        found = os.path.dirname(base)  # after the links: `link/..` is the target's parent
+    else:
+        candidate = os.path.join(base, name)
+        found = (
+            fold_lexically(os.path.realpath(candidate)) if os.path.islink(candidate) else candidate
+        )
+    cache[path] = found
+    return found
+
+
+def _under(path: str, root: str) -> bool:
+    """`is_inside` for paths already absolute and folded (every path of a plan is)."""
+    return path == root or root == "/" or path.startswith(root + "/")
 
 
 def _inside_any(path: str, roots: Iterable[str]) -> bool:
-    return any(is_inside(path, root) for root in roots)
+    return any(_under(path, root) for root in roots)
 
 
 class _Builder:
@@ -310,13 +351,13 @@ class _Builder:
         for source in self.hole_sources():
             found = [path for path, _whole in self._paths(source, searched=search)]
             for path in dict.fromkeys([*found, *self._at_roots(source)]):
+                real = _real(path)
+                if not _inside_any(real, roots):
+                    continue  # already read-only
                 if source.rule and not self._blocked(Surface.WRITE, path):
                     continue  # a nested allow wins here (it is a writable root of its own)
                 if source.rule and self._is_git_dir_asked(path):
                     continue  # ordinary git work stays writable; GIT_PROTECTED holds
-                real = _real(path)
-                if not _inside_any(real, roots):
-                    continue  # already read-only
                 kind = _kind(real)
                 placeholder = None
                 if kind == "missing":
@@ -564,20 +605,23 @@ def _hard_links(path: str) -> int:
 
 
 def _first_missing(path: str) -> str | None:
-    """The shallowest component of `path` that does not exist (None if all exist)."""
-    current = "/"
-    for segment in path.strip("/").split("/"):
-        current = os.path.join(current, segment)
-        if not os.path.lexists(current):
+    """The shallowest component of `path` that does not exist (None if all exist): found
+    walking up from `path`, since most of its parents exist."""
+    if os.path.lexists(path):
+        return None
+    current = path
+    while True:
+        parent = os.path.dirname(current)
+        if parent == current or os.path.lexists(parent):
             return current
-    return None
+        current = parent
 
 
 def _outermost(entries: Sequence[PlanEntry]) -> list[PlanEntry]:
     """Drop entries inside another entry (its mount already covers them), keep order."""
     kept: list[PlanEntry] = []
     for entry in sorted(entries, key=lambda e: (e.path.count("/"), e.path)):
-        if not any(is_inside(entry.path, other.path) for other in kept):
+        if not any(_under(entry.path, other.path) for other in kept):
             kept.append(entry)
     return kept
 
@@ -610,6 +654,16 @@ def build_plan(
     mode: str | None = None,
 ) -> SandboxPlan:
     """The plan for commands run in `cwd` by `agent` under `policy`."""
+    token = _REAL_PATHS.set({})
+    try:
+        return _build_plan(policy, settings, cwd=cwd, agent=agent, mode=mode)
+    finally:
+        _REAL_PATHS.reset(token)
+
+
+def _build_plan(
+    policy: Policy, settings: SandboxSettings, *, cwd: str, agent: str | None, mode: str | None
+) -> SandboxPlan:
     builder = _Builder(policy, settings, cwd, agent)
     writable = builder.writable()
     builder.expand_sources(writable)
@@ -658,12 +712,12 @@ def pinned_ancestors(
     pinned: list[str] = []
     for entry in guarded:
         target = entry.placeholder or entry.path
-        inside = [root for root in roots if is_inside(target, root) and root != target]
+        inside = [root for root in roots if _under(target, root) and root != target]
         if not inside:
             continue
         root = max(inside, key=len)  # the deepest writable root: its own mount
         current = os.path.dirname(target)
-        while current != root and is_inside(current, root) and current != "/":
+        while current != root and _under(current, root) and current != "/":
             if current not in roots and os.path.isdir(current):
                 pinned.append(current)
             current = os.path.dirname(current)
