@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_world import require_bwrap
-from unprivileged import OUTSIDE_ENV, outside_scratch_dir, rerun_as_nobody
+from unprivileged_rerun import OUTSIDE_ENV, outside_scratch_dir, rerun_as_nobody
 
 SECRET = "SSH-PRIVATE-KEY-ESCAPE-51d2"
 ENV_SECRET = "API_TOKEN=escape-secret-77b0"

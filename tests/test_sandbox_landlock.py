@@ -4,7 +4,7 @@ Landlock cannot punch holes in a granted tree, so the world lives outside the sc
 directories (/tmp would make the fake HOME writable, and a hidden path inside a writable
 directory is refused under Landlock — tested below). The fallback refuses to run commands
 as root (Landlock confines paths, not privilege): as root, each test reruns itself as
-`nobody` (tests/unprivileged.py), with a world outside /tmp of its own.
+`nobody` (tests/unprivileged_rerun.py), with a world outside /tmp of its own.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 from askgate.sandbox import landlock
 from sandbox_world import SECRET, World
-from unprivileged import outside_scratch_dir, rerun_as_nobody
+from unprivileged_rerun import outside_scratch_dir, rerun_as_nobody
 
 
 @pytest.fixture

@@ -19,10 +19,6 @@ import tempfile
 import pytest
 
 NOBODY = "nobody"
-OUTSIDE_ENV = "ASKGATE_TEST_OUTSIDE_DIR"
-# Where a root test run makes worlds that lie outside every scratch directory a sandbox
-# makes writable (/tmp, /var/tmp): a home-level escape is invisible in a world under /tmp.
-OUTSIDE_PARENTS = ("/srv", "/var/lib", "/opt")
 
 
 def _nobody() -> pwd.struct_passwd:
@@ -76,74 +72,18 @@ def _probe(command: list[str], request: pytest.FixtureRequest, scratch: str) -> 
         )
 
 
-def _interpreter(command: list[str], request: pytest.FixtureRequest) -> tuple[str, dict[str, str]]:
-    """An interpreter the unprivileged user can start *from its own processes* (a test
-    that spawns `sys.executable` needs that; a venv whose base interpreter lives under a
-    0700 /root is only reachable from setpriv's own exec): this one, else the system's
-    python3 of the same version with this one's import path."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    check = [*command, "/usr/bin/env", sys.executable, "-c", "0"]
-    done = subprocess.run(check, env=env, capture_output=True, timeout=60, check=False)
-    if done.returncode == 0:
-        return sys.executable, {}
-    system = "/usr/bin/python3"
-    version = f"import sys; assert sys.version_info[:2] == {tuple(sys.version_info[:2])}"
-    done = subprocess.run(
-        [*command, "/usr/bin/env", system, "-c", version],
-        env=env,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    if done.returncode != 0:
-        _unavailable(f"{NOBODY} cannot start {sys.executable} (nor a {system} of its version)")
-    root = str(request.config.rootpath)
-    paths = [p for p in sys.path if p and os.path.isdir(p) and not p.startswith(root + "/tests")]
-    return system, {"PYTHONPATH": os.pathsep.join(paths)}
-
-
-def outside_scratch_dir(prefix: str = "askgate-outside-") -> str:
-    """A fresh directory outside /tmp and /var/tmp (the caller removes it): the one a
-    root run handed to `nobody`, else one under /srv (root), else under ~/.cache."""
-    handed = os.environ.get(OUTSIDE_ENV)
-    if handed:
-        return tempfile.mkdtemp(prefix=prefix, dir=handed)
-    parents = list(OUTSIDE_PARENTS) if os.geteuid() == 0 else []
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    parents.append(cache)
-    for parent in parents:
-        real = os.path.realpath(parent)
-        if real.startswith(("/tmp", "/var/tmp")):
-            continue
-        try:
-            os.makedirs(real, exist_ok=True)
-            return tempfile.mkdtemp(prefix=prefix, dir=real)
-        except OSError:
-            continue
-    _unavailable("no writable directory outside /tmp and /var/tmp for the test world")
-    return ""
-
-
-def rerun_as_nobody(
-    request: pytest.FixtureRequest, timeout: float = 300, *, outside: bool = False
-) -> bool:
+def rerun_as_nobody(request: pytest.FixtureRequest, timeout: float = 300) -> bool:
     """As root: run the calling test as `nobody` and assert it passed (returns True).
-    Otherwise: return False, and the caller runs its check here. `outside`: hand the
-    rerun a directory outside /tmp it owns (`outside_scratch_dir` finds it there)."""
+    Otherwise: return False, and the caller runs its check here."""
     if os.geteuid() != 0:
         return False
     user = _nobody()
     command = _drop_privileges(user)
     scratch = tempfile.mkdtemp(prefix="askgate-unprivileged-")
-    handed = outside_scratch_dir("askgate-nobody-") if outside else None
     try:
         os.chown(scratch, user.pw_uid, user.pw_gid)
-        if handed is not None:
-            os.chown(handed, user.pw_uid, user.pw_gid)
         _probe(command, request, scratch)
-        interpreter, extra = _interpreter(command, request) if outside else (sys.executable, {})
         env = {
-            **extra,
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": scratch,
             "TMPDIR": scratch,
@@ -152,12 +92,10 @@ def rerun_as_nobody(
         }
         if os.environ.get("CI"):
             env["CI"] = os.environ["CI"]
-        if handed is not None:
-            env[OUTSIDE_ENV] = handed
         result = subprocess.run(
             [
                 *command,
-                interpreter,
+                sys.executable,
                 "-m",
                 "pytest",
                 request.node.nodeid,
@@ -176,8 +114,6 @@ def rerun_as_nobody(
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        if handed is not None:
-            shutil.rmtree(handed, ignore_errors=True)
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "1 passed" in output, (
         f"as {user.pw_name}: {request.node.nodeid} did not pass:\n{output[-4000:]}"
