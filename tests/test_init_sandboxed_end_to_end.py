@@ -327,7 +327,7 @@ def test_adversarial_commands_leak_no_secret_and_change_no_protected_file(
     # question, stopped them.
     for command in ADVERSARIAL[:-NAMED_OUTRIGHT]:
         assert decisions[command] == "allow", command
-    assert "blocked Permission denied" in seen and "blocked Read-only file system" in seen
+    assert "blocked No such file or directory" in seen and "blocked Read-only file system" in seen
     assert not (world.root / ".git" / "hooks" / "pre-commit").exists()
     # The ones named outright never reached a shell.
     for command in ADVERSARIAL[-NAMED_OUTRIGHT:]:

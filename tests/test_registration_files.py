@@ -1,8 +1,9 @@
-"""The files that register askgate with an agent are built-in ask for writes.
+"""The files that register askgate with an agent are built-in deny for writes.
 
 An agent allowed to write anywhere (the most permissive policy there is, even in the
-managed scope) must still not quietly unhook its gate: every write to such a file asks,
-through a file tool and through the shell alike. A policy deny there still denies.
+managed scope, even yolo) must still not unhook its gate: every write to such a file is
+denied, through a file tool and through the shell alike. An ask would not do: agent modes
+that drop asks (Claude Code `bypassPermissions`, Codex approvals `never`) let it through.
 """
 
 from __future__ import annotations
@@ -67,16 +68,32 @@ TARGETS = [
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_writing_a_registration_file_asks(world, target: str) -> None:
+def test_an_agent_rewriting_its_registration_file_is_denied(world, target: str) -> None:
     policy, project, home = world
     path = target.format(home=home)
     tool = policy.decide(Surface.WRITE, path, cwd=str(project), tool="Write")
-    assert tool.action is Action.ASK, tool.reason
+    assert tool.action is Action.DENY, tool.reason
     assert tool.rule is not None and tool.rule.origin is Origin.BUILTIN
     shell = policy.decide(Surface.BASH, f"echo x > {path}", cwd=str(project))
-    assert shell.action is Action.ASK, shell.reason
+    assert shell.action is Action.DENY, shell.reason
     # Reading them is the policy's business, as before.
     assert policy.decide(Surface.READ, path, cwd=str(project)).action is Action.ALLOW
+
+
+def test_yolo_and_a_user_allow_cannot_lift_the_floor(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (home / ".config" / "askgate").mkdir(parents=True)
+    (home / ".config" / "askgate" / "policy.toml").write_text(
+        'yolo = true\ndefault = "allow"\n[write]\n"/**" = "allow"\n'
+        '"**/.claude/settings.json" = "allow"\n"~/.codex/config.toml" = "allow"\n'
+    )
+    env = {"HOME": str(home), "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml")}
+    policy = Policy.load(str(project), env=env)
+    for path in (".claude/settings.json", f"{home}/.codex/config.toml"):
+        decided = policy.decide(Surface.WRITE, path, cwd=str(project), tool="Write")
+        assert decided.action is Action.DENY, decided.reason
 
 
 def test_yolo_and_a_deny_keep_their_meaning(tmp_path: Path) -> None:
@@ -97,3 +114,21 @@ def test_ordinary_files_beside_them_follow_the_policy(world) -> None:
     policy, project, home = world
     for path in (".claude/commands/x.md", f"{home}/.claude/projects/x.jsonl", "src/a.py"):
         assert policy.decide(Surface.WRITE, path, cwd=str(project)).action is Action.ALLOW
+
+
+def test_askgate_secrets_are_not_readable_by_an_agent(world) -> None:
+    policy, project, home = world
+    state = home / ".local" / "state" / "askgate"
+    data = home / ".local" / "share" / "askgate"
+    for path in (
+        state / "daemon.secret",
+        state / "daemon.control",
+        data / "server" / "keys.json",
+        data / "sandbox" / "runs" / "w-1" / "plan.json",
+    ):
+        tool = policy.decide(Surface.READ, str(path), cwd=str(project), tool="Read")
+        assert tool.action is Action.DENY, (path, tool.reason)
+        shell = policy.decide(Surface.BASH, f"cat {path}", cwd=str(project))
+        assert shell.action is Action.DENY, (path, shell.reason)
+    review = state / "review.jsonl"
+    assert policy.decide(Surface.READ, str(review), cwd=str(project)).action is Action.ALLOW

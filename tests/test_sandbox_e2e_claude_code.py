@@ -3,9 +3,10 @@ that askgate's hook rewrote into `askgate sandbox -- <command>` (PreToolUse `upd
 
 The command reads the SSH key through a Makefile recipe — opaque to the policy, which allows
 it — so only the kernel can stop it. What the model saw (the tool result Claude Code sent
-back) proves the sandbox ran: the recipe failed with "Permission denied", the secret never
-appeared, and the rest of the command ran (a marker file in the project). The premise test
-runs the same command with the sandbox off: the secret reaches the model.
+back) proves the sandbox ran: the recipe found no key (~/.ssh reads as an empty
+directory), the secret never appeared, and the rest of the command ran (a marker file in
+the project). The premise test runs the same command with the sandbox off: the secret
+reaches the model.
 
 Self-contained on purpose (only the shared fake API and client helpers are imported), so a
 rewrite of the other Claude Code end-to-end module cannot break it.
@@ -143,7 +144,7 @@ def test_claude_code_runs_the_allowed_command_inside_the_sandbox(
     assert (project / MARKER).read_text() == "SANDBOX_RAN\n"  # the command ran…
     seen = _seen_by_the_model(fake_api)
     assert SECRET not in seen  # …but the kernel kept the key from the recipe
-    assert "Permission denied" in seen
+    assert "No such file or directory" in seen  # ~/.ssh reads as an empty directory
     [record] = audit
     assert record["action"] == "allow" and record["value"] == COMMAND
     # It ran through the prepared wrapper (bwrap started by bash, no Python): its run

@@ -2,7 +2,9 @@
 
 Landlock cannot punch holes in a granted tree, so the world lives outside the scratch
 directories (/tmp would make the fake HOME writable, and a hidden path inside a writable
-directory is refused under Landlock — tested below).
+directory is refused under Landlock — tested below). The fallback refuses to run commands
+as root (Landlock confines paths, not privilege): as root, each test reruns itself as
+`nobody` (tests/unprivileged_rerun.py), with a world outside /tmp of its own.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import contextlib
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 
 from askgate.sandbox import landlock
 from sandbox_world import SECRET, World
+from unprivileged_rerun import outside_scratch_dir, rerun_as_nobody
 
 
 @pytest.fixture
@@ -27,10 +29,7 @@ def world() -> Iterator[World]:
         if os.environ.get("CI"):
             pytest.fail("Landlock is not available in this kernel")
         pytest.skip("Landlock is not available in this kernel")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    parent = cache / "askgate-sandbox-tests"
-    parent.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(dir=parent))
+    base = Path(outside_scratch_dir("askgate-landlock-"))
     made = World(base)
     made.env_file.unlink()  # a hidden file inside the project cannot be expressed: own test
     try:
@@ -42,7 +41,11 @@ def world() -> Iterator[World]:
 LANDLOCK = ("--backend", "landlock")
 
 
-def test_reads_of_hidden_trees_and_writes_outside_fail(world: World) -> None:
+def test_reads_of_hidden_trees_and_writes_outside_fail(
+    world: World, request: pytest.FixtureRequest
+) -> None:
+    if rerun_as_nobody(request, outside=True):
+        return
     outside = world.base / "outside.txt"
     run = world.sandbox(
         f"cat {world.ssh_key}; echo x > {outside}; echo ok > inside.txt; cat inside.txt",
@@ -57,8 +60,10 @@ def test_reads_of_hidden_trees_and_writes_outside_fail(world: World) -> None:
 
 
 def test_proc_of_the_parent_and_inherited_descriptors_do_not_reach_the_secret(
-    world: World,
+    world: World, request: pytest.FixtureRequest
 ) -> None:
+    if rerun_as_nobody(request, outside=True):
+        return
     fd = os.open(world.ssh_key, os.O_RDONLY)
     try:
         rel = str(world.ssh_key).lstrip("/")
@@ -73,7 +78,11 @@ def test_proc_of_the_parent_and_inherited_descriptors_do_not_reach_the_secret(
     assert SECRET not in run.stdout + run.stderr
 
 
-def test_a_hidden_file_inside_the_project_is_refused_with_the_reason(world: World) -> None:
+def test_a_hidden_file_inside_the_project_is_refused_with_the_reason(
+    world: World, request: pytest.FixtureRequest
+) -> None:
+    if rerun_as_nobody(request, outside=True):
+        return
     world.env_file.write_text("X=1\n")
     run = world.sandbox("touch ran.txt", options=LANDLOCK)
     assert run.returncode == 125
@@ -82,7 +91,11 @@ def test_a_hidden_file_inside_the_project_is_refused_with_the_reason(world: Worl
     assert not (world.project / "ran.txt").exists()
 
 
-def test_write_holes_are_refused_in_required_mode_and_named_otherwise(world: World) -> None:
+def test_write_holes_are_refused_in_required_mode_and_named_otherwise(
+    world: World, request: pytest.FixtureRequest
+) -> None:
+    if rerun_as_nobody(request, outside=True):
+        return
     run = world.sandbox("touch ran.txt", options=(*LANDLOCK, "--required"))
     assert run.returncode == 125
     assert f"Landlock cannot keep {world.guarded} read-only" in run.stderr
@@ -100,8 +113,13 @@ def test_split_tree_grants_siblings_and_loses_ancestors(world: World) -> None:
     assert lost == [str(world.home)]
 
 
-def test_network_off_blocks_tcp_under_landlock(world: World) -> None:
+def test_network_off_blocks_tcp_under_landlock(
+    world: World, request: pytest.FixtureRequest
+) -> None:
     import socket
+
+    if rerun_as_nobody(request, outside=True):
+        return
 
     if landlock.abi_version() < 4:
         pytest.skip("Landlock network rules need ABI 4")
@@ -117,7 +135,11 @@ def test_network_off_blocks_tcp_under_landlock(world: World) -> None:
     assert "Landlock blocks TCP only" in run.stderr  # the warning says what is not covered
 
 
-def test_a_background_job_holding_stderr_does_not_hold_askgate(world: World) -> None:
+def test_a_background_job_holding_stderr_does_not_hold_askgate(
+    world: World, request: pytest.FixtureRequest
+) -> None:
+    if rerun_as_nobody(request, outside=True):
+        return
     # Without bwrap's PID namespace a background job outlives the command; askgate must
     # still return the command's own status promptly (the job is killed below).
     marker = world.base / "bg.pid"
@@ -129,3 +151,26 @@ def test_a_background_job_holding_stderr_does_not_hold_askgate(world: World) -> 
     finally:
         with contextlib.suppress(OSError, ValueError):
             os.kill(int(marker.read_text()), 9)
+
+
+def test_the_fallback_refuses_root_and_runs_in_a_session_without_capabilities(
+    world: World, request: pytest.FixtureRequest
+) -> None:
+    if os.geteuid() == 0:
+        run = world.sandbox("touch ran.txt", options=LANDLOCK)
+        assert run.returncode == 125, run
+        assert "does not run commands as root" in run.stderr
+        assert not (world.project / "ran.txt").exists()
+    if rerun_as_nobody(request, outside=True):
+        return
+    # As an ordinary user: its own session (no controlling terminal to type into), no
+    # capabilities, the seccomp filter in place.
+    run = world.sandbox(
+        f"{sys.executable} -c 'import os; print(os.getsid(0) == os.getpgid(0))'; "
+        "grep -E '^(CapEff|CapPrm|Seccomp):' /proc/self/status",
+        options=LANDLOCK,
+    )
+    assert run.returncode == 0, run
+    assert "True" in run.stdout
+    assert "CapEff:\t0000000000000000" in run.stdout and "CapPrm:\t0000000000000000" in run.stdout
+    assert "Seccomp:\t2" in run.stdout

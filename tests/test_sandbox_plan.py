@@ -45,6 +45,8 @@ def _policy(tree: dict[str, Path], rules: list[tuple[str, str, str]], **kw: obje
         "HOME": str(tree["home"]),
         "XDG_CONFIG_HOME": str(tree["base"] / "cfg"),
         "XDG_DATA_HOME": str(tree["base"] / "data"),
+        "XDG_STATE_HOME": str(tree["base"] / "state"),
+        "ASKGATE_RUNTIME_DIR": str(tree["base"] / "run"),
         "ASKGATE_AUDIT_LOG": str(tree["base"] / "log.jsonl"),
         "ASKGATE_MANAGED_POLICY": str(tree["base"] / "managed.toml"),
     }
@@ -65,6 +67,14 @@ def _paths(entries: object) -> set[str]:
     return {entry.path for entry in entries}  # type: ignore[attr-defined]
 
 
+CONTROL_PLANE = ("askgate's control plane", "askgate's daemon socket")
+
+
+def _hidden(plan: SandboxPlan) -> set[str]:
+    """What the plan hides beyond askgate's own control plane (hidden in every plan)."""
+    return {e.path for e in plan.read_denies if not e.why.startswith(CONTROL_PLANE)}
+
+
 # --- plan --------------------------------------------------------------------------
 
 
@@ -75,24 +85,27 @@ def test_rooted_read_denies_are_used_as_they_are_and_anywhere_patterns_expand(tr
             ("read", "~/.ssh/**", "deny"),
             ("read", "**/.env*", "deny"),
             ("read", "**/.env.example", "allow"),
-            ("read", "~/.aws/credentials", "deny"),  # missing: nothing to hide
+            ("read", "~/.aws/credentials", "deny"),  # missing: its place is held
         ],
     )
     project = tree["project"]
-    assert _paths(plan.read_denies) == {
+    assert _hidden(plan) == {
         str(tree["home"] / ".ssh"),
         str(project / ".env"),
         str(project / "deep" / "er" / ".env.local"),
+        str(tree["home"] / ".aws" / "credentials"),
     }  # the nested allow keeps .env.example readable
-    kinds = {entry.path: entry.kind for entry in plan.read_denies}
-    assert kinds[str(tree["home"] / ".ssh")] == "dir"
-    assert kinds[str(project / ".env")] == "file"
-    assert all('read "' in entry.why for entry in plan.read_denies)
+    kinds = {entry.path: entry for entry in plan.read_denies}
+    assert kinds[str(tree["home"] / ".ssh")].kind == "dir"
+    assert kinds[str(project / ".env")].kind == "file"
+    aws = kinds[str(tree["home"] / ".aws" / "credentials")]
+    assert aws.kind == "missing" and aws.placeholder == str(tree["home"] / ".aws")
+    assert all('read "' in e.why for e in plan.read_denies if not e.why.startswith(CONTROL_PLANE))
 
 
 def test_read_ask_rules_hide_too_since_nobody_can_be_asked_mid_command(tree) -> None:
     plan = _plan(tree, [("read", "~/.ssh/**", "ask")])
-    assert _paths(plan.read_denies) == {str(tree["home"] / ".ssh")}
+    assert _hidden(plan) == {str(tree["home"] / ".ssh")}
 
 
 def test_past_the_search_budget_the_command_is_asked_about(tree, monkeypatch) -> None:
@@ -131,8 +144,9 @@ def test_write_denies_protections_and_git_become_holes(tree) -> None:
     assert holes[str(config_dir)].placeholder == str(tree["base"] / "cfg")
     # ~/notes is outside every writable root… unless the home is in /tmp (it is here).
     assert str(tree["home"] / "notes") in holes
-    # Agent settings files never get a placeholder (an empty JSON file breaks the agent).
-    assert not any(".claude" in path for path in holes)
+    # A missing agent settings directory is held by an empty directory placeholder.
+    claude = holes[str(project / ".claude" / "settings.json")]
+    assert claude.placeholder == str(project / ".claude")
 
 
 def test_a_git_worktree_link_is_a_hole(tree) -> None:
@@ -153,8 +167,8 @@ def test_agent_rules_apply_only_to_their_agent(tree) -> None:
     policy = Policy(built, project_root=str(project), env={"HOME": str(tree["home"])})
     other = build_plan(policy, SandboxSettings(), cwd=str(project), agent="other")
     mine = build_plan(policy, SandboxSettings(), cwd=str(project), agent="rev")
-    assert not other.read_denies
-    assert _paths(mine.read_denies) == {str(tree["home"] / ".ssh")}
+    assert not _hidden(other)
+    assert _hidden(mine) == {str(tree["home"] / ".ssh")}
 
 
 def test_sandbox_settings_add_hidden_and_writable_paths(tree) -> None:
@@ -224,7 +238,7 @@ def test_bwrap_argv_is_a_list_with_namespaces_always_and_masks_last(tree) -> Non
     mask = argv.index("--tmpfs")
     assert argv[bind + 1] == argv[bind + 2] == project or project in argv[bind:]
     assert bind < hole < mask
-    assert argv[mask - 2 : mask] == ["--perms", "000"]
+    assert argv[mask - 2 : mask] == ["--perms", "0555"]  # hidden reads as empty
     assert ["--ro-bind", "/E", project + "/.env"] == argv[
         argv.index("/E") - 1 : argv.index("/E") + 2
     ]
@@ -265,6 +279,25 @@ def test_the_blocked_line_names_the_path_and_the_rule(tree) -> None:
         "(no write allow rule or [sandbox] writable covers it)"
     )
     assert explain_failure(plan, "error: test failed: expected 3 got 4\n") is None
+
+
+def test_the_blocked_line_names_the_file_never_the_program(tree) -> None:
+    """`/bin/bash: line 1: NAME: …` is about NAME: bash is only who printed it."""
+    plan = _plan(tree, [("read", "~/.ssh/**", "deny"), ("write", "guarded/**", "deny")])
+    for text in (
+        "/bin/bash: line 1: out.txt: Read-only file system\n",  # inside the project: fine
+        "/usr/bin/make: *** [Makefile:2: all] Error 1\n",
+    ):
+        line = explain_failure(plan, text)
+        assert line is None or ("/bin/bash" not in line and "/usr/bin/make" not in line), line
+    line = explain_failure(plan, "/bin/bash: line 1: /opt/x: Read-only file system\n")
+    assert line is not None and line.startswith("blocked writing /opt/x:"), line
+    line = explain_failure(plan, "cp: cannot create regular file 'guarded/y': Permission denied\n")
+    assert line is not None and line.startswith(f"blocked writing {tree['project']}/guarded/y")
+    # A hidden file reads as empty: the program's own complaint names it.
+    key = tree["home"] / ".ssh" / "id_rsa"
+    line = explain_failure(plan, f'Load key "{key}": invalid format\n')
+    assert line is not None and line.startswith(f"{key} is hidden (it reads as empty")
 
 
 # --- the [sandbox] table ------------------------------------------------------------
@@ -408,9 +441,11 @@ def test_stale_records_are_cleaned_and_a_changed_placeholder_is_kept(tree, tmp_p
     other.acquire([])
     assert not os.path.exists(registry.record_path)
     assert askgate_dir.exists()  # not empty: never removed
-    managed = tree["base"] / "managed.toml"
-    assert any(h.placeholder == str(managed) for h in missing)
-    assert not managed.exists()  # the dead run's empty placeholder is gone
+    config = tree["base"] / "cfg"
+    assert any(h.placeholder == str(config) for h in missing)
+    assert not config.exists()  # the dead run's empty placeholder is gone
+    # A missing protected *file* (the managed policy here) is a tripwire, not a placeholder.
+    assert str(tree["base"] / "managed.toml") in _paths(plan.tripwires)
     other.release()
 
 
@@ -508,3 +543,36 @@ def test_the_walk_is_bounded_in_time_and_the_plan_then_asks(tree, monkeypatch) -
     plan = _plan(tree, [("read", "**/.env*", "deny")])
     assert plan.ask_reason is not None and "took over" in plan.ask_reason
     assert not plan.startable
+
+
+def test_agent_sockets_are_hidden_only_when_the_policy_hides_secrets(tree) -> None:
+    runtime = tree["base"] / "xdg-run"
+    runtime.mkdir()
+    agent = tree["base"] / "agent.sock"
+    agent.write_text("")  # stands for the socket
+    policy = _policy(tree, [])
+    env = {**policy.env, "XDG_RUNTIME_DIR": str(runtime), "SSH_AUTH_SOCK": str(agent)}
+    bare = Policy([], project_root=str(tree["project"]), env=env)
+    plan = build_plan(bare, SandboxSettings(), cwd=str(tree["project"]))
+    assert str(agent) not in _paths(plan.read_denies) and not plan.unset_env
+    rules = [make_rule("read", "~/.ssh/**", "deny", base_dir=str(tree["project"]))]
+    secretive = Policy(rules, project_root=str(tree["project"]), env=env)
+    plan = build_plan(secretive, SandboxSettings(), cwd=str(tree["project"]))
+    assert {str(agent), str(runtime)} <= _paths(plan.read_denies)
+    assert plan.unset_env == ("SSH_AUTH_SOCK",)
+
+
+def test_the_plans_path_resolution_matches_realpath(tmp_path: Path) -> None:
+    """The plan resolves symlinks one remembered component at a time (speed); it must
+    give exactly what `os.path.realpath` gives, `..` after links included."""
+    from askgate.policy.paths import fold_lexically
+    from askgate.sandbox.plan import _resolve
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "l").symlink_to(tmp_path / "a" / "b")
+    (tmp_path / "a" / "b" / "up").symlink_to("../a")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    cache: dict[str, str] = {}
+    for rest in ("l/x", "l/../c", "a/b/up/b/up", "missing/q", "a/./b", "l/up/../b", "loop/x", ""):
+        path = f"{tmp_path}/{rest}" if rest else str(tmp_path)
+        assert _resolve(path, cache) == fold_lexically(os.path.realpath(path)), path

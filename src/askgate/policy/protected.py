@@ -4,13 +4,14 @@
    allowed to write under `~` could otherwise grant itself permissions (edit the user
    policy, the trust store), answer its own forwarded asks (write a response file), or
    rewrite the review log. Where these live is askgate.locations' business.
-2. The files that register askgate with an agent (ask for writes). An agent that may
-   write `.claude/settings.json` could quietly remove the hook that gates it; a human
-   decides each such write.
+2. The files that register askgate with an agent (deny for writes). An agent that may
+   write `.claude/settings.json` could quietly remove the hook that gates it. Not an ask:
+   agent modes that drop asks (Claude Code's `bypassPermissions`, Codex's approvals
+   `never`) would then let the agent unhook its own gate.
 
 Nothing in a policy file can lift either: a rule is only ever overridden by a narrower
-one from the same or a higher scope, and nothing ranks above these. A human edits these
-files outside the agent (or answers the ask).
+one from the same or a higher scope, and nothing ranks above these; a user's own deny
+only adds to them. A human edits these files by hand, outside the agent.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ PROTECTED_RANK = 1_000_000
 REASON = "askgate protects its own configuration and state from agents; edit it yourself"
 REGISTRATION_REASON = (
     "this file registers askgate (or another permission gate) with an agent: "
-    "a human decides every write to it"
+    "no agent may write it; edit it yourself"
 )
 
 # --- askgate's state: deny -----------------------------------------------------------------
@@ -37,7 +38,28 @@ def protected_paths(env: Mapping[str, str], project_root: str) -> list[str]:
     return [p for p in dict.fromkeys(found) if p.startswith("/")]
 
 
-# --- files that register askgate with an agent: ask for writes -----------------------------
+# --- askgate's secrets: deny for reads ------------------------------------------------------
+SECRET_REASON = (
+    "askgate's own secrets (daemon credentials, approval server keys) are not for agents"
+)
+
+
+def secret_paths(env: Mapping[str, str]) -> list[str]:
+    """Path globs (absolute) that agents may never read: the daemon's secret and control
+    token (the control token stops the daemon), the approval server's keys and database,
+    and the sandbox's run records and plans."""
+    found: list[str] = []
+    try:
+        state = locations.state_dir(env)
+        found += [os.path.join(state, "daemon.secret"), os.path.join(state, "daemon.control")]
+        found.append(locations.server_data_dir(env) + "/**")
+        found.append(os.path.join(locations.trust_store_dir(env), "sandbox") + "/**")
+    except ValueError:
+        return []
+    return [p for p in dict.fromkeys(found) if p.startswith("/")]
+
+
+# --- files that register askgate with an agent: deny for writes ----------------------------
 # One data list. `~` is the home directory; `{pi}` is pi's agent directory
 # ($PI_CODING_AGENT_DIR or ~/.pi/agent); `{codex}` is $CODEX_HOME and `{claude}` is
 # $CLAUDE_CONFIG_DIR, each when set to an absolute path (else the entry is left out);
@@ -118,14 +140,25 @@ def protected_rules(env: Mapping[str, str], project_root: str) -> list[Rule]:
         Rule(
             surface=Surface.WRITE,
             pattern=pattern,
-            action=Action.ASK,
+            action=Action.DENY,
             origin=Origin.BUILTIN,
             rank=PROTECTED_RANK,
             reason=REGISTRATION_REASON,
-            # A floor that adds an ask and lifts nothing: without this, the equal pattern
-            # at the top rank would override a user's own deny of the same file.
+            # A floor that lifts nothing: it overrides no rule of a policy file (a user's
+            # own deny of the same file stays that user's rule, with its reason).
             trusted=False,
         )
         for pattern in registration_paths(env)
     ]
-    return state + registration
+    secrets = [
+        Rule(
+            surface=Surface.READ,
+            pattern=pattern,
+            action=Action.DENY,
+            origin=Origin.BUILTIN,
+            rank=PROTECTED_RANK,
+            reason=SECRET_REASON,
+        )
+        for pattern in secret_paths(env)
+    ]
+    return state + registration + secrets

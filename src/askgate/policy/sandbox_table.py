@@ -7,6 +7,7 @@ network = "off"          # "on" | "off" | "policy" (true = "on", false = "off"; 
 writable = ["~/.cache/pip"]   # extra writable directories (plain paths, no globs)
 hidden = ["~/.aws/**"]        # extra paths the command may not read (path globs, like [read] deny)
 hard_links = "refuse"    # "warn" | "refuse": a hidden file with other hard links
+environment = ["PATH", "HOME", "LANG", "LC_*"]   # only these variables pass in (NAME or PREFIX*)
 ```
 
 Settings come from the highest scope that sets them (as `default` and `yolo` do); the lists
@@ -19,11 +20,21 @@ and its `writable` is ignored. This module parses values and reports problems as
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
-SANDBOX_KEYS: tuple[str, ...] = ("bash", "network", "writable", "hidden", "hard_links")
+SANDBOX_KEYS: tuple[str, ...] = (
+    "bash",
+    "network",
+    "writable",
+    "hidden",
+    "hard_links",
+    "environment",
+)
+# An environment allow-list entry: a variable name, or a prefix ending in `*` (`LC_*`).
+ENVIRONMENT_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
 BASH_MODES: tuple[str, ...] = ("off", "on", "required")
 NETWORK_MODES: tuple[str, ...] = ("on", "off", "policy")
 # Booleans users write for the network: true = on, false = off.
@@ -41,6 +52,7 @@ class SandboxTable(msgspec.Struct, frozen=True, kw_only=True):
     writable: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()  # path globs, already absolute (or starting with **)
     hard_links: str | None = None
+    environment: tuple[str, ...] | None = None  # None: not set in this table
 
 
 class SandboxSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +63,7 @@ class SandboxSettings(msgspec.Struct, frozen=True, kw_only=True):
     writable: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
     hard_links: str = "warn"
+    environment: tuple[str, ...] | None = None  # None: every variable passes in
 
 
 class SandboxTableError(Exception):
@@ -83,6 +96,14 @@ def parse_sandbox_table(
             fields[key] = _choice(key, mode, NETWORK_MODES)
         elif key == "hard_links":
             fields[key] = _choice(key, item, HARD_LINK_MODES)
+        elif key == "environment":
+            names = _strings(key, item, max_items, max_length)
+            for index, name in enumerate(names, start=1):
+                if not ENVIRONMENT_ENTRY.fullmatch(name):
+                    raise SandboxTableError(
+                        key, f"entry {index} is not a variable name (NAME or PREFIX*)"
+                    )
+            fields[key] = tuple(dict.fromkeys(names))
         elif key in ("writable", "hidden"):
             entries = _strings(key, item, max_items, max_length)
             out: list[str] = []
@@ -142,6 +163,9 @@ def merge_sandbox_tables(tables: Iterable[tuple[SandboxTable, bool]]) -> Sandbox
     bash, network, hard_links = "off", "on", "warn"
     writable: list[str] = []
     hidden: list[str] = []
+    # The allow-list from the highest trusted scope that sets one (a list only a trusted
+    # file may loosen; an untrusted project file's is ignored).
+    environment: tuple[str, ...] | None = None
     ordered = list(tables)
     for table, trusted in ordered:
         if trusted:
@@ -149,6 +173,7 @@ def merge_sandbox_tables(tables: Iterable[tuple[SandboxTable, bool]]) -> Sandbox
             network = table.network or network
             hard_links = table.hard_links or hard_links
             writable += [p for p in table.writable if p not in writable]
+            environment = table.environment if table.environment is not None else environment
         hidden += [p for p in table.hidden if p not in hidden]
     # Untrusted tables stand beside the rest, as untrusted rules do: whatever scope sets
     # the trusted value, the untrusted tightening still applies.
@@ -166,4 +191,5 @@ def merge_sandbox_tables(tables: Iterable[tuple[SandboxTable, bool]]) -> Sandbox
         writable=tuple(writable),
         hidden=tuple(hidden),
         hard_links=hard_links,
+        environment=environment,
     )

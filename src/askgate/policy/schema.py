@@ -149,6 +149,11 @@ _SCHEMA: dict[str, Any] = {
                 "hard_links": {"enum": ["warn", "refuse"]},
                 "writable": {"$ref": "#/$defs/pathList"},
                 "hidden": {"$ref": "#/$defs/pathList"},
+                "environment": {
+                    "type": "array",
+                    "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*\\*?$"},
+                    "description": "Only these variables pass into the sandbox (NAME, PREFIX*).",
+                },
             },
         },
         "examples": {

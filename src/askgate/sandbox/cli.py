@@ -187,9 +187,14 @@ def _main(argv: Sequence[str]) -> int:
         if status is not None:
             return status
 
+    from askgate.sandbox.placeholders import ensure_control_plane
+
+    ensure_control_plane(os.environ)
     try:
         # Before the plan: the state directory is one of the paths the plan protects.
-        registry: Registry | None = Registry(_state_dir())
+        made = Registry(_state_dir())
+        made.sweep()  # what finished runs left must not stand where the plan looks
+        registry: Registry | None = made
     except SandboxSetupError as error:
         print(f"askgate sandbox: warning: {error}", file=sys.stderr)
         registry = None

@@ -8,13 +8,16 @@ its fixed prefix (the leading segments without `*` or `?`) and the rest:
 * anything else: the existing paths that match, found by walking from the fixed prefix —
   or, for a pattern that starts with `**` (anywhere), from the given search roots, never
   from `/`. The walk does not follow symlinked directories, stops descending into a
-  directory that matched (its mount covers what is below), and gives up past a budget of
-  visited entries, matches or time (a slow disk or a huge tree must not stall every
-  command): the caller must then ask instead of guessing.
+  directory that matched *and will be masked* (its mount covers what is below; a match
+  the policy excepts, such as a directory named `.env.example/`, is walked on), and gives
+  up past a budget of visited entries, matches or time (a slow disk or a huge tree must
+  not stall every command), or at a directory it can enter but not list (`chmod 311`: a
+  name inside can be opened but not found): the caller must then ask instead of guessing.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import time
@@ -57,6 +60,7 @@ def expand(
     max_visited: int | None = None,
     max_matches: int | None = None,
     deadline: float | None = None,
+    final: Callable[[str, str], bool] | None = None,
 ) -> Expansion:
     """The concrete paths `pattern` (absolute, or starting with `**`) covers."""
     found = expand_all(
@@ -65,6 +69,7 @@ def expand(
         max_visited=max_visited,
         max_matches=max_matches,
         deadline=deadline,
+        final=final,
     )
     return found[pattern]
 
@@ -76,11 +81,13 @@ def expand_all(
     max_visited: int | None = None,
     max_matches: int | None = None,
     deadline: float | None = None,
+    final: Callable[[str, str], bool] | None = None,
 ) -> dict[str, Expansion]:
     """`expand` for several patterns at once: the patterns that search the same roots
     share one walk (a project is read once, not once per `**/…` rule). The budgets hold
     per walk; `deadline` (a `time.monotonic()` value, default now + `MAX_SECONDS`) for
-    all of them."""
+    all of them. `final(pattern, path)`: will this match be masked (so what is below
+    needs no search)? Default: yes."""
     budget = _Budget(
         MAX_VISITED if max_visited is None else max_visited,
         MAX_MATCHES if max_matches is None else max_matches,
@@ -97,7 +104,7 @@ def expand_all(
         else:
             walks.setdefault((prefix,) if prefix else tuple(search_roots), []).append(pattern)
     for roots, group in walks.items():
-        results.update(_walk(group, roots, budget))
+        results.update(_walk(group, roots, budget, final))
     return results
 
 
@@ -120,9 +127,21 @@ class _Budget:
         self.deadline = deadline
 
 
-def _walk(patterns: Sequence[str], roots: Sequence[str], budget: _Budget) -> dict[str, Expansion]:
-    """One walk from `roots` for all `patterns`. Below a directory a pattern matched, that
-    pattern stops looking (its mount covers the rest); the others go on."""
+def _unlistable(directory: str, error: OSError) -> bool:
+    """A directory this user can enter but not list: names inside it can be opened by
+    whoever knows them, and the walk cannot know them."""
+    return error.errno == errno.EACCES and os.access(directory, os.X_OK)
+
+
+def _walk(
+    patterns: Sequence[str],
+    roots: Sequence[str],
+    budget: _Budget,
+    final: Callable[[str, str], bool] | None,
+) -> dict[str, Expansion]:
+    """One walk from `roots` for all `patterns`. Below a directory a pattern matched (and
+    `final` confirms will be masked), that pattern stops looking (its mount covers the
+    rest); the others go on."""
     compiled = [compile_pattern("path", pattern) for pattern in patterns]
     matchers = [pattern.match for pattern in compiled]
     any_of = _any_of(compiled)
@@ -147,8 +166,11 @@ def _walk(patterns: Sequence[str], roots: Sequence[str], budget: _Budget) -> dic
         seen.add(directory)
         try:
             entries = list(os.scandir(directory))
-        except OSError:
-            continue  # unreadable here means unreadable inside the sandbox too
+        except OSError as error:
+            if _unlistable(directory, error):
+                over = f"{directory} can be entered but not listed"
+                break
+            continue  # neither listable nor enterable here: nor inside the sandbox
         visited += len(entries)
         if visited > budget.visited:
             over = f"more than {budget.visited} entries searched"
@@ -165,6 +187,8 @@ def _walk(patterns: Sequence[str], roots: Sequence[str], budget: _Budget) -> dic
                 if len(found[i]) > budget.matches:
                     over = f"more than {budget.matches} matches"
             rest = active - hits
+            if final is not None:
+                rest |= frozenset(i for i in hits if not final(patterns[i], path))
             if not rest:
                 continue
             try:

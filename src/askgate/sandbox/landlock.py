@@ -20,8 +20,11 @@ What that means here:
 * signals and abstract Unix sockets are scoped to the sandbox (ABI 6+), and Landlock's
   ptrace rule keeps `/proc/<parent>/root` and `/proc/<parent>/fd` out of reach.
 
-The ruleset is built in the parent; the child only sets no_new_privs and restricts
-itself (`restrict_in_child`, used as `preexec_fn`) before bash starts.
+The ruleset is built in the parent; the child (`restrict_in_child`, used as
+`preexec_fn`) starts a new session (no controlling terminal: TIOCSTI cannot type into
+the user's), drops every capability, sets no_new_privs, installs the seccomp filter
+(`seccomp.py`) and restricts itself before bash starts. Root is refused by the runner:
+Landlock confines paths, not privilege.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ SYS_RESTRICT_SELF = 446
 CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
@@ -61,6 +67,22 @@ class _RulesetAttr(ctypes.Structure):
 class _PathBeneathAttr(ctypes.Structure):
     _pack_ = 1
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
 class LandlockError(Exception):
@@ -138,9 +160,20 @@ def split_tree(root: str, exclusions: Sequence[str]) -> tuple[list[str], list[st
 
 def landlock_plan(plan: SandboxPlan, abi: int) -> LandlockPlan:
     """The directory rules for `plan`, or the reasons it cannot be enforced."""
+    from askgate.sandbox.plan import DAEMON_SOCKET
+
     refusals: list[str] = []
     warnings: list[str] = []
-    hidden = [entry.path for entry in plan.read_denies]
+    writable_dirs = [entry.path for entry in plan.writable if entry.kind == "dir"]
+    hidden: list[str] = []
+    for entry in plan.read_denies:
+        if entry.why == DAEMON_SOCKET and any(is_inside(entry.path, r) for r in writable_dirs):
+            # Landlock cannot hide it inside a writable directory (/tmp/askgate-UID):
+            # reachable, but the daemon changes nothing without its control token, which
+            # lives in the (hidden) state directory.
+            warnings.append(f"Landlock cannot hide the daemon socket directory {entry.path}")
+            continue
+        hidden.append(entry.path)
     roots = [
         entry.path
         for entry in plan.writable
@@ -157,7 +190,8 @@ def landlock_plan(plan: SandboxPlan, abi: int) -> LandlockPlan:
     if read_lost:
         shown = ", ".join(sorted(set(read_lost))[:5])
         warnings.append(f"Landlock: files directly in {shown} are unreadable in the sandbox")
-    holes = [entry for entry in plan.write_holes if any(is_inside(entry.path, r) for r in roots)]
+    guarded = [*plan.write_holes, *plan.tripwires]
+    holes = [entry for entry in guarded if any(is_inside(entry.path, r) for r in roots)]
     for hole in holes:
         text = (
             f"Landlock cannot keep {hole.path} read-only inside a writable directory ({hole.why})"
@@ -236,11 +270,24 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
         os.close(target)
 
 
-def restrict_in_child(ruleset: int) -> None:
-    """no_new_privs, then enforce `ruleset` on this process (run in the child)."""
+def restrict_in_child(ruleset: int, seccomp_filter: bytes | None = None) -> None:
+    """New session, no capabilities, no_new_privs, the seccomp filter, then `ruleset` on
+    this process (run in the child)."""
     libc = _libc()
+    os.setsid()
+    if libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0:
+        raise LandlockError("prctl(PR_CAP_AMBIENT_CLEAR_ALL) failed")
+    header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise LandlockError("capset (dropping every capability) failed")
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise LandlockError("prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if seccomp_filter:
+        buffer = ctypes.create_string_buffer(seccomp_filter, len(seccomp_filter))
+        program = _SockFprog(len(seccomp_filter) // 8, ctypes.addressof(buffer))
+        if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0) != 0:
+            raise LandlockError("prctl(PR_SET_SECCOMP) failed")
     result = libc.syscall(
         ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)
     )

@@ -1,17 +1,19 @@
-"""Placeholders for write holes that do not exist yet, shared safely between sandboxes.
+"""Placeholders for protected paths that do not exist yet, shared safely between sandboxes.
 
-A read-only bind needs something to bind: for a protected path that does not exist yet
-(`.git/hooks`, `.askgate/`, a write-denied directory) askgate creates an empty directory
-(or file) at its first missing component and binds it read-only, so nothing can be
-created there. Placeholders are removed after the command — but never while another
-sandbox still uses one: removing a mount point on the host detaches that sandbox's mount
-and its protection with it. So every run records the placeholders it uses in a registry,
-under an exclusive lock, in askgate's own state directory (read-only inside every
-sandbox, so a sandboxed command cannot forge records):
+A mount needs something to mount on: for a protected path that does not exist yet
+(`.git/hooks`, `.askgate/`, a write-denied directory, a hidden `~/.aws`) askgate creates
+an empty directory (or file; `{}` for an agent's JSON settings) at its first missing
+component and binds it read-only (or masks it), so nothing can be created there.
+Placeholders are removed after the command — but never while another sandbox still uses
+one: removing a mount point on the host detaches that sandbox's mount and its protection
+with it. So every run records the placeholders it uses in a registry, under an exclusive
+lock, in askgate's own data directory (hidden inside every sandbox, so a sandboxed
+command can neither read nor forge records, plans or the files below):
 
     $XDG_DATA_HOME/askgate/sandbox/lock          flock(2) held while the registry changes
     $XDG_DATA_HOME/askgate/sandbox/runs/PID-START.json   placeholders one live run uses
-    $XDG_DATA_HOME/askgate/sandbox/empty         the empty, mode-000 file bound over hidden files
+    $XDG_DATA_HOME/askgate/sandbox/empty-ro      the empty read-only file bound over hidden files
+    $XDG_DATA_HOME/askgate/sandbox/seccomp-ARCH.bpf      the seccomp filter (`seccomp.py`)
 
 A record whose process is gone (PID and start time no longer match) is stale: its
 placeholders are removed once no live run uses them. A placeholder is removed only if it
@@ -48,7 +50,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import msgspec
 
-from askgate.sandbox.plan import PlanEntry
+from askgate.sandbox.plan import JSON_PLACEHOLDER, PlanEntry
 
 
 class SandboxSetupError(Exception):
@@ -181,7 +183,7 @@ class Registry:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.runs = os.path.join(directory, "runs")
-        self.empty_file = os.path.join(directory, "empty")
+        self.empty_file = os.path.join(directory, "empty-ro")
         try:
             os.makedirs(self.runs, mode=0o700, exist_ok=True)
         except OSError as error:
@@ -203,10 +205,11 @@ class Registry:
             os.close(fd)
 
     def ensure_empty_file(self) -> str:
-        """The empty, mode-000 file masks bind over hidden files (re-made if tampered)."""
+        """The empty read-only file masks bind over hidden files (re-made if tampered): a
+        hidden file reads as empty, so `grep -r` and `git status` go on past it."""
         try:
             info = os.lstat(self.empty_file)
-            if stat.S_ISREG(info.st_mode) and info.st_size == 0 and info.st_mode & 0o777 == 0:
+            if stat.S_ISREG(info.st_mode) and info.st_size == 0 and info.st_mode & 0o777 == 0o444:
                 return self.empty_file
             os.unlink(self.empty_file)
         except FileNotFoundError:
@@ -215,11 +218,37 @@ class Registry:
             raise SandboxSetupError(f"cannot check {self.empty_file}: {error.strerror}") from None
         try:
             fd = os.open(self.empty_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0)
-            os.fchmod(fd, 0)
+            os.fchmod(fd, 0o444)
             os.close(fd)
         except OSError as error:
             raise SandboxSetupError(f"cannot create {self.empty_file}: {error.strerror}") from None
         return self.empty_file
+
+    def ensure_seccomp_file(self) -> str | None:
+        """The seccomp filter for this architecture as a file bwrap reads through a
+        descriptor (None: no filter is built here). Re-made when its bytes differ."""
+        from askgate.sandbox.seccomp import program
+
+        code = program()
+        if code is None:
+            return None
+        import hashlib
+
+        path = os.path.join(self.directory, f"seccomp-{hashlib.sha256(code).hexdigest()[:16]}.bpf")
+        try:
+            with open(path, "rb") as handle:
+                if handle.read() == code:
+                    return path
+        except OSError:
+            pass
+        temporary = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(code)
+            os.replace(temporary, path)
+        except OSError as error:
+            raise SandboxSetupError(f"cannot write {path}: {error.strerror}") from None
+        return path
 
     def _records(self) -> dict[str, _Record]:
         found: dict[str, _Record] = {}
@@ -294,7 +323,7 @@ class Registry:
                 for hole in holes:
                     if hole.placeholder is None or any(p.path == hole.placeholder for p in made):
                         continue
-                    made.append(_make_or_share(hole, by_path))
+                    made.append(_make_or_share(hole, by_path, made))
                 temporary = run.record + ".tmp"
                 with open(temporary, "wb") as handle:
                     handle.write(msgspec.json.encode(_RunRecord(made)))
@@ -330,7 +359,7 @@ class Registry:
             for hole in holes:
                 if hole.placeholder is None or any(p.path == hole.placeholder for p in self.mine):
                     continue
-                self.mine.append(_make_or_share(hole, by_path))
+                self.mine.append(_make_or_share(hole, by_path, self.mine))
             self._write_record()
 
     def release(self) -> None:
@@ -362,7 +391,25 @@ def _record_placeholders(run: PreparedRun) -> list[Placeholder]:
         return []  # never completed: nothing of its own to keep
 
 
-def _make_or_share(hole: PlanEntry, known: Mapping[str, tuple[int, int]]) -> Placeholder:
+def _make_parents(directory: str, known: Mapping[str, tuple[int, int]]) -> list[Placeholder]:
+    missing: list[str] = []
+    while not os.path.lexists(directory) and directory != "/":
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    made: list[Placeholder] = []
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+            info = os.lstat(path)
+        except OSError as error:
+            raise SandboxSetupError(f"cannot create {path}: {error.strerror}") from None
+        made.append(Placeholder(path, True, info.st_dev, info.st_ino))
+    return made
+
+
+def _make_or_share(
+    hole: PlanEntry, known: Mapping[str, tuple[int, int]], made: list[Placeholder]
+) -> Placeholder:
     path = hole.placeholder
     assert path is not None
     try:
@@ -376,13 +423,26 @@ def _make_or_share(hole: PlanEntry, known: Mapping[str, tuple[int, int]]) -> Pla
         if identity == (info.st_dev, info.st_ino):
             return Placeholder(path, stat.S_ISDIR(info.st_mode), info.st_dev, info.st_ino)
         raise SandboxSetupError(f"{path} appeared while the sandbox was being prepared")
-    # A directory for an intermediate component or a whole tree; a file for a leaf file.
+    # A directory for an intermediate component or a whole tree; a file for a leaf file
+    # (`{}` for JSON: an agent reading its settings meanwhile must be able to parse it).
     as_dir = path != hole.path or hole.pattern.endswith("/**")
+    parent = os.path.dirname(path)
+    if not os.path.lexists(parent):
+        # Another run's placeholder the plan stood on was swept meanwhile: stand on our
+        # own instead (recorded, and removed when empty, like every placeholder).
+        made.extend(_make_parents(parent, known))
     try:
         if as_dir:
-            os.mkdir(path, 0o755)
+            os.mkdir(path, 0o700)
         else:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444))
+            # Writable by the user *outside* (the mount keeps it read-only inside): a
+            # tool that writes its settings or credentials meanwhile must not fail.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            try:
+                if path.endswith(".json"):
+                    os.write(fd, JSON_PLACEHOLDER)
+            finally:
+                os.close(fd)
         info = os.lstat(path)
     except OSError as error:
         raise SandboxSetupError(f"cannot create the placeholder {path}: {error.strerror}") from None
@@ -390,7 +450,8 @@ def _make_or_share(hole: PlanEntry, known: Mapping[str, tuple[int, int]]) -> Pla
 
 
 def _remove_unused(placeholders: Sequence[Placeholder], live: set[tuple[str, int, int]]) -> None:
-    for placeholder in placeholders:
+    # Deepest first: a placeholder made to stand another one on is emptied before it goes.
+    for placeholder in sorted(placeholders, key=lambda p: p.path.count("/"), reverse=True):
         if (placeholder.path, placeholder.device, placeholder.inode) in live:
             continue
         try:
@@ -402,5 +463,26 @@ def _remove_unused(placeholders: Sequence[Placeholder], live: set[tuple[str, int
         with contextlib.suppress(OSError):
             if placeholder.is_dir:
                 os.rmdir(placeholder.path)  # fails (and keeps it) if anything is inside
-            elif info.st_size == 0:
+            elif info.st_size == 0 or _still_placeholder_json(placeholder.path, info.st_size):
                 os.unlink(placeholder.path)
+
+
+def _still_placeholder_json(path: str, size: int) -> bool:
+    if size != len(JSON_PLACEHOLDER):
+        return False
+    with open(path, "rb") as handle:
+        return handle.read() == JSON_PLACEHOLDER
+
+
+def ensure_control_plane(env: Mapping[str, str]) -> None:
+    """Create askgate's state and runtime directories (0700) when missing, so the masks
+    that hide them have something to stand on and a sandboxed command cannot create them
+    first (a fake daemon socket in a runtime directory it made)."""
+    from askgate import locations
+
+    places = [locations.daemon_socket_dir(env)]
+    with contextlib.suppress(ValueError):
+        places.append(locations.state_dir(env))
+    for place in places:
+        with contextlib.suppress(OSError):
+            os.makedirs(place, mode=0o700, exist_ok=True)

@@ -9,26 +9,46 @@ Not a second decision: every entry comes from a rule of the loaded policy (or fr
   or a single path (`/tmp/*.txt`) cannot be a mount: it is listed in `notes` and not made
   writable (fail closed).
 * **write holes**: read-only islands inside writable roots — write deny and ask rules
-  (nobody can be asked in the middle of a command), askgate's own state, the files that
-  register askgate with an agent, `.git/config` and `.git/hooks`. A hole that does not
-  exist yet gets a placeholder at its first missing component (so nothing can be created
-  there), made and removed by `placeholders.py`.
-* **read denies**: read deny and ask rules and `[sandbox] hidden`. A rooted pattern is used
-  as it is (`~/.ssh/**` hides `~/.ssh`); other patterns are expanded to the paths that
-  exist (`expand.py`), searched from their fixed prefix, anywhere-patterns (`**/.env*`)
-  from the project root, extra directories and writable roots. Each match is checked
-  against the policy's own evaluation, so a nested allow (`**/.env.example`) stays
-  readable. Past the search budget the plan carries `ask_reason`: the command is asked
-  about instead.
+  (nobody can be asked in the middle of a command), askgate's own configuration, the files
+  that register askgate with an agent, and the parts of `.git` that run programs or move
+  git's configuration (`config`, `config.worktree`, `hooks/`, `commondir`,
+  `info/attributes`; the rest of `.git` stays writable for ordinary git work, also under
+  a write *ask* on `.git/**`). A hole that does not exist yet gets a placeholder at its
+  first missing component (so nothing can be created there), made and removed by
+  `placeholders.py` — except a missing *file* in a place a placeholder would disturb
+  (`.envrc`, `.git/commondir`: git and `git add -A` would see it): that one is a
+  **tripwire**, checked after the command (every process of which is gone by then) and
+  moved aside if it appeared.
+* **pinned**: every directory between a writable root and a hole or tripwire is bound
+  onto itself, so it cannot be renamed away and rebuilt (`mv .git .git-old && mkdir .git`
+  fails with EBUSY).
+* **read denies** (hidden: reads as empty): read deny and ask rules, `[sandbox] hidden`,
+  and askgate's control plane (its state directory with the daemon's secret and control
+  token, its data directory with the trust store, the approval server's keys and the
+  sandbox's own run records and plans, the daemon's runtime directory and socket). A
+  rooted pattern is used as it is (`~/.ssh/**` hides `~/.ssh`; a missing one gets a
+  placeholder where this user could create it); other patterns are expanded to the paths
+  that exist (`expand.py`), searched from their fixed prefix, anywhere-patterns
+  (`**/.env*`) from the project root, extra directories and writable roots. Each match
+  is checked against the policy's own evaluation, so a nested allow (`**/.env.example`)
+  stays readable — and the walk goes on below it. Past the search budget, or at a
+  directory that can be entered but not listed, the plan carries `ask_reason`: the
+  command is asked about instead.
+* **agent sockets**: when the policy hides anything, `SSH_AUTH_SOCK` and the like are not
+  passed in and the sockets they name, `$XDG_RUNTIME_DIR` and `/tmp/ssh-*` are hidden.
 * **refusals** (fail closed: the sandbox does not start): a denied path that passes through
   a symlink the sandbox can write (it could be re-pointed after the mask is placed), a
-  hidden file with other hard links when the policy says `hard_links = "refuse"`.
+  hidden file (or a file in a hidden directory) with other hard links when the policy
+  says `hard_links = "refuse"`.
 
 Reads the filesystem (stat, realpath, directory walks) but writes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import errno
 import os
 import stat
 import time
@@ -36,27 +56,45 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
+from askgate import locations
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Rule, Surface
-from askgate.policy.paths import fold_lexically, is_inside
+from askgate.policy.paths import fold_lexically
 from askgate.policy.rules import expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
-from askgate.sandbox.expand import MAX_SECONDS, Expansion, expand, expand_all, fixed_prefix
-
-# Files that register askgate with an agent: an agent rewriting them could unhook askgate.
-# (`~` = HOME, anything else relative to the project root.)
-AGENT_REGISTRATION_PATHS: tuple[str, ...] = (
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    "~/.claude/settings.json",
-    "~/.codex/config.toml",
-    ".codex/**",
-    "~/.gemini/settings.json",
-    ".gemini/**",
-    "~/.pi/agent/settings.json",
+from askgate.sandbox.expand import (
+    MAX_SECONDS,
+    MAX_VISITED,
+    Expansion,
+    expand,
+    expand_all,
+    fixed_prefix,
 )
+
+# The parts of a git directory that run programs (`config`: core.fsmonitor, aliases;
+# `hooks/`) or make git read its configuration from elsewhere (`commondir`,
+# `config.worktree`, `info/attributes`' drivers): read-only inside, the rest of `.git`
+# (objects, refs, index, HEAD, logs, worktrees' own state) writable for ordinary git work.
+GIT_PROTECTED: tuple[str, ...] = (
+    "config",
+    "config.worktree",
+    "hooks/**",
+    "commondir",
+    "info/attributes",
+    "worktrees/*/config.worktree",
+    "worktrees/*/commondir",
+    "modules/*/config",
+    "modules/*/hooks/**",
+)
+# Environment variables naming an agent's socket: a key agent signs with keys the sandbox
+# hides (`ssh -A` through `SSH_AUTH_SOCK` works with ~/.ssh hidden and network off).
+AGENT_SOCKET_VARIABLES: tuple[str, ...] = ("SSH_AUTH_SOCK", "GPG_AGENT_INFO", "SSH_AGENT_PID")
+# Missing registration files get a placeholder the agent can still parse.
+JSON_PLACEHOLDER = b"{}\n"
 SCRATCH_DIRECTORIES: tuple[str, ...] = ("/tmp", "/var/tmp")
 SCRATCH = "scratch directory"
+CONTROL_PLANE = "askgate's control plane (hidden in every sandbox)"
+DAEMON_SOCKET = "askgate's daemon socket directory (hidden in every sandbox)"
 _BLOCKING = (Action.DENY, Action.ASK)
 
 
@@ -68,7 +106,7 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
     kind: str  # "dir" | "file" | "missing" | "other"
     why: str  # the rule, e.g. `read "~/.ssh/**" = deny (user: /h/.config/askgate/policy.toml:3)`
     pattern: str = ""
-    placeholder: str | None = None  # holes only: the first missing component to create
+    placeholder: str | None = None  # the first missing component to create (then masked)
 
 
 class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,6 +118,10 @@ class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
     writable: tuple[PlanEntry, ...]
     write_holes: tuple[PlanEntry, ...]
     read_denies: tuple[PlanEntry, ...]
+    pinned: tuple[str, ...] = ()  # directories bound onto themselves (cannot be renamed)
+    tripwires: tuple[PlanEntry, ...] = ()  # missing protected files: moved aside if made
+    unset_env: tuple[str, ...] = ()  # agent sockets not passed in
+    environment: tuple[str, ...] | None = None  # [sandbox] environment: only these pass in
     refusals: tuple[str, ...] = ()  # non-empty: the sandbox must not start
     ask_reason: str | None = None  # the plan is incomplete: ask about the command instead
     warnings: tuple[str, ...] = ()
@@ -99,9 +141,6 @@ class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
 class _Source(msgspec.Struct, frozen=True):
     pattern: str  # absolute, or starting with **
     why: str
-    # A missing path gets a placeholder only where creating one cannot confuse a running
-    # program: never for an agent's own settings files (an empty JSON file breaks them).
-    placeholder_ok: bool = True
     rule: bool = False  # from a policy rule: checked against the policy's own evaluation
 
 
@@ -122,12 +161,52 @@ def _kind(path: str) -> str:
     return "file" if stat.S_ISREG(mode) else "other"
 
 
+# One plan asks for the same few real paths many times (each candidate, each form of it):
+# remembered for the length of one `build_plan` only (a context variable, so the
+# daemon's concurrent plans never share one).
+_REAL_PATHS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "askgate_sandbox_real_paths", default=None
+)
+
+
 def _real(path: str) -> str:
-    return fold_lexically(os.path.realpath(path))
+    cache = _REAL_PATHS.get()
+    if cache is None or not path.startswith("/"):
+        return fold_lexically(os.path.realpath(path))
+    return _resolve(path, cache)
+
+
+def _resolve(path: str, cache: dict[str, str]) -> str:
+    """`realpath` one component at a time, each resolved directory remembered: the
+    candidates of a plan share most of their parents (one lstat each, not one per path
+    per component). A symlinked component is resolved by `realpath` itself."""
+    found = cache.get(path)
+    if found is not None:
+        return found
+    parent, name = os.path.split(path)
+    if parent == path:
+        return "/"
+    base = _resolve(parent, cache) if parent != "/" else "/"
+    if name in ("", "."):
+        found = base
+    elif name == "..":
+        found = os.path.dirname(base)  # after the links: `link/..` is the target's parent
+    else:
+        candidate = os.path.join(base, name)
+        found = (
+            fold_lexically(os.path.realpath(candidate)) if os.path.islink(candidate) else candidate
+        )
+    cache[path] = found
+    return found
+
+
+def _under(path: str, root: str) -> bool:
+    """`is_inside` for paths already absolute and folded (every path of a plan is)."""
+    return path == root or root == "/" or path.startswith(root + "/")
 
 
 def _inside_any(path: str, roots: Iterable[str]) -> bool:
-    return any(is_inside(path, root) for root in roots)
+    return any(_under(path, root) for root in roots)
 
 
 class _Builder:
@@ -202,22 +281,44 @@ class _Builder:
 
     # --- write holes -------------------------------------------------------------------
 
+    def control_plane(self) -> list[str]:
+        """askgate's own state that a sandboxed command must not even see: the state
+        directory (review log, the daemon's secret and control token), the data directory
+        (trust store, approval server keys, the sandbox's run records, plans and
+        placeholder registry) and the daemon's runtime directory (its socket)."""
+        env = self.policy.env
+        found: list[str] = []
+        for directory in (locations.state_dir, locations.trust_store_dir):
+            try:
+                found.append(directory(env))
+            except ValueError:
+                continue
+        found.append(locations.daemon_socket_dir(env))
+        return [p for p in dict.fromkeys(found) if p.startswith("/") and p != "/"]
+
     def hole_sources(self) -> list[_Source]:
-        from askgate.policy.protected import protected_paths
+        from askgate.policy.protected import protected_paths, registration_paths
 
         sources = [
             _Source(self._absolute(rule), describe_rule(rule), rule=True)
             for rule in self._rules(Surface.WRITE, _BLOCKING)
         ]
         protected = "askgate's own configuration and state"
-        sources += [_Source(p, protected) for p in protected_paths(self.policy.env, self.root)]
-        for path in AGENT_REGISTRATION_PATHS:
-            absolute = expand_path_pattern(path, home=self.home, base_dir=self.root)
-            sources.append(_Source(absolute, "registers askgate with an agent", False))
+        hidden = [p + "/**" for p in self.control_plane()]
+        sources += [
+            _Source(p, protected)
+            for p in protected_paths(self.policy.env, self.root)
+            if p not in hidden
+        ]
+        registers = "registers askgate with an agent"
+        sources += [
+            _Source(expand_path_pattern(p, home=self.home, base_dir=self.root), registers)
+            for p in registration_paths(self.policy.env)
+        ]
         git = os.path.join(self.root, ".git")
         if os.path.isdir(git) and not os.path.islink(git):
-            sources.append(_Source(git + "/config", "git configuration (can run programs)"))
-            sources.append(_Source(git + "/hooks/**", "git hooks (run programs)"))
+            why = "git runs programs or reads its configuration from here"
+            sources += [_Source(f"{git}/{part}", f"git: {why}") for part in GIT_PROTECTED]
         elif os.path.lexists(git):
             sources.append(_Source(git, "git worktree link"))
         return sources
@@ -234,37 +335,72 @@ class _Builder:
         ]
         return search
 
-    def holes(self, writable: Sequence[PlanEntry]) -> list[PlanEntry]:
+    def _at_roots(self, source: _Source) -> list[str]:
+        """An anywhere-pattern with a literal tail (`**/.envrc`, `**/.claude/settings.json`,
+        `**/.codex/**`) also names that path at the project root and each extra directory,
+        existing or not: a missing one must not be created there either."""
+        if not source.pattern.startswith("**/"):
+            return []
+        tail = source.pattern[3:]
+        prefix, rest = fixed_prefix(tail)
+        if not prefix or rest not in ("", "**"):
+            return []
+        roots = dict.fromkeys([self.root, *self.policy.extra_directories])
+        return [os.path.join(root, prefix) for root in roots]
+
+    def holes(self, writable: Sequence[PlanEntry]) -> tuple[list[PlanEntry], list[PlanEntry]]:
+        """(holes, tripwires) inside the writable roots."""
         roots = [entry.path for entry in writable]
         holes: list[PlanEntry] = []
+        tripwires: list[PlanEntry] = []
+        search = self.search_roots(writable)
         for source in self.hole_sources():
-            for path, _whole in self._paths(source, searched=self.search_roots(writable)):
-                if source.rule and not self._blocked(Surface.WRITE, path):
-                    continue  # a nested allow wins here (it is a writable root of its own)
+            found = [path for path, _whole in self._paths(source, searched=search)]
+            for path in dict.fromkeys([*found, *self._at_roots(source)]):
                 real = _real(path)
                 if not _inside_any(real, roots):
                     continue  # already read-only
+                if source.rule and not self._blocked(Surface.WRITE, path):
+                    continue  # a nested allow wins here (it is a writable root of its own)
+                if source.rule and self._is_git_dir_asked(path):
+                    continue  # ordinary git work stays writable; GIT_PROTECTED holds
                 kind = _kind(real)
                 placeholder = None
                 if kind == "missing":
                     placeholder = _first_missing(real)
-                    if (
-                        placeholder is None
-                        or not source.placeholder_ok
-                        or not _inside_any(os.path.dirname(placeholder), roots)
-                    ):
+                    if placeholder is None or not _inside_any(os.path.dirname(placeholder), roots):
                         continue
-                holes.append(
-                    PlanEntry(
-                        path=real,
-                        named=path,
-                        kind=kind,
-                        why=source.why,
-                        pattern=source.pattern,
-                        placeholder=placeholder,
-                    )
+                    if os.path.basename(os.path.dirname(real)) == ".git" and not os.path.isdir(
+                        os.path.dirname(real)
+                    ):
+                        continue  # no repository here: `git init` must still work
+                entry = PlanEntry(
+                    path=real,
+                    named=path,
+                    kind=kind,
+                    why=source.why,
+                    pattern=source.pattern,
+                    placeholder=placeholder,
                 )
-        return _outermost(holes)
+                if placeholder is not None and _is_tripwire(entry):
+                    tripwires.append(msgspec.structs.replace(entry, placeholder=None))
+                else:
+                    holes.append(entry)
+        kept = _outermost(holes)
+        covered = [h.placeholder or h.path for h in kept]
+        return kept, [t for t in _outermost(tripwires) if not _inside_any(t.path, covered)]
+
+    def _is_git_dir_asked(self, path: str) -> bool:
+        """A git directory under a write *ask* (the init profile's `.git/**`): nobody can
+        be asked mid-command, and freezing all of it breaks every commit. Its dangerous
+        parts are holes of their own (GIT_PROTECTED); a *deny* still freezes all of it."""
+        if os.path.basename(path) != ".git" or not os.path.isdir(path):
+            return False
+        actions = {
+            self.policy.rules.evaluate(Surface.WRITE, form, self.agent).action
+            for form in dict.fromkeys((path, _real(path)))
+        }
+        return Action.DENY not in actions
 
     # --- read denies -------------------------------------------------------------------
 
@@ -274,25 +410,71 @@ class _Builder:
             for rule in self._rules(Surface.READ, _BLOCKING)
         ]
         sources += [(_Source(p, "[sandbox] hidden"), None) for p in self.settings.hidden]
+        socket_dir = locations.daemon_socket_dir(self.policy.env)
+        sources += [
+            (_Source(p + "/**", DAEMON_SOCKET if p == socket_dir else CONTROL_PLANE), None)
+            for p in self.control_plane()
+        ]
         return sources
 
     def read_denies(self, writable: Sequence[PlanEntry]) -> list[PlanEntry]:
         search = self.search_roots(writable)
         entries: list[PlanEntry] = []
         for source, rule in self.read_sources():
-            for path, _whole in self._paths(source, searched=search):
+            for path, whole in self._paths(source, searched=search):
                 if rule is not None and not self._blocked(Surface.READ, path):
                     continue  # a nested allow (`**/.env.example`) wins for this file
                 real = _real(path)
                 kind = _kind(real)
+                placeholder = None
                 if kind == "missing":
-                    continue  # nothing there to hide; what the command creates is its own
+                    # A rooted deny names a path that may appear while the command runs
+                    # (made outside, by the user or another program): hold its place.
+                    # Where this user cannot create it, no command of theirs can either.
+                    placeholder = _first_missing(real) if whole else None
+                    if placeholder is None or not os.access(os.path.dirname(placeholder), os.W_OK):
+                        continue
                 entries.append(
                     PlanEntry(
-                        path=real, named=path, kind=kind, why=source.why, pattern=source.pattern
+                        path=real,
+                        named=path,
+                        kind=kind,
+                        why=source.why,
+                        pattern=source.pattern,
+                        placeholder=placeholder,
                     )
                 )
+        entries += self.agent_sockets(_secrets(entries))
         return _outermost(entries)
+
+    def agent_sockets(self, hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
+        """With secrets hidden, the agents that hold them are hidden too: the sockets the
+        agent variables name, the session's runtime directory, ssh-agent's /tmp/ssh-*."""
+        if not hidden:
+            return []
+        env = self.policy.env
+        why = "an agent's socket (the plan hides secrets)"
+        paths = [env.get(name, "") for name in AGENT_SOCKET_VARIABLES[:2]]
+        paths = [p.split(":", 1)[0] for p in paths]
+        paths.append(env.get("XDG_RUNTIME_DIR", ""))
+        with contextlib.suppress(OSError), os.scandir("/tmp") as found:
+            paths += [
+                entry.path
+                for entry in found
+                if entry.name.startswith("ssh-") and entry.is_dir(follow_symlinks=False)
+            ]
+        entries: list[PlanEntry] = []
+        for path in dict.fromkeys(p for p in paths if p.startswith("/") and p != "/"):
+            real = _real(path)
+            kind = _kind(real)
+            if kind != "missing":
+                entries.append(PlanEntry(path=real, named=path, kind=kind, why=why))
+        return entries
+
+    def unset_env(self, hidden: Sequence[PlanEntry]) -> tuple[str, ...]:
+        if not hidden:
+            return ()
+        return tuple(name for name in AGENT_SOCKET_VARIABLES if name in self.policy.env)
 
     def _blocked(self, surface: Surface, path: str) -> bool:
         """Does the policy itself (all rules, overrides included) deny or ask `path`?"""
@@ -304,9 +486,33 @@ class _Builder:
 
     def expand_sources(self, writable: Sequence[PlanEntry]) -> None:
         """Expand every pattern of the plan up front: one walk for all of them."""
-        patterns = [source.pattern for source in self.hole_sources()]
-        patterns += [source.pattern for source, _rule in self.read_sources()]
-        self.expanded = expand_all(patterns, self.search_roots(writable), deadline=self.deadline)
+        holes = self.hole_sources()
+        reads = self.read_sources()
+        # Which surface each rule pattern speaks for: a directory a rule matches is only
+        # masked (and not walked below) where the policy's evaluation agrees.
+        rule_surfaces: dict[str, set[Surface]] = {}
+        unconditional: set[str] = set()
+        for source in holes:
+            if source.rule:
+                rule_surfaces.setdefault(source.pattern, set()).add(Surface.WRITE)
+            else:
+                unconditional.add(source.pattern)
+        for source, rule in reads:
+            if rule is not None:
+                rule_surfaces.setdefault(source.pattern, set()).add(Surface.READ)
+            else:
+                unconditional.add(source.pattern)
+
+        def final(pattern: str, path: str) -> bool:
+            if pattern in unconditional:
+                return True
+            return any(self._blocked(surface, path) for surface in rule_surfaces.get(pattern, ()))
+
+        patterns = [source.pattern for source in holes]
+        patterns += [source.pattern for source, _rule in reads]
+        self.expanded = expand_all(
+            patterns, self.search_roots(writable), deadline=self.deadline, final=final
+        )
 
     def _paths(self, source: _Source, *, searched: Sequence[str]) -> list[tuple[str, bool]]:
         expansion = self.expanded.get(source.pattern)
@@ -337,45 +543,91 @@ class _Builder:
                     f"could re-point ({entry.why})"
                 )
         # A path-based mount never covers another name of the same inode: a hidden file's
-        # other hard links stay readable, a frozen file's stay writable.
+        # other hard links stay readable, a frozen file's stay writable. Under "refuse",
+        # the files inside hidden and frozen directories are looked at too.
+        refuse = self.settings.hard_links == "refuse"
         for entries, verb in ((denies, "hide"), (holes, "keep read-only")):
             for entry in entries:
-                links = _hard_links(entry)
-                if links > 1:
+                for path, links in self._linked_files(entry, deep=refuse):
                     text = (
-                        f"{entry.path} has {links - 1} other hard link(s) the sandbox cannot "
+                        f"{path} has {links - 1} other hard link(s) the sandbox cannot "
                         f"{verb} ({entry.why})"
                     )
-                    target = (
-                        self.refusals if self.settings.hard_links == "refuse" else self.warnings
-                    )
-                    target.append(text)
+                    (self.refusals if refuse else self.warnings).append(text)
+
+    def _linked_files(self, entry: PlanEntry, *, deep: bool) -> list[tuple[str, int]]:
+        if entry.kind == "file":
+            links = _hard_links(entry.path)
+            return [(entry.path, links)] if links > 1 else []
+        if entry.kind != "dir" or not deep:
+            return []
+        found: list[tuple[str, int]] = []
+        stack, visited = [entry.path], 0
+        while stack:
+            directory = stack.pop()
+            try:
+                children = list(os.scandir(directory))
+            except OSError as error:
+                if error.errno == errno.EACCES and os.access(directory, os.X_OK):
+                    self._incomplete(f"{directory} can be entered but not listed", entry)
+                continue
+            visited += len(children)
+            if visited > MAX_VISITED or time.monotonic() > self.deadline:
+                self._incomplete(f"too many files below {entry.path} to check", entry)
+                break
+            for child in children:
+                with contextlib.suppress(OSError):
+                    info = child.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(info.st_mode):
+                        stack.append(child.path)
+                    elif stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                        found.append((child.path, info.st_nlink))
+        return found
+
+    def _incomplete(self, why: str, entry: PlanEntry) -> None:
+        if self.ask_reason is None:
+            self.ask_reason = f"the sandbox cannot check hard links: {why} ({entry.why})"
 
 
-def _hard_links(entry: PlanEntry) -> int:
-    if entry.kind != "file":
-        return 1
+def _secrets(hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
+    """What the policy hides (askgate's own control plane is hidden in every plan)."""
+    return [e for e in hidden if e.why not in (CONTROL_PLANE, DAEMON_SOCKET)]
+
+
+def _is_tripwire(entry: PlanEntry) -> bool:
+    """A missing protected *file* whose placeholder would be seen (git, `git add -A`,
+    direnv): watched instead. Registration files get a `{}` placeholder (an agent watching
+    its settings must never see a rewritten one, even for the length of a command)."""
+    if entry.placeholder != entry.path or entry.pattern.endswith("/**"):
+        return False  # a directory placeholder: invisible to git, harmless to programs
+    return not entry.path.endswith(".json")
+
+
+def _hard_links(path: str) -> int:
     try:
-        return os.stat(entry.path).st_nlink
+        return os.stat(path).st_nlink
     except OSError:
         return 1
 
 
 def _first_missing(path: str) -> str | None:
-    """The shallowest component of `path` that does not exist (None if all exist)."""
-    current = "/"
-    for segment in path.strip("/").split("/"):
-        current = os.path.join(current, segment)
-        if not os.path.lexists(current):
+    """The shallowest component of `path` that does not exist (None if all exist): found
+    walking up from `path`, since most of its parents exist."""
+    if os.path.lexists(path):
+        return None
+    current = path
+    while True:
+        parent = os.path.dirname(current)
+        if parent == current or os.path.lexists(parent):
             return current
-    return None
+        current = parent
 
 
 def _outermost(entries: Sequence[PlanEntry]) -> list[PlanEntry]:
     """Drop entries inside another entry (its mount already covers them), keep order."""
     kept: list[PlanEntry] = []
     for entry in sorted(entries, key=lambda e: (e.path.count("/"), e.path)):
-        if not any(is_inside(entry.path, other.path) for other in kept):
+        if not any(_under(entry.path, other.path) for other in kept):
             kept.append(entry)
     return kept
 
@@ -408,13 +660,25 @@ def build_plan(
     mode: str | None = None,
 ) -> SandboxPlan:
     """The plan for commands run in `cwd` by `agent` under `policy`."""
+    token = _REAL_PATHS.set({})
+    try:
+        return _build_plan(policy, settings, cwd=cwd, agent=agent, mode=mode)
+    finally:
+        _REAL_PATHS.reset(token)
+
+
+def _build_plan(
+    policy: Policy, settings: SandboxSettings, *, cwd: str, agent: str | None, mode: str | None
+) -> SandboxPlan:
     builder = _Builder(policy, settings, cwd, agent)
     writable = builder.writable()
     builder.expand_sources(writable)
-    holes = builder.holes(writable)
+    holes, tripwires = builder.holes(writable)
     denies = builder.read_denies(writable)
     # A hole inside a hidden directory is covered by the (read-only) mask already.
-    holes = [h for h in holes if not _inside_any(h.path, [d.path for d in denies])]
+    hidden = [d.placeholder or d.path for d in denies]
+    holes = [h for h in holes if not _inside_any(h.path, hidden)]
+    tripwires = [t for t in tripwires if not _inside_any(t.path, hidden)]
     builder.check(writable, holes, denies)
     if policy.errors:
         builder.refusals.append(f"a policy file failed to load: {policy.errors[0]}")
@@ -432,9 +696,41 @@ def build_plan(
         writable=tuple(writable),
         write_holes=tuple(holes),
         read_denies=tuple(denies),
+        # askgate's control plane is hidden *and* guarded: renaming ~/.local away from
+        # the state directory would let the command rebuild it (a forged control token).
+        pinned=pinned_ancestors(
+            writable,
+            [*holes, *tripwires, *(d for d in denies if d.why in (CONTROL_PLANE, DAEMON_SOCKET))],
+        ),
+        tripwires=tuple(tripwires),
+        unset_env=builder.unset_env(_secrets(denies)),
+        environment=settings.environment,
         refusals=tuple(builder.refusals),
         ask_reason=builder.ask_reason,
         warnings=tuple(builder.warnings),
         notes=tuple(builder.notes),
         **net,  # type: ignore[arg-type]
     )
+
+
+def pinned_ancestors(
+    writable: Sequence[PlanEntry], guarded: Sequence[PlanEntry]
+) -> tuple[str, ...]:
+    """The directories between a writable root and each guarded path (a hole, its
+    placeholder, a tripwire): each is bound onto itself, so it is a mount point inside and
+    renaming or removing it fails (EBUSY). Without that, `mv .git .git-old && mkdir .git`
+    leaves the holes behind in .git-old and rebuilds .git/config freely."""
+    roots = [entry.path for entry in writable if entry.kind == "dir"]
+    pinned: list[str] = []
+    for entry in guarded:
+        target = entry.placeholder or entry.path
+        inside = [root for root in roots if _under(target, root) and root != target]
+        if not inside:
+            continue
+        root = max(inside, key=len)  # the deepest writable root: its own mount
+        current = os.path.dirname(target)
+        while current != root and _under(current, root) and current != "/":
+            if current not in roots and os.path.isdir(current):
+                pinned.append(current)
+            current = os.path.dirname(current)
+    return tuple(sorted(dict.fromkeys(pinned), key=lambda p: (p.count("/"), p)))

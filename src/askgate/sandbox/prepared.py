@@ -19,9 +19,11 @@ uses) and starts no program but bwrap and tee on the success path:
 4. it claims the run: creates `RUN/status` exclusively (`set -C`, a builtin). A run
    claimed already — by a sweep that found it too old, or by an earlier execution of the
    same words — goes the long way (`--finish RUN unclaimed`);
-5. `bwrap …` with its JSON status appended to `RUN/status` (fd 3) and stderr copied to
-   the agent and to `RUN/stderr` by tee;
-6. only when the status is not 0: `askgate sandbox --finish RUN STATUS … -- '<original>'`
+5. `bwrap …` with its JSON status appended to `RUN/status` (fd 3), the seccomp filter
+   read from fd 4, and stderr copied to the agent and to `RUN/stderr` by tee;
+6. only when the status is not 0, or a tripwire sprung (`[ -e NAME ]`, a builtin: a
+   protected file that did not exist appeared): `askgate sandbox --finish RUN STATUS …
+   -- '<original>'`
    explains the failure in one line (`blocked.py`), cleans the run up, and, when bwrap
    never started the command (no `"exit-code"` in its status and not killed by a
    signal), runs it the long way — which refuses with 125 under `bash = "required"` when
@@ -55,6 +57,7 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 MAX_WRAPPER_BYTES = 96 * 1024
 SCRIPT_NAME = "askgate-sandbox"
 STATUS_FD = 3
+SECCOMP_FD = 4
 EXIT_NOT_STARTED = 125
 
 _CLOSE_INHERITED = (
@@ -79,6 +82,9 @@ def wrapper_script(
     options: Sequence[str],
     warnings: Sequence[str],
     tee: str,
+    seccomp: str | None = None,
+    tripwire_test: str | None = None,
+    env_filter: str | None = None,
 ) -> str:
     """SCRIPT for `/bin/bash -c SCRIPT askgate-sandbox BWRAP-ARGV…` (pure).
     `launcher_argv`: the askgate command of step 2 up to its options; `finish_argv`:
@@ -94,9 +100,12 @@ def wrapper_script(
         "else set +C",
     ]
     lines += [f"printf '%s\\n' {_q('askgate sandbox: warning: ' + w)} >&2" for w in warnings]
+    seccomp_redirect = f" {SECCOMP_FD}<{_q(seccomp)}" if seccomp else ""
+    failed = '[ "$s" -ne 0 ]' + (f" || {tripwire_test}" if tripwire_test else "")
+    start = f'( {env_filter}; exec "$@" )' if env_filter else '"$@"'
     lines.append(
-        f'"$@" {STATUS_FD}>>{status} 2> >({_q(tee)} {_q(run.stderr)} >&2) '
-        f'|| {{ s=$?; wait $!; {_words(finish_argv)} "$s" {rest}; }}'
+        f"{start} {STATUS_FD}>>{status}{seccomp_redirect} 2> >({_q(tee)} {_q(run.stderr)} >&2); "
+        f's=$?; if {failed}; then wait $!; {_words(finish_argv)} "$s" {rest}; fi'
     )
     lines.append("fi")
     return "\n".join(lines)
@@ -120,8 +129,9 @@ def ensure_state_directory(env: Mapping[str, str]) -> None:
     """Create askgate's sandbox state directory if it can be, and sweep the runs that are
     over — before planning: the plan freezes the directory (a placeholder must not stand
     where it belongs) and must see the tree as it is without their placeholders."""
-    from askgate.sandbox.placeholders import state_directory
+    from askgate.sandbox.placeholders import ensure_control_plane, state_directory
 
+    ensure_control_plane(env)
     with contextlib.suppress(SandboxSetupError, OSError):
         Registry(state_directory(env)).sweep()
 
@@ -138,8 +148,10 @@ def prepare_wrapper(
     """The prepared wrapper for `command` under `plan`, or None (use the launcher form).
     Raises SandboxSetupError when a placeholder cannot be made (the caller asks)."""
     from askgate.sandbox import bwrap as bwrap_backend
+    from askgate.sandbox.environment import shell_filter
     from askgate.sandbox.placeholders import state_directory
     from askgate.sandbox.runner import probe
+    from askgate.sandbox.tripwires import shell_test
 
     if not plan.startable or plan.mode == "off" or plan.net_proxy:
         return None  # (network = "policy": the launcher form runs askgate's proxy)
@@ -155,7 +167,8 @@ def prepare_wrapper(
         return None  # Landlock, or nothing: the launcher form decides
     with registry.locked():
         empty = registry.ensure_empty_file()
-    run = registry.prepare_run(plan.write_holes)
+        seccomp = registry.ensure_seccomp_file()
+    run = registry.prepare_run([*plan.write_holes, *plan.read_denies])
     try:
         with open(run.plan, "wb") as handle:
             handle.write(msgspec.json.encode(plan))
@@ -166,6 +179,8 @@ def prepare_wrapper(
             empty_file=empty,
             proc=found.bwrap.proc,
             status_fd=STATUS_FD,
+            seccomp_fd=SECCOMP_FD if seccomp else None,
+            disable_userns=found.bwrap.disable_userns,
         )
         options = askgate_options(agent, config_files)
         script = wrapper_script(
@@ -176,6 +191,9 @@ def prepare_wrapper(
             options=options,
             warnings=plan.warnings,
             tee=tee,
+            seccomp=seccomp,
+            tripwire_test=shell_test(plan.tripwires),
+            env_filter=shell_filter(plan),
         )
         wrapped = wrapper_command(script, argv)
     except BaseException:
@@ -212,26 +230,42 @@ def finish(run_directory: str, status: int | None, state_dir: str) -> Finished:
     except OSError:
         text = None
     ran = text is not None and exit_code_of(text) is not None
-    line = _explanation(run) if ran else None
+    plan = _plan(run)
+    lines = _disarm(plan)  # every process of the command is gone: before any cleanup
+    if ran and status != 0 and plan is not None:
+        lines.append(_explanation(run, plan))
     with contextlib.suppress(SandboxSetupError):
         Registry(state_dir).finish_run(run)
-    if line is not None:
-        print(f"askgate sandbox: {line}", file=sys.stderr, flush=True)
+    for line in lines:
+        if line is not None:
+            print(f"askgate sandbox: {line}", file=sys.stderr, flush=True)
     # No status file: whether it ran cannot be told, so it is not run again. Killed by a
     # signal (128+N) without an exit code: it may have run.
     return Finished(status=status, rerun=text is not None and not ran and 0 < status < 128)
 
 
-def _explanation(run: PreparedRun) -> str | None:
+def _plan(run: PreparedRun) -> SandboxPlan | None:
+    try:
+        with open(run.plan, "rb") as handle:
+            return msgspec.json.decode(handle.read(), type=SandboxPlan)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _disarm(plan: SandboxPlan | None) -> list[str | None]:
+    from askgate.sandbox.tripwires import disarm
+
+    return list(disarm(plan.tripwires)) if plan is not None else []
+
+
+def _explanation(run: PreparedRun, plan: SandboxPlan) -> str | None:
     from askgate.sandbox.blocked import explain_failure
     from askgate.sandbox.runner import STDERR_TAIL_BYTES
 
     try:
-        with open(run.plan, "rb") as handle:
-            plan = msgspec.json.decode(handle.read(), type=SandboxPlan)
         with open(run.stderr, "rb") as handle:
             handle.seek(max(0, os.fstat(handle.fileno()).st_size - STDERR_TAIL_BYTES))
             tail = handle.read().decode("utf-8", "replace")
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+    except OSError:
         return None
     return explain_failure(plan, tail)

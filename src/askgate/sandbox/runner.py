@@ -29,6 +29,7 @@ from askgate.sandbox import landlock
 from askgate.sandbox.blocked import explain_failure
 from askgate.sandbox.placeholders import Registry, SandboxSetupError
 from askgate.sandbox.plan import SandboxPlan
+from askgate.sandbox.tripwires import disarm
 
 if TYPE_CHECKING:
     from askgate.sandbox.netproxy import ProxiedRun
@@ -50,7 +51,7 @@ class Probe(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _probe_key(bwrap: str | None) -> str:
-    parts = ["probe-v2", str(os.getuid())]
+    parts = ["probe-v3", str(os.getuid())]
     with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id") as handle:
         parts.append(handle.read().strip())
     if bwrap:
@@ -61,8 +62,10 @@ def _probe_key(bwrap: str | None) -> str:
 
 
 def probe(state_dir: str | None = None, *, refresh: bool = False) -> Probe:
-    """Probe the backends; the answer is cached per boot, bwrap binary and user in
-    `state_dir` (read-only inside every sandbox, so a command cannot forge it)."""
+    """Probe the backends; a *successful* bwrap probe is cached per boot, bwrap binary and
+    user in `state_dir` (hidden inside every sandbox, so a command cannot forge it). A
+    failure is never cached: a failure a command caused on purpose (exhausting the
+    user's processes) must not downgrade the commands after it to a weaker backend."""
     path = bwrap_backend.find_bwrap()
     key = _probe_key(path)
     cache = os.path.join(state_dir, "probe.json") if state_dir else None
@@ -79,7 +82,7 @@ def probe(state_dir: str | None = None, *, refresh: bool = False) -> Probe:
     result = Probe(
         backend=backend, bwrap=found, landlock_abi=abi, landlock_enforced=enforced, key=key
     )
-    if cache:
+    if cache and backend == "bwrap":
         with contextlib.suppress(OSError):
             temporary = f"{cache}.{os.getpid()}.tmp"
             with open(temporary, "wb") as handle:
@@ -210,6 +213,9 @@ def run_sandboxed(
         return EXIT_REFUSED
     for warning in plan.warnings:
         _say(f"warning: {warning}")
+    from askgate.sandbox.environment import inside_env
+
+    env = inside_env(plan, env)
     if registry is None:
         return _unsandboxed(plan, command, env, "askgate's sandbox state directory is unusable")
     found = probe(registry.directory)
@@ -237,29 +243,33 @@ def _run_bwrap(
     try:
         with registry.locked():
             empty = registry.ensure_empty_file()
-        registry.acquire(plan.write_holes)
+            seccomp = registry.ensure_seccomp_file()
+        registry.acquire([*plan.write_holes, *plan.read_denies])
     except SandboxSetupError as error:
         with contextlib.suppress(SandboxSetupError):
             registry.release()
         _say(f"refused: {error}")
         return EXIT_REFUSED
+    options = _BwrapOptions(found.path, empty, seccomp, found.disable_userns)
     try:
         with _network(plan) as network:
             status, tail, ran = _bwrap_once(
-                plan, command, env, found.path, empty, proc=found.proc, network=network
+                plan, command, env, options, proc=found.proc, network=network
             )
             if not ran and found.proc and bwrap_backend.is_proc_error(tail):
                 # The command never started, so trying again without /proc is safe.
                 status, tail, ran = _bwrap_once(
-                    plan, command, env, found.path, empty, proc=False, network=network
+                    plan, command, env, options, proc=False, network=network
                 )
     finally:
+        # Every process of the command is gone (its PID namespace ended): what it left at
+        # a tripwire is moved aside before anything else can read it.
+        for line in disarm(plan.tripwires):
+            _say(line)
         registry.release()
     if not ran:
-        # What the probe found no longer holds (or this plan trips bwrap): probe afresh
-        # next time instead of trusting the cache.
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(registry.directory, "probe.json"))
+        # The cached probe stays: a failure the command may have caused on purpose must
+        # not downgrade later commands (`askgate sandbox --probe` probes afresh).
         _say("refused: bubblewrap could not set up the sandbox (its message is above)")
         return EXIT_REFUSED
     _report(plan, status, tail)
@@ -279,12 +289,18 @@ def _network(plan: SandboxPlan) -> Iterator[ProxiedRun | None]:
         yield proxied
 
 
+class _BwrapOptions(msgspec.Struct, frozen=True):
+    bwrap: str
+    empty: str
+    seccomp: str | None
+    disable_userns: bool
+
+
 def _bwrap_once(
     plan: SandboxPlan,
     command: Sequence[str],
     env: Mapping[str, str],
-    bwrap: str,
-    empty: str,
+    options: _BwrapOptions,
     *,
     proc: bool,
     network: ProxiedRun | None = None,
@@ -293,14 +309,26 @@ def _bwrap_once(
     `"exit-code"` to its status descriptor only for a command that ran; a setup failure
     leaves it out."""
     status_read, status_write = os.pipe()
-    fds: tuple[int, ...] = ()
+    passed = [status_write]
     if network is not None:  # the bridge and its descriptor, fresh for each attempt
         command, fds = network.attempt(command)
+        passed += fds
     try:
+        seccomp_fd = None
+        if options.seccomp is not None:
+            seccomp_fd = os.open(options.seccomp, os.O_RDONLY | os.O_CLOEXEC)
+            passed.append(seccomp_fd)
         argv = bwrap_backend.bwrap_argv(
-            plan, command, bwrap=bwrap, empty_file=empty, proc=proc, status_fd=status_write
+            plan,
+            command,
+            bwrap=options.bwrap,
+            empty_file=options.empty,
+            proc=proc,
+            status_fd=status_write,
+            seccomp_fd=seccomp_fd,
+            disable_userns=options.disable_userns,
         )
-        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=(status_write, *fds))
+        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=tuple(passed))
         os.set_blocking(status_read, False)
         report = b""
         with contextlib.suppress(BlockingIOError, OSError):
@@ -314,6 +342,11 @@ def _bwrap_once(
 def _run_landlock(
     plan: SandboxPlan, command: Sequence[str], env: Mapping[str, str], abi: int
 ) -> int:
+    if os.geteuid() == 0:
+        # Landlock restricts paths, not privilege: root keeps what root can do outside
+        # them (other users' processes, kernel interfaces). bubblewrap can hold root.
+        _say("refused: the Landlock fallback does not run commands as root (use bubblewrap)")
+        return EXIT_REFUSED
     rules = landlock.landlock_plan(plan, abi)
     for reason in rules.refusals:
         _say(f"refused: {reason}")
@@ -325,9 +358,15 @@ def _run_landlock(
         ruleset = landlock.create_ruleset(rules, abi)
     except landlock.LandlockError as error:
         return _unsandboxed(plan, command, env, str(error))
+    from askgate.sandbox.seccomp import program
+
+    filter_code = program()
     try:
         status, tail = _spawn_and_wait(
-            command, env=env, cwd=plan.cwd, preexec=lambda: landlock.restrict_in_child(ruleset)
+            command,
+            env=env,
+            cwd=plan.cwd,
+            preexec=lambda: landlock.restrict_in_child(ruleset, filter_code),
         )
     except subprocess.SubprocessError as error:
         _say(f"refused: Landlock could not be enforced: {error}")
