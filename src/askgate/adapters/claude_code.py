@@ -197,27 +197,9 @@ def _optional(raw: dict[str, Any], key: str, event: str) -> str | None:
     return None if value is None else _field(raw, key, str, event)
 
 
-def import_msgspec_lean() -> Any:
-    """`msgspec`, imported without `typing_extensions` when nothing has loaded it yet.
-
-    msgspec only wants typing_extensions' `get_type_hints`, `Required` and `NotRequired`
-    and falls back to `typing`'s own (equivalent from Python 3.11 on); importing it costs
-    a one-shot hook process about a tenth of its run (with inspect, ast, dis, tokenize)."""
-    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
-        import msgspec
-
-        return msgspec
-    sys.modules["typing_extensions"] = None  # type: ignore[assignment]
-    try:
-        import msgspec
-    finally:
-        del sys.modules["typing_extensions"]  # anyone else may still import it for real
-    return msgspec
-
-
 def parse_input(data: bytes, process_cwd: str | None = None) -> Any:
     """The validated hook input; HookError (naming the event when known) otherwise."""
-    msgspec = import_msgspec_lean()
+    import msgspec
 
     if len(data) > MAX_INPUT_BYTES:
         raise HookError(f"hook input is larger than {MAX_INPUT_BYTES} bytes")
@@ -247,16 +229,6 @@ def load_policy(
     from askgate.policy.engine import Policy
 
     return Policy.load(cwd, config_files=config_files, agent=agent, env=env)
-
-
-def load_policy_cached(
-    cwd: str, config_files: Sequence[str], agent: str | None, env: Mapping[str, str]
-) -> Policy:
-    """`load_policy` through the on-disk compiled-policy cache (askgate.policy_cache), for
-    the one-shot process; the daemon keeps policies in memory and passes its own loader."""
-    from askgate.policy_cache import load_policy as load_through_cache
-
-    return load_through_cache(cwd, config_files, agent, env)
 
 
 def respond(
@@ -404,25 +376,6 @@ def daemon_enabled(env: Mapping[str, str]) -> bool:
     return env.get("ASKGATE_DAEMON", "").lower() not in ("off", "0", "no", "false")
 
 
-def tune_for_one_shot() -> None:
-    """This process decides one call and exits: find a command's nodes by walking the
-    tree (microseconds) instead of compiling tree-sitter's query first (milliseconds, and
-    only worth it when many commands are parsed), so build the parser alone. Same nodes,
-    same answers (tests/test_hook_claude_code.py runs the bash corpus both ways)."""
-    try:
-        import askgate.policy.shell as shell
-
-        if not isinstance(getattr(shell, "_BIG_TREE", None), int):
-            return
-        shell._BIG_TREE = 0  # never reach for the query cursor
-        if shell._tools is None:
-            from tree_sitter import Language, Parser
-
-            shell._tools = (Parser(Language(shell._bash_language())), None)
-    except Exception:  # an analyser without these knobs: its default path is as correct
-        return
-
-
 def one_line_logging() -> None:
     """askgate's log records (an internal error the gate caught and turned into a deny)
     as single stderr lines: Python's fallback handler would print a traceback. Installed
@@ -449,44 +402,10 @@ def _install_one_line_handler() -> None:
         logger.propagate = False
 
 
-def prepare_one_shot(env: Mapping[str, str]) -> Callable[[], None] | None:
-    """Ready this process to decide one call and exit (also run for the codex and gemini
-    hooks, before their adapters load: askgate.hooks): regexes from the on-disk cache,
-    msgspec without typing_extensions, one-line logging, the parser alone. Returns what
-    to call once the call is decided (`finish_one_shot`). Never raises: each step is an
-    optimisation, and without it the decision is the same."""
-    save_regexes: Callable[[], None] | None = None
-    try:
-        from askgate import regex_cache
-
-        regex_cache.install(env)  # before anything compiles a regex (msgspec's imports do)
-        save_regexes = regex_cache.save
-    except BaseException:  # no cache: Python compiles as usual
-        pass
-    try:
-        import_msgspec_lean()  # first: everything below imports msgspec
-        one_line_logging()
-        tune_for_one_shot()
-    except BaseException:  # a broken install: respond() meets it too and answers per event
-        pass
-    return save_regexes
-
-
-def finish_one_shot(save_regexes: Callable[[], None] | None) -> None:
-    """After the decision: keep the regexes this call compiled (best effort, never raises)."""
-    if save_regexes is None:
-        return
-    try:
-        save_regexes()  # writes only when this call met new patterns
-    except BaseException:  # the decision is made; the cache is an optimisation
-        return
-
-
 def decide_in_process(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:
-    save_regexes = prepare_one_shot(env)
-    reply = respond(data, config_files=config_files, env=env, policy_loader=load_policy_cached)
-    finish_one_shot(save_regexes)
-    return reply
+    """No daemon: a plain policy load in this process."""
+    one_line_logging()
+    return respond(data, config_files=config_files, env=env)
 
 
 def answer(data: bytes, config_files: Sequence[str], env: Mapping[str, str]) -> Reply:

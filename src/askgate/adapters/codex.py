@@ -199,7 +199,6 @@ def run(
     *,
     config_files: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
-    cached: bool = False,
 ) -> bytes:
     """Decide one hook call; returns stdout (empty: no opinion) or raises HookError."""
     env = os.environ if env is None else env
@@ -215,7 +214,6 @@ def run(
         env=env,
         prompter=prompter,
         prompt_timeout=PROMPT_BUDGET_SECONDS,
-        cached=cached,  # main: a one-shot process (askgate.policy_cache)
     )
     result = preflight_all(gate, requests_for(hook))
     if not asking:
@@ -248,7 +246,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         config_files = parse_config_args(argv, "askgate hook codex")
         data = read_input(sys.stdin.buffer)
-        sys.stdout.buffer.write(run(data, config_files=config_files, cached=True))
+        sys.stdout.buffer.write(run(data, config_files=config_files))
         sys.stdout.buffer.flush()
         return 0
     except (HookError, UsageError) as exc:

@@ -129,21 +129,13 @@ def open_gate(
     env: Mapping[str, str] | None = None,
     prompter: Prompter | None = None,
     prompt_timeout: float | None = None,
-    cached: bool = False,
 ) -> Gate:
-    """A gate on the policy for `cwd`; `cached` (one-shot hook processes) loads it through
-    the on-disk compiled-policy cache (askgate.policy_cache): the same policy, sooner."""
+    """A gate on the policy for `cwd`, loaded plainly from the policy files."""
     from askgate.gate import Gate
+    from askgate.policy.engine import Policy
 
     env = os.environ if env is None else env
-    if cached:
-        from askgate.policy_cache import load_policy
-
-        policy = load_policy(cwd, config_files, agent, env)
-    else:
-        from askgate.policy.engine import Policy
-
-        policy = Policy.load(cwd, config_files=config_files, agent=agent, env=env)
+    policy = Policy.load(cwd, config_files=config_files, agent=agent, env=env)
     return Gate(
         policy,
         audit=audit_log(env, client),

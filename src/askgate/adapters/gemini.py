@@ -111,7 +111,6 @@ def run(
     *,
     config_files: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
-    cached: bool = False,
 ) -> bytes:
     """Decide one BeforeTool call; returns stdout or raises HookError."""
     from askgate.gate import Pending
@@ -127,7 +126,6 @@ def run(
         env=env,
         prompter=prompter,
         prompt_timeout=PROMPT_BUDGET_SECONDS,
-        cached=cached,  # main: a one-shot process (askgate.policy_cache)
     )
     request = to_request(hook)
     result = gate.preflight(request)
@@ -171,7 +169,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         config_files = parse_config_args(argv, "askgate hook gemini")
         data = read_input(sys.stdin.buffer)
-        answer = run(data, config_files=config_files, cached=True)
+        answer = run(data, config_files=config_files)
     except (HookError, UsageError) as exc:
         return fail(f"askgate: blocked: {exc}")
     except BaseException as exc:
