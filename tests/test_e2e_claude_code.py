@@ -503,7 +503,7 @@ def test_installed_http_hook_decides_through_the_daemon(
         else '[bash]\n"tee *" = { action = "deny", reason = "E2E no tee" }\n'
     )
     user_policy(tmp_path, policy)
-    settings = install(tmp_path, new_claude_bin, "--port", str(daemon["port"]))
+    settings = install(tmp_path, new_claude_bin, "--http", "--port", str(daemon["port"]))
     handler = the_handler(settings)
     assert handler["type"] == "http" and handler["onFailure"] == "block"
     run = run_claude(
@@ -530,7 +530,7 @@ def test_http_hook_blocks_when_the_daemon_is_stopped(
     with socket.socket() as probe:  # a port nothing listens on once closed
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    settings = install(tmp_path, new_claude_bin, "--port", str(port))
+    settings = install(tmp_path, new_claude_bin, "--http", "--port", str(port))
     run = run_claude(
         new_claude_bin, fake_api, tmp_path, command=TEE_COMMAND, policy="", settings_file=settings
     )
@@ -842,7 +842,15 @@ def test_installed_http_permission_request_hook_answers_the_prompt(
     user_policy(tmp_path, policy)
     settings = tmp_path / "installed-settings.json"
     settings.write_text("{}")
-    install(tmp_path, new_claude_bin, "--event", "PermissionRequest", "--port", str(daemon["port"]))
+    install(
+        tmp_path,
+        new_claude_bin,
+        "--http",
+        "--event",
+        "PermissionRequest",
+        "--port",
+        str(daemon["port"]),
+    )
     [group] = json.loads(settings.read_text())["hooks"]["PermissionRequest"]
     assert group["hooks"][0]["type"] == "http"
     run = run_with_prompt_channel(
