@@ -174,6 +174,70 @@ def test_every_path_answers_the_corpus_identically(tmp_path: Path, env: dict[str
         running.stop()
 
 
+def agent_payload(agent: str, cwd: Path, command: str, index: int) -> bytes:
+    """The hook JSON `agent` sends for a shell call (Codex: PreToolUse and PermissionRequest;
+    Gemini: BeforeTool of its shell tool)."""
+    if agent == "codex":
+        event = "PermissionRequest" if index % 3 == 2 else "PreToolUse"
+        body: dict[str, Any] = {
+            "session_id": "s1",
+            "turn_id": "t1",
+            "cwd": str(cwd),
+            "hook_event_name": event,
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "tool_use_id": f"call_{index}",
+        }
+    else:
+        body = {
+            "session_id": "s1",
+            "cwd": str(cwd),
+            "hook_event_name": "BeforeTool",
+            "tool_name": "run_shell_command",
+            "tool_input": {"command": command},
+        }
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize("agent", ["codex", "gemini"])
+def test_codex_and_gemini_relay_with_the_same_answers(
+    tmp_path: Path, env: dict[str, str], agent: str
+) -> None:
+    """The codex and gemini hooks relay to the daemon too (`agent=`), with byte-identical
+    answers and the same review-log lines as in-process, on the whole bash corpus."""
+    from askgate.hookrt import registry
+    from askgate.hookrt.decide import respond as decide
+
+    adapter = registry.adapter(agent)
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    daemon_log, inproc_log = tmp_path / "daemon.jsonl", tmp_path / "inproc.jsonl"
+    daemon_env = {**env, "ASKGATE_AUDIT_LOG": str(daemon_log)}
+    running = start_daemon(daemon_env)
+    try:
+        inproc_env = {**env, "ASKGATE_AUDIT_LOG": str(inproc_log)}
+        outputs: set[bytes] = set()
+        for index, command in enumerate(CORPUS):
+            data = agent_payload(agent, project, command, index)
+            local = decide(adapter, data, env=inproc_env)
+            via_relay = relay.relay(data, [], daemon_env, agent)
+            assert via_relay == (local.code, local.stdout, local.stderr.encode()), command
+            outputs.add(local.stdout[:60])
+        assert running.daemon.requests == len(CORPUS)
+        assert audit_lines(daemon_log) == audit_lines(inproc_log)
+        assert {r["client"] for r in audit_lines(inproc_log)} == {agent}
+        assert len(outputs) >= 3
+    finally:
+        running.stop()
+
+
+def test_an_unknown_agent_gets_no_answer_from_the_daemon(
+    tmp_path: Path, env: dict[str, str], running: Running
+) -> None:
+    assert relay.relay(payload(tmp_path, "rm -rf x"), [], env, "no-such-agent") == relay.FAILED
+    assert running.daemon.requests == 0
+
+
 def test_policy_is_compiled_once_and_reused(tmp_path: Path, running: Running) -> None:
     env = base_env(tmp_path)
     for _ in range(5):
@@ -463,7 +527,7 @@ def test_a_misbehaving_daemon_falls_back_in_process(
 ) -> None:
     """The relay never trusts a bad answer: the hook decides in-process (same answer as
     without any daemon)."""
-    from askgate.adapters.claude_code import answer as hook_answer
+    from askgate.hookrt.runner import answer as hook_answer
 
     # The in-process path installs one-line logging: undo it.
     logger = logging.getLogger("askgate")
@@ -475,7 +539,7 @@ def test_a_misbehaving_daemon_falls_back_in_process(
     try:
         data = payload(tmp_path, "rm -rf x")
         assert isinstance(relay.relay(data, [], env), str)
-        reply = hook_answer(data, [], env)
+        reply = hook_answer("claude-code", data, [], env)
         assert reply == respond(data, env=env)
         assert _decision((reply.code, reply.stdout, reply.stderr)) == "deny"
     finally:

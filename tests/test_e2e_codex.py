@@ -124,9 +124,14 @@ def run_codex(
         f'name = "fake"\nbase_url = "{model.base_url}/v1"\nwire_api = "responses"\n'
         f'env_key = "FAKE_API_KEY"\n'
     )
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700, exist_ok=True)
     hook_env = {
         "ASKGATE_AUDIT_LOG": str(audit_log),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),
+        # In-process unless a test asks for the daemon (then in this run's own directory).
+        "ASKGATE_DAEMON": "off",
+        "ASKGATE_RUNTIME_DIR": str(run_dir),
     }
     if server is not None:
         stub = tmp_path / "server-stub"

@@ -114,9 +114,14 @@ def run_gemini(
     policy_file.write_text(policy)
     audit_log = tmp_path / "review.jsonl"
     model.script("run_shell_command", {"command": command, "description": "run"}, "Finished.")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700, exist_ok=True)
     hook_env = {
         "ASKGATE_AUDIT_LOG": str(audit_log),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),
+        # In-process unless a test asks for the daemon (then in this run's own directory).
+        "ASKGATE_DAEMON": "off",
+        "ASKGATE_RUNTIME_DIR": str(run_dir),
     }
     if server is not None:
         stub = tmp_path / "server-stub"

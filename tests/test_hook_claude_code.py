@@ -289,10 +289,10 @@ def test_broken_msgspec_still_answers_a_permission_request_with_deny(tmp_path) -
 
 
 def test_hook_json_is_the_bytes_json_dumps_would_write() -> None:
-    """`_dumps` writes with msgspec (no `json` import on the hot path): for every code
+    """The runtime's `encode` writes with msgspec: for every code
     point, in keys and values, the same bytes as compact `json.dumps(ensure_ascii=False)`;
     a lone surrogate takes the json path, which writes it as an escape."""
-    from askgate.adapters.claude_code import _dumps
+    from askgate.hookrt.contract import encode as _dumps
 
     def reference(body: dict) -> bytes:
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))

@@ -17,9 +17,9 @@ import sys
 
 # agent -> "module:function"; the function takes the arguments after the agent name.
 HOOKS: dict[str, str] = {
-    "claude-code": "askgate.adapters.claude_code:main",
-    "codex": "askgate.adapters.codex:main",
-    "gemini": "askgate.adapters.gemini:main",
+    "claude-code": "askgate.hookrt.entrypoints:claude_code",
+    "codex": "askgate.hookrt.entrypoints:codex",
+    "gemini": "askgate.hookrt.entrypoints:gemini",
 }
 # Agents that read a verdict on stdout even from a failed hook, and fail open without one:
 # what to print when the adapter itself cannot be loaded.

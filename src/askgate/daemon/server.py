@@ -1,6 +1,7 @@
 """The resident decider: one process per user, policies compiled and the bash parser warm.
 
-Two listeners, one decision function (askgate.adapters.claude_code.respond):
+Two listeners, one decision step (askgate.hookrt.decide.respond) for every adapter, looked
+up by name (askgate.hookrt.registry):
 
 * a Unix socket (0600, in a 0700 directory; the peer's uid checked with SO_PEERCRED) for
   the command hook's relay, which sends its environment, config files and stdin;
@@ -32,13 +33,14 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from askgate.adapters import claude_code
-from askgate.adapters.claude_code import Reply
 from askgate.daemon import paths, protocol, request_env
 from askgate.daemon.http import HttpRequest
+from askgate.hookrt import registry
+from askgate.hookrt.decide import load_policy, respond
+from askgate.hookrt.reply import Reply
 
 SECRET_HEADER = "x-askgate-secret"
-HOOK_PATH = "/hook/claude-code"
+HOOK_PREFIX = "/hook/"  # POST /hook/NAME for the adapters in registry.HTTP_NAMES
 IDLE_EXIT_S = 30 * 60
 CACHE_SIZE = 32
 MAX_POLICY_FILE = 4 * 1024 * 1024
@@ -99,7 +101,7 @@ class PolicyCache:
         if cached is not None and cached[0] == fingerprint:
             self._entries.move_to_end(key)
             return cached[1]
-        policy = claude_code.load_policy(cwd, config_files, agent, env)
+        policy = load_policy(cwd, config_files, agent, env)
         self.loads += 1
         self._entries[key] = (fingerprint, policy)
         self._entries.move_to_end(key)
@@ -348,6 +350,7 @@ class Daemon:
 
     def decide(
         self,
+        agent: str,
         data: bytes,
         *,
         config_files: Sequence[str],
@@ -358,7 +361,8 @@ class Daemon:
         self.requests += 1
         # The lock covers the policy cache and the parser (not thread-safe); respond()
         # releases it before anything that may wait for a human.
-        return claude_code.respond(
+        return respond(
+            registry.adapter(agent),
             data,
             config_files=config_files,
             env=env,
@@ -421,8 +425,12 @@ class Daemon:
             # Decided with another environment than ours: the hook decides in its own
             # process instead. Nothing of the request's environment is used.
             raise protocol.ProtocolError("environment differs from the daemon's")
+        agent = fields.get(b"agent", [b""])[0].decode("ascii", "replace")
+        if agent not in registry.NAMES:
+            raise protocol.ProtocolError(f"no adapter {agent!r}")
         cwd = fields.get(b"cwd")
         reply = self.decide(
+            agent,
             body,
             config_files=[os.fsdecode(p) for p in fields.get(b"config", [])],
             env=request_env.decision_env(sent, self.env),
@@ -463,11 +471,13 @@ class Daemon:
         given = request.headers.get(SECRET_HEADER, "")
         if not self.secret or not hmac.compare_digest(given.encode(), self.secret.encode()):
             return 401, b'{"error": "missing or wrong X-Askgate-Secret"}'
-        if request.target.split("?", 1)[0] != HOOK_PATH:
+        path = request.target.split("?", 1)[0]
+        agent = path[len(HOOK_PREFIX) :] if path.startswith(HOOK_PREFIX) else ""
+        if agent not in registry.HTTP_NAMES:
             return 404, b'{"error": "not found"}'
         if request.method != "POST":
             return 405, b'{"error": "POST only"}'
-        reply = self.decide(request.body, config_files=(), env=self.env, process_cwd=None)
+        reply = self.decide(agent, request.body, config_files=(), env=self.env, process_cwd=None)
         return 200, http_body(reply, request.body)
 
     def status_text(self) -> str:
@@ -481,14 +491,10 @@ class Daemon:
 
 
 def http_body(reply: Reply, data: bytes) -> bytes:
-    """An http hook cannot block by exit code: a blocking reply becomes the event's deny
-    decision; "no decision" (a PermissionRequest ask) becomes an empty JSON object."""
-    if reply.code == claude_code.BLOCK:
-        event = claude_code.sniff_event(data)
-        if event == claude_code.PERMISSION_REQUEST:
-            return claude_code.permission_request_output("deny", reply.stderr)
-        return claude_code.pre_tool_use_output("deny", reply.stderr)
-    return reply.stdout or b"{}\n"
+    """The http hook's answer (Claude Code's: askgate.adapters.claude_code.http_body)."""
+    from askgate.adapters.claude_code import http_body as claude_code_http_body
+
+    return claude_code_http_body(reply, data)
 
 
 def claude_code_version() -> str:
