@@ -19,6 +19,7 @@ a custom model provider with ``base_url`` in config.toml) whose scripted "model"
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -34,6 +35,7 @@ from typing import Any
 import pytest
 
 from acp_harness import SERVER_STUB
+from agent_hooks import resident_daemon
 from clients import client_bin, require_client
 from fake_model_server import FakeModelServer
 
@@ -61,6 +63,7 @@ class CodexRun:
     project: Path
     audit: list[dict[str, Any]]
     tool_outputs: list[str]
+    relayed: int = 0  # calls the resident daemon answered (daemon=True)
 
     @property
     def ran(self) -> bool:
@@ -102,6 +105,7 @@ def run_codex(
     hooks: bool = True,
     server: str | None = None,
     program: str | None = None,
+    daemon: bool = False,
 ) -> CodexRun:
     home = tmp_path / "home"
     codex_home = home / ".codex"
@@ -130,7 +134,7 @@ def run_codex(
         "ASKGATE_AUDIT_LOG": str(audit_log),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),
         # In-process unless a test asks for the daemon (then in this run's own directory).
-        "ASKGATE_DAEMON": "off",
+        "ASKGATE_DAEMON": "on" if daemon else "off",
         "ASKGATE_RUNTIME_DIR": str(run_dir),
     }
     if server is not None:
@@ -164,22 +168,25 @@ def run_codex(
         "SHELL": shutil.which("bash") or "/bin/bash",
         "LANG": "C.UTF-8",
     }
-    proc = subprocess.Popen(
-        argv,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"codex did not finish in {RUN_TIMEOUT} s: {stderr[-2000:]}")
+    with contextlib.ExitStack() as stack:
+        answered = stack.enter_context(resident_daemon(env | hook_env)) if daemon else None
+        proc = subprocess.Popen(
+            argv,
+            cwd=project,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            pytest.fail(f"codex did not finish in {RUN_TIMEOUT} s: {stderr[-2000:]}")
+        relayed = answered() if answered is not None else 0
     audit = (
         [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
     )
@@ -189,7 +196,7 @@ def run_codex(
         for item in (request.body or {}).get("input", [])
         if isinstance(item, dict) and item.get("type") == "function_call_output"
     ]
-    return CodexRun(proc.returncode, stdout, stderr, project, audit, outputs)
+    return CodexRun(proc.returncode, stdout, stderr, project, audit, outputs, relayed)
 
 
 def test_premise_without_hooks_the_command_runs(codex: Path, model, tmp_path: Path) -> None:
@@ -215,6 +222,18 @@ def test_denied_command_does_not_run(codex: Path, model, tmp_path: Path, command
     assert not (tmp_path / "proj" / "build").exists()
     assert any("no new directories here" in out for out in run.tool_outputs), run.tool_outputs
     assert run.audit[-1]["action"] == "deny"
+
+
+@pytest.mark.parametrize("command", [f"mkdir build && touch {MARKER}", f"touch {MARKER}"])
+def test_the_codex_hook_relays_to_the_daemon(
+    codex: Path, model, tmp_path: Path, command: str
+) -> None:
+    """With a resident daemon, the codex hook relays (the daemon answers the call) and
+    decides as in-process: a deny does not run, an allow runs."""
+    run = run_codex(codex, model, tmp_path, command, daemon=True)
+    assert run.relayed >= 1, run.stderr[-2000:]
+    assert run.ran == command.startswith("touch"), run.stderr[-2000:]
+    assert run.audit[-1]["action"] == ("allow" if run.ran else "deny"), run.audit
 
 
 def test_ask_in_pre_tool_use_is_left_to_codex(codex: Path, model, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ in for the user trusting the folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -28,6 +29,7 @@ from typing import Any
 import pytest
 
 from acp_harness import SERVER_STUB
+from agent_hooks import resident_daemon
 from clients import client_bin, require_client
 from fake_model_server import FakeModelServer
 
@@ -53,6 +55,7 @@ class GeminiRun:
     project: Path
     audit: list[dict[str, Any]]
     tool_results: list[str]
+    relayed: int = 0  # calls the resident daemon answered (daemon=True)
 
     @property
     def ran(self) -> bool:
@@ -104,6 +107,7 @@ def run_gemini(
     hook: bool = True,
     server: str | None = None,
     program: str | None = None,
+    daemon: bool = False,
 ) -> GeminiRun:
     home = tmp_path / "home"
     (home / ".gemini").mkdir(parents=True)
@@ -120,7 +124,7 @@ def run_gemini(
         "ASKGATE_AUDIT_LOG": str(audit_log),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),
         # In-process unless a test asks for the daemon (then in this run's own directory).
-        "ASKGATE_DAEMON": "off",
+        "ASKGATE_DAEMON": "on" if daemon else "off",
         "ASKGATE_RUNTIME_DIR": str(run_dir),
     }
     if server is not None:
@@ -150,22 +154,25 @@ def run_gemini(
     }
     argv = [str(gemini), "-p", "run it", "--approval-mode", "yolo", "-o", "json"]
     argv += ["-m", "gemini-2.5-flash"]
-    proc = subprocess.Popen(
-        argv,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"gemini did not finish in {RUN_TIMEOUT} s: {stderr[-2000:]}")
+    with contextlib.ExitStack() as stack:
+        answered = stack.enter_context(resident_daemon(env | hook_env)) if daemon else None
+        proc = subprocess.Popen(
+            argv,
+            cwd=project,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            pytest.fail(f"gemini did not finish in {RUN_TIMEOUT} s: {stderr[-2000:]}")
+        relayed = answered() if answered is not None else 0
     audit = (
         [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
     )
@@ -176,7 +183,7 @@ def run_gemini(
         for part in content.get("parts", [])
         if isinstance(part, dict) and "functionResponse" in part
     ]
-    return GeminiRun(proc.returncode, stdout, stderr, project, audit, results)
+    return GeminiRun(proc.returncode, stdout, stderr, project, audit, results, relayed)
 
 
 def test_premise_without_the_hook_the_command_runs(gemini: Path, model, tmp_path: Path) -> None:
@@ -202,6 +209,18 @@ def test_denied_command_does_not_run(gemini: Path, model, tmp_path: Path, comman
     assert not run.ran
     assert any("no new directories here" in r for r in run.tool_results), run.tool_results
     assert run.audit[-1]["action"] == "deny"
+
+
+@pytest.mark.parametrize("command", [f"mkdir build && touch {MARKER}", f"touch {MARKER}"])
+def test_the_gemini_hook_relays_to_the_daemon(
+    gemini: Path, model, tmp_path: Path, command: str
+) -> None:
+    """With a resident daemon, the gemini hook relays (the daemon answers the call) and
+    decides as in-process: a deny does not run, an allow runs."""
+    run = run_gemini(gemini, model, tmp_path, command, daemon=True)
+    assert run.relayed >= 1, run.stderr[-2000:]
+    assert run.ran == command.startswith("touch"), run.stderr[-2000:]
+    assert run.audit[-1]["action"] == ("allow" if run.ran else "deny"), run.audit
 
 
 def test_ask_without_a_human_does_not_run(gemini: Path, model, tmp_path: Path) -> None:
