@@ -315,6 +315,13 @@ def test_denied_command_does_not_run(
     assert result["is_error"] is True
     assert reason in tool_result_text(result)
     assert "not permitted" in tool_result_text(result)
+    # How each CLI shows a hook's deny to the model. 2.1.332 turns every PreToolUse deny
+    # (permissionDecision "deny", legacy decision "block", exit 2) into a blocking error and
+    # prefixes it "PreToolUse:<tool> hook error: "; no hook output avoids that (docs/hooks.md),
+    # so askgate's reason itself opens with the decision.
+    text = tool_result_text(result)
+    prefix = "PreToolUse:Bash hook error: " if version_of(claude_bin) == NEW_VERSION else ""
+    assert text.startswith(prefix + "This agent is not permitted"), text
     assert denied_ids(run) == [result["tool_use_id"]]
     [record] = run.audit
     assert record["event"] == "decision"
