@@ -276,3 +276,21 @@ def test_askgate_that_cannot_start_blocks(codex: Path, model, tmp_path: Path) ->
     run = run_codex(codex, model, tmp_path, f"touch {MARKER}", program=missing)
     assert not run.ran
     assert run.audit == []
+
+
+SANDBOX_POLICY = POLICY + '\n[sandbox]\nbash = "on"\n'
+
+
+def test_an_allowed_command_runs_in_the_sandbox(codex: Path, model, tmp_path: Path) -> None:
+    """With `[sandbox] bash = "on"` the PreToolUse hook rewrites the command into the
+    prepared wrapper; Codex runs it and the command runs inside bwrap (its run record
+    says bwrap ran it to exit code 0)."""
+    from sandbox_world import require_bwrap
+
+    require_bwrap()
+    run = run_codex(codex, model, tmp_path, f"touch {MARKER}", policy=SANDBOX_POLICY)
+    assert run.ran, (run.tool_outputs, run.stderr[-2000:])
+    assert run.audit[-1]["action"] == "allow"
+    runs = tmp_path / "home" / ".local" / "share" / "askgate" / "sandbox" / "runs"
+    statuses = [p / "status" for p in runs.iterdir() if p.name.startswith("w-")]
+    assert statuses and all(b'"exit-code": 0' in p.read_bytes() for p in statuses)

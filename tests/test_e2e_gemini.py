@@ -248,3 +248,22 @@ def test_askgate_that_cannot_start_blocks(gemini: Path, model, tmp_path: Path) -
     run = run_gemini(gemini, model, tmp_path, f"touch {MARKER}", program=missing)
     assert not run.ran
     assert run.audit == []
+
+
+SANDBOX_POLICY = POLICY + '\n[sandbox]\nbash = "on"\n'
+
+
+def test_an_allowed_command_runs_in_the_sandbox(gemini: Path, model, tmp_path: Path) -> None:
+    """With `[sandbox] bash = "on"` the hook hands Gemini the prepared wrapper (bwrap
+    started by bash). Gemini's own command-injection check must accept that form, and the
+    command must run inside bwrap: the run record says bwrap ran it to exit code 0."""
+    from sandbox_world import require_bwrap
+
+    require_bwrap()
+    run = run_gemini(gemini, model, tmp_path, f"touch {MARKER}", policy=SANDBOX_POLICY)
+    assert not any("Command injection" in r for r in run.tool_results), run.tool_results
+    assert run.ran, "\n".join(run.tool_results)
+    assert run.audit[-1]["action"] == "allow"
+    runs = tmp_path / "home" / ".local" / "share" / "askgate" / "sandbox" / "runs"
+    statuses = [p / "status" for p in runs.iterdir() if p.name.startswith("w-")]
+    assert statuses and all(b'"exit-code": 0' in p.read_bytes() for p in statuses)

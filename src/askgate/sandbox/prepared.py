@@ -4,7 +4,7 @@ The hook process has the policy loaded already, so it computes the plan, makes t
 placeholders, records the run (`placeholders.Registry.prepare_run`) and hands the agent a
 command that starts bubblewrap directly:
 
-    /bin/bash -c 'SCRIPT' askgate-sandbox /usr/bin/bwrap --json-status-fd 3 … \\
+    command /bin/bash -c 'SCRIPT' askgate-sandbox /usr/bin/bwrap --json-status-fd 3 … \\
         -- /bin/bash -c '<original>'
 
 Everything after `askgate-sandbox` is bwrap's argument vector, one shell word each (so
@@ -20,7 +20,8 @@ uses) and starts no program but bwrap and tee on the success path:
    claimed already — by a sweep that found it too old, or by an earlier execution of the
    same words — goes the long way (`--finish RUN unclaimed`);
 5. `bwrap …` with its JSON status appended to `RUN/status` (fd 3) and stderr copied to
-   the agent and to `RUN/stderr` by tee;
+   the agent and to `RUN/stderr` by tee through a pipe (no process substitution, which
+   agents such as Gemini CLI refuse as command injection);
 6. only when the status is not 0: `askgate sandbox --finish RUN STATUS … -- '<original>'`
    explains the failure in one line (`blocked.py`), cleans the run up, and, when bwrap
    never started the command (no `"exit-code"` in its status and not killed by a
@@ -94,17 +95,25 @@ def wrapper_script(
         "else set +C",
     ]
     lines += [f"printf '%s\\n' {_q('askgate sandbox: warning: ' + w)} >&2" for w in warnings]
+    # stderr reaches tee through a pipe (stdout goes round it on fd 4), not a process
+    # substitution: agents refuse `>(…)` as command injection (Gemini CLI does), and bash
+    # waits for both ends of a pipeline. pipefail: the pipeline's status is bwrap's.
     lines.append(
-        f'"$@" {STATUS_FD}>>{status} 2> >({_q(tee)} {_q(run.stderr)} >&2) '
-        f'|| {{ s=$?; wait $!; {_words(finish_argv)} "$s" {rest}; }}'
+        f'set -o pipefail; {{ "$@" {STATUS_FD}>>{status} 2>&1 >&4 4>&- '
+        f"| {_q(tee)} {_q(run.stderr)} >&2 4>&-; }} 4>&1 "
+        f'|| {{ s=$?; {_words(finish_argv)} "$s" {rest}; }}'
     )
     lines.append("fi")
     return "\n".join(lines)
 
 
 def wrapper_command(script: str, bwrap_argv: Sequence[str]) -> str:
-    """The command the agent runs: the script and bwrap's argv, one shell word each."""
-    return f"/bin/bash -c {_q(script)} {SCRIPT_NAME} {_words(bwrap_argv)}"
+    """The command the agent runs: the script and bwrap's argv, one shell word each.
+
+    It starts with the `command` builtin: Gemini CLI rewrites a command that starts with
+    `<shell> -c ` into what follows it (and strips a quote at each end), which would run
+    the script's text as a program name."""
+    return f"command /bin/bash -c {_q(script)} {SCRIPT_NAME} {_words(bwrap_argv)}"
 
 
 def askgate_options(agent: str | None, config_files: Sequence[str]) -> list[str]:
