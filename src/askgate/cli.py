@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     schema = sub.add_parser("schema", help="print a JSON Schema", **_exit_codes("schema"))
-    schema.add_argument("which", choices=("policy", "events"))
+    schema.add_argument("which", choices=("policy", "events", "review-log"))
 
     for name, text in (("trust", "trust this project's policy file"), ("untrust", "revoke trust")):
         p = sub.add_parser(name, help=text, **_exit_codes(name))
@@ -410,6 +410,10 @@ def _schema(which: str) -> int:
         from askgate.policy.config import policy_json_schema
 
         schema = policy_json_schema()
+    elif which == "review-log":
+        from askgate.audit import review_log_json_schema
+
+        schema = review_log_json_schema()
     else:
         from askgate.events import events_json_schema
 
