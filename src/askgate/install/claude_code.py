@@ -126,17 +126,16 @@ def claude_version(claude: str | None) -> tuple[tuple[int, int, int] | None, str
 
 
 def approval_budget() -> float:
-    """The approval server's budget as configured for this user, else its default."""
-    try:
-        import importlib
+    """The approval server's budget as configured for this user, else its default. A
+    server configured unusably leaves the default (the hook itself then refuses)."""
+    from askgate.prompters.server import ApprovalConfigError, load_settings
 
-        # Built by the approval-server work; absent in builds without it.
-        server = importlib.import_module("askgate.prompters.server")
-        settings = server.load_settings(os.environ)
-        if settings is not None:
-            return float(settings.budget)
-    except Exception:
-        pass
+    try:
+        settings = load_settings(os.environ)
+    except ApprovalConfigError:
+        settings = None
+    if settings is not None:
+        return float(settings.budget)
     value = os.environ.get("ASKGATE_APPROVAL_BUDGET", "")
     try:
         return float(value) if value else DEFAULT_BUDGET_S
