@@ -175,7 +175,10 @@ class LiveServer:
 
     def stop(self) -> None:
         if self._server is not None:
+            # force_exit: do not wait for open connections (a long-poll, a client's
+            # keep-alive) to finish; the test is over. Graceful, this took seconds.
             self._server.should_exit = True
+            self._server.force_exit = True
         self._thread.join(30)
         self.sock.close()
 
