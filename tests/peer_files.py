@@ -12,7 +12,7 @@ from pathlib import Path
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write `<file>.<pid>.<ms>.<rand>.tmp`, then rename it over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{time.time_ns() // 1_000_000}.tmp")
     tmp = tmp.with_name(tmp.name.replace(".tmp", f".{secrets.token_hex(4)}.tmp"))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

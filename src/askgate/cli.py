@@ -11,7 +11,7 @@ import argparse
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from askgate.cli_support import error_line
@@ -125,9 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Commands that live in their own modules: word -> "module:function". The function takes
-# the arguments after the word, owns its argparse (and --help) and returns the exit code.
-# Routing by table keeps this module small and lets each command load only what it needs.
+# Commands that live in their own modules: word -> "module:function" (for reading; the
+# import itself is explicit, in `_routed_function`). The function takes the arguments after
+# the word, owns its argparse (and --help) and returns the exit code. Each command loads
+# only what it needs.
 ROUTED: dict[str, str] = {
     "forward": "askgate.forwarding.cli:main",
     "serve": "askgate.server.cli:serve_main",
@@ -163,18 +164,74 @@ ROUTED_HELP: dict[str, str] = {
 }
 
 
-def _routed(word: str, rest: list[str]) -> int:
-    import importlib
+def _routed_function(word: str) -> Callable[[list[str]], int]:
+    """The function behind a routed word, imported explicitly (so the import contracts
+    see every arrow) and only when that word is run."""
+    if word == "forward":
+        from askgate.forwarding.cli import main as forward
 
-    module_name, _, function = ROUTED[word].partition(":")
+        return forward
+    if word in ("serve", "user", "enroll"):
+        from askgate.server import cli as server_cli
+
+        return {
+            "serve": server_cli.serve_main,
+            "user": server_cli.user_main,
+            "enroll": server_cli.enroll_main,
+        }[word]
+    if word == "doctor":
+        from askgate.server.doctor import main as doctor
+
+        return doctor
+    if word == "daemon":
+        from askgate.daemon.cli import main as daemon
+
+        return daemon
+    if word == "install":
+        from askgate.install import main as install
+
+        return install
+    if word == "import":
+        from askgate.importers import main as import_settings
+
+        return import_settings
+    if word == "pi":
+        from askgate.adapters.pi_rpc.cli import main as pi
+
+        return pi
+    if word == "acp":
+        from askgate.adapters.acp.cli import main as acp
+
+        return acp
+    if word == "sandbox":
+        from askgate.sandbox.cli import main as sandbox
+
+        return sandbox
+    if word == "init":
+        from askgate.profiles.init_cli import main as init
+
+        return init
+    if word == "suggest":
+        from askgate.profiles.suggest_cli import main as suggest
+
+        return suggest
+    if word == "log":
+        from askgate.log_cli import main as review_log
+
+        return review_log
+    raise KeyError(word)
+
+
+def _routed(word: str, rest: list[str]) -> int:
+    module_name = ROUTED[word].partition(":")[0]
     try:
-        module = importlib.import_module(module_name)
+        function = _routed_function(word)
     except ModuleNotFoundError as exc:
         if exc.name is not None and module_name.startswith(exc.name):
             print(f"askgate: error: '{word}' is not available in this build", file=sys.stderr)
             return 2
         raise
-    result: int = getattr(module, function)(rest)
+    result: int = function(rest)
     return result
 
 

@@ -72,10 +72,16 @@ def run_hook(args: list[str]) -> int:
         known = " | ".join(HOOKS)
         return _blocked(f"askgate: error: usage: askgate hook {known} [--config FILE]...")
     try:
-        import importlib
-
         module_name, _, function = HOOKS[args[0]].partition(":")
-        hook = getattr(importlib.import_module(module_name), function)
+        if module_name == "askgate.hookrt.entrypoints":
+            # The agents' own hooks: an explicit import, so the import contracts see it.
+            from askgate.hookrt import entrypoints
+
+            hook = getattr(entrypoints, function)
+        else:  # a hook registered in the table by name (tests register broken ones)
+            import importlib
+
+            hook = getattr(importlib.import_module(module_name), function)
     except BaseException as exc:  # a missing or broken adapter blocks the call, loudly
         return _blocked(f"askgate: error: hook {args[0]} is unavailable: {exc!r}", args[0])
     try:
