@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from agent_e2e import git_project, read_review_log, run_agent
 from clients import require_client
 from fake_anthropic import FakeAnthropic, tool_result_text
 
@@ -129,13 +130,7 @@ def fake_api() -> Iterator[FakeAnthropic]:
 
 
 def make_project(tmp_path: Path) -> Path:
-    project = tmp_path / "proj"
-    project.mkdir()
-    if shutil.which("git"):
-        subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
-    else:  # askgate finds the project root by the .git entry alone
-        (project / ".git").mkdir()
-    return project
+    return git_project(tmp_path)
 
 
 def hook_command(policy: Path, *extra: str) -> str:
@@ -199,30 +194,10 @@ def run_claude(
     fake.script(command, final_text="Finished.", then=then)
     argv = [str(claude), "-p", "run it", "--output-format", "stream-json", "--verbose"]
     argv += ["--settings", str(settings_file)]
-    # Own process group: on a timeout the CLI, its shell and our hook all go down together.
-    proc = subprocess.Popen(
-        argv,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"claude did not finish in {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
-    frames = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    audit = (
-        [json.loads(line) for line in audit_log.read_text().splitlines()]
-        if audit_log.exists()
-        else []
-    )
-    run = ClaudeRun(proc.returncode, frames, stderr, project, audit)
+    done = run_agent(argv, cwd=project, env=env, timeout=RUN_TIMEOUT, name="claude")
+    stderr = done.stderr
+    frames = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    run = ClaudeRun(done.returncode, frames, stderr, project, read_review_log(audit_log))
     assert run.returncode == 0, f"claude exited {run.returncode}: {stderr[-2000:]}"
     assert run.result["subtype"] == "success", run.result
     return run

@@ -20,11 +20,9 @@ a custom model provider with ``base_url`` in config.toml) whose scripted "model"
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,6 +33,7 @@ from typing import Any
 import pytest
 
 from acp_harness import SERVER_STUB
+from agent_e2e import git_project, read_review_log, run_agent
 from agent_hooks import resident_daemon
 from clients import client_bin, require_client
 from fake_model_server import FakeModelServer
@@ -110,9 +109,7 @@ def run_codex(
     home = tmp_path / "home"
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    project = git_project(tmp_path)
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy)
     audit_log = tmp_path / "review.jsonl"
@@ -170,33 +167,16 @@ def run_codex(
     }
     with contextlib.ExitStack() as stack:
         answered = stack.enter_context(resident_daemon(env | hook_env)) if daemon else None
-        proc = subprocess.Popen(
-            argv,
-            cwd=project,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate()
-            pytest.fail(f"codex did not finish in {RUN_TIMEOUT} s: {stderr[-2000:]}")
+        done = run_agent(argv, cwd=project, env=env, timeout=RUN_TIMEOUT, name="codex")
         relayed = answered() if answered is not None else 0
-    audit = (
-        [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
-    )
+    audit = read_review_log(audit_log)
     outputs = [
         str(item.get("output"))
         for request in model.model_requests()
         for item in (request.body or {}).get("input", [])
         if isinstance(item, dict) and item.get("type") == "function_call_output"
     ]
-    return CodexRun(proc.returncode, stdout, stderr, project, audit, outputs, relayed)
+    return CodexRun(done.returncode, done.stdout, done.stderr, project, audit, outputs, relayed)
 
 
 def test_premise_without_hooks_the_command_runs(codex: Path, model, tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from typing import Any
 import pytest
 
 from acp_harness import SERVER_STUB
+from agent_e2e import git_project, read_review_log, run_agent
 from agent_hooks import resident_daemon
 from clients import client_bin, require_client
 from fake_model_server import FakeModelServer
@@ -111,9 +111,7 @@ def run_gemini(
 ) -> GeminiRun:
     home = tmp_path / "home"
     (home / ".gemini").mkdir(parents=True)
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    project = git_project(tmp_path)
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy)
     audit_log = tmp_path / "review.jsonl"
@@ -156,26 +154,9 @@ def run_gemini(
     argv += ["-m", "gemini-2.5-flash"]
     with contextlib.ExitStack() as stack:
         answered = stack.enter_context(resident_daemon(env | hook_env)) if daemon else None
-        proc = subprocess.Popen(
-            argv,
-            cwd=project,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate()
-            pytest.fail(f"gemini did not finish in {RUN_TIMEOUT} s: {stderr[-2000:]}")
+        done = run_agent(argv, cwd=project, env=env, timeout=RUN_TIMEOUT, name="gemini")
         relayed = answered() if answered is not None else 0
-    audit = (
-        [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
-    )
+    audit = read_review_log(audit_log)
     results = [
         json.dumps(part["functionResponse"])
         for request in model.model_requests()
@@ -183,7 +164,7 @@ def run_gemini(
         for part in content.get("parts", [])
         if isinstance(part, dict) and "functionResponse" in part
     ]
-    return GeminiRun(proc.returncode, stdout, stderr, project, audit, results, relayed)
+    return GeminiRun(done.returncode, done.stdout, done.stderr, project, audit, results, relayed)
 
 
 def test_premise_without_the_hook_the_command_runs(gemini: Path, model, tmp_path: Path) -> None:

@@ -17,14 +17,13 @@ import json
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agent_e2e import git_project, read_review_log, run_agent
 from clients import client_bin, require_client
 from fake_anthropic import FakeAnthropic, tool_result_text
 from sandbox_world import require_bwrap
@@ -69,9 +68,7 @@ def _run_claude(
     (home / ".claude").mkdir(parents=True)
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_rsa").write_text(SECRET + "\n")
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    project = git_project(tmp_path)
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy)
     audit_log = tmp_path / "review.jsonl"
@@ -110,24 +107,15 @@ def _run_claude(
     }
     fake.script(COMMAND, final_text="Finished.")
     argv = [str(claude_bin), "-p", "run it", "--output-format", "stream-json", "--verbose"]
-    proc = subprocess.Popen(
+    done = run_agent(
         [*argv, "--settings", str(settings_file)],
         cwd=project,
         env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # on a timeout the CLI, its shell and the hook go down together
+        timeout=RUN_TIMEOUT,
+        name="claude",
     )
-    try:
-        _, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate()
-        pytest.fail(f"claude did not finish in {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
-    assert proc.returncode == 0, stderr[-2000:]
-    audit = [json.loads(line) for line in audit_log.read_text().splitlines()]
+    assert done.returncode == 0, done.stderr[-2000:]
+    audit = read_review_log(audit_log)
     return project, audit
 
 
