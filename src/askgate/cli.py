@@ -152,7 +152,7 @@ ROUTED_HELP: dict[str, str] = {
     "user": "approval server users: add | list | token",
     "enroll": "enroll a phone for a user (ntfy topic, QR code)",
     "doctor": "check the configuration: budgets, database, secret, notifier",
-    "daemon": "the resident decider: start | status | stop",
+    "daemon": "the resident decider: start | status | stop | sweep",
     "install": "register askgate with an agent: claude-code | codex | gemini",
     "import": "convert an agent's permission settings: claude-code",
     "pi": "drive pi workers over RPC: run",
