@@ -2,7 +2,7 @@
 
 `python -m benchmarks.hook_rounds [ROUNDS]` (default 15): the children of the hook area's
 in-process row (bare python, the cedarpy and casbin one-shot scripts, `askgate hook
-claude-code` with ASKGATE_DAEMON=off, steady and with its caches off), same fixtures and
+claude-code` with ASKGATE_DAEMON=off: a plain policy load), same fixtures and
 environment as benchmarks/hook.py, each run once per round in turn. Per child: the median
 wall time (exec to exit, output read) and the median cpu time (user + system of the child,
 from wait4), so a busy machine shows up as wall > cpu instead of skewing the comparison.
@@ -97,13 +97,8 @@ def main(argv: list[str]) -> int:
                 stdin,
             )
         children["askgate in-process"] = ([*askgate, "hook", "claude-code"], env, stdin)
-        children["askgate, caches off"] = (
-            [*askgate, "hook", "claude-code"],
-            {**env, "ASKGATE_HOOK_CACHE": "off"},
-            stdin,
-        )
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in children}
-        for round_ in range(rounds + 1):  # round 0 warms up (and writes askgate's caches)
+        for round_ in range(rounds + 1):  # round 0 warms up (.pyc files)
             for name, (command, child_env, data) in children.items():
                 expect = None if name == "python -c pass" else b'"allow"'
                 result = _run(command, child_env, data, cwd, expect=expect)

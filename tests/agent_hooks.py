@@ -3,11 +3,13 @@ isolated HOME, a policy file, no managed policy and a review log under tmp_path.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,3 +120,34 @@ class StubServerModule(types.ModuleType):
 def install_approval_server(monkeypatch: pytest.MonkeyPatch, prompter: Any) -> None:
     """Make `prompter` the configured approval server for an in-process test."""
     monkeypatch.setitem(sys.modules, "askgate.prompters.server", StubServerModule(prompter))
+
+
+@contextlib.contextmanager
+def resident_daemon(env: dict[str, str]) -> Iterator[Callable[[], int]]:
+    """`askgate daemon start --no-http` with `env` (the environment the agent will give
+    its hook, so the daemon's pinned variables match); yields a function that returns how
+    many calls the daemon has answered; stops it (with its control token) at the end."""
+    run_dir = Path(env["ASKGATE_RUNTIME_DIR"])
+    run_dir.mkdir(mode=0o700, exist_ok=True)
+    environ = {**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+
+    def daemon(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "askgate", "daemon", *args],
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=120,
+        )
+
+    started = daemon("start", "--no-http")
+    assert started.returncode == 0, started.stderr
+
+    def answered() -> int:
+        status = daemon("status").stdout
+        return int(status.split(" requests")[0].rsplit(" ", 1)[-1])
+
+    try:
+        yield answered
+    finally:
+        assert daemon("stop").returncode == 0

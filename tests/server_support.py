@@ -154,7 +154,16 @@ class LiveServer:
                 live._ready.set()
 
         self._server = _Server(
-            uvicorn.Config(self.app, log_level="error", access_log=False, lifespan="on")
+            # A connection still open at the end of a test (a client's long-poll or
+            # keep-alive) is cut after 1 s instead of being waited out (seconds per
+            # teardown); the lifespan shutdown still closes the store.
+            uvicorn.Config(
+                self.app,
+                log_level="error",
+                access_log=False,
+                lifespan="on",
+                timeout_graceful_shutdown=1,
+            )
         )
         try:
             asyncio.run(self._server.serve(sockets=[self.sock]))

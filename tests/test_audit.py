@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from askgate.audit import (
@@ -113,7 +114,7 @@ def test_secrets_are_masked_by_key_and_inline() -> None:
         f"curl -H 'Authorization: Bearer {REDACTED}'"
     )
     assert mask_text("deploy --password=hunter22 now") == f"deploy --password={REDACTED} now"
-    assert REDACTED in record_for(denied("export API_KEY=abcd1234"))["value"]
+    assert REDACTED in record_for(denied("export API_KEY=abcd1234")).value
 
 
 def test_everything_is_bounded() -> None:
@@ -137,7 +138,7 @@ def test_a_delegated_ask_names_who_was_asked() -> None:
         tool="Bash", input={"command": "git push", "token": "t"}, agent="a", session="s"
     )
     pending = Pending(request_id="r9", request=request, decision=decision)
-    record = delegated_record(pending, to="claude-code")
+    record = msgspec.to_builtins(delegated_record(pending, to="claude-code"))
     assert (record["event"], record["delegated_to"], record["policy_action"]) == (
         "ask_delegated",
         "claude-code",
@@ -159,3 +160,32 @@ def test_the_default_path_follows_the_environment(tmp_path: Path) -> None:
 def test_a_relative_state_home_is_ignored(tmp_path: Path, relative: str) -> None:
     path = default_log_path({"XDG_STATE_HOME": relative, "HOME": str(tmp_path)})
     assert path == os.path.join(str(tmp_path), ".local", "state", "askgate", "review.jsonl")
+
+
+# --- typed, versioned records (contract: `askgate schema review-log`) ----------------------
+
+
+def test_every_record_shape_is_typed_versioned_and_round_trips(tmp_path: Path) -> None:
+    """Each of the three record shapes is written with `"version": 1` and its `event` tag,
+    and every line of the log decodes back into its record type."""
+    from askgate.audit import RECORD_VERSION, AuditLog, ReviewRecord, rpc_prompt_record
+
+    decision = Decision(
+        action=Action.ASK, reason="asks", surface=Surface.BASH, value="git push", rule=None
+    )
+    request = ToolRequest(tool="Bash", input={"command": "git push"})
+    pending = Pending(request_id="r1", request=request, decision=decision)
+    log = AuditLog(str(tmp_path / "review.jsonl"), client="codex")
+    assert log.write(record_for(denied("rm -rf x")))
+    assert log.write(delegated_record(pending, to="codex"))
+    assert log.write(
+        rpc_prompt_record(request_id="r2", surface="bash", value="ls", answer="y", approved=True)
+    )
+    lines = (tmp_path / "review.jsonl").read_bytes().splitlines()
+    raw = [json.loads(line) for line in lines]
+    assert [r["event"] for r in raw] == ["decision", "ask_delegated", "rpc_prompt"]
+    assert {r["version"] for r in raw} == {RECORD_VERSION} and {r["client"] for r in raw} == {
+        "codex"
+    }
+    for line in lines:
+        msgspec.json.decode(line, type=ReviewRecord)

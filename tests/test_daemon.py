@@ -144,34 +144,99 @@ def audit_lines(path: Path) -> list[dict[str, Any]]:
 
 def test_every_path_answers_the_corpus_identically(tmp_path: Path, env: dict[str, str]) -> None:
     """In-process, relay and HTTP give byte-identical answers and the same audit lines on
-    every command of the bash corpus (PreToolUse and PermissionRequest)."""
+    every command of the bash corpus (PreToolUse and PermissionRequest). The daemon writes
+    its own review log (never one a request names); the in-process call writes another."""
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
-    logs = {name: tmp_path / f"{name}.jsonl" for name in ("inproc", "relay", "http")}
-    daemon_env = {**env, "ASKGATE_AUDIT_LOG": str(logs["http"])}
+    daemon_log, inproc_log = tmp_path / "daemon.jsonl", tmp_path / "inproc.jsonl"
+    daemon_env = {**env, "ASKGATE_AUDIT_LOG": str(daemon_log)}
     running = start_daemon(daemon_env)
     try:
-        relay_env = {**env, "ASKGATE_AUDIT_LOG": str(logs["relay"])}
-        inproc_env = {**env, "ASKGATE_AUDIT_LOG": str(logs["inproc"])}
+        inproc_env = {**env, "ASKGATE_AUDIT_LOG": str(inproc_log)}
         decisions: set[bytes] = set()
         decided = 0
         for index, command in enumerate(CORPUS):
             event = "PermissionRequest" if index % 5 == 4 else "PreToolUse"
             data = payload(project, command, event)
             local = respond(data, env=inproc_env)
-            via_relay = relay.relay(data, [], relay_env)
+            via_relay = relay.relay(data, [], daemon_env)
             status, via_http = http_post(running.daemon, data, running.daemon.secret)
             assert via_relay == (local.code, local.stdout, local.stderr.encode()), command
             assert status == 200
             assert via_http == http_body(local, data), command
             decisions.add(local.stdout[:90])
             decided += local.code == 0  # unreadable input blocks before any audit line
-        assert audit_lines(logs["inproc"]) == audit_lines(logs["relay"])
-        assert audit_lines(logs["inproc"]) == audit_lines(logs["http"])
-        assert len(audit_lines(logs["inproc"])) == decided >= len(CORPUS) - 5
+        inproc, daemon = audit_lines(inproc_log), audit_lines(daemon_log)
+        assert daemon[0::2] == inproc  # the relayed calls
+        assert daemon[1::2] == inproc  # the http calls
+        assert len(inproc) == decided >= len(CORPUS) - 5
         assert len(decisions) >= 4  # allow, deny, ask and PermissionRequest answers all seen
     finally:
         running.stop()
+
+
+def agent_payload(agent: str, cwd: Path, command: str, index: int) -> bytes:
+    """The hook JSON `agent` sends for a shell call (Codex: PreToolUse and PermissionRequest;
+    Gemini: BeforeTool of its shell tool)."""
+    if agent == "codex":
+        event = "PermissionRequest" if index % 3 == 2 else "PreToolUse"
+        body: dict[str, Any] = {
+            "session_id": "s1",
+            "turn_id": "t1",
+            "cwd": str(cwd),
+            "hook_event_name": event,
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "tool_use_id": f"call_{index}",
+        }
+    else:
+        body = {
+            "session_id": "s1",
+            "cwd": str(cwd),
+            "hook_event_name": "BeforeTool",
+            "tool_name": "run_shell_command",
+            "tool_input": {"command": command},
+        }
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize("agent", ["codex", "gemini"])
+def test_codex_and_gemini_relay_with_the_same_answers(
+    tmp_path: Path, env: dict[str, str], agent: str
+) -> None:
+    """The codex and gemini hooks relay to the daemon too (`agent=`), with byte-identical
+    answers and the same review-log lines as in-process, on the whole bash corpus."""
+    from askgate.hookrt import registry
+    from askgate.hookrt.decide import respond as decide
+
+    adapter = registry.adapter(agent)
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    daemon_log, inproc_log = tmp_path / "daemon.jsonl", tmp_path / "inproc.jsonl"
+    daemon_env = {**env, "ASKGATE_AUDIT_LOG": str(daemon_log)}
+    running = start_daemon(daemon_env)
+    try:
+        inproc_env = {**env, "ASKGATE_AUDIT_LOG": str(inproc_log)}
+        outputs: set[bytes] = set()
+        for index, command in enumerate(CORPUS):
+            data = agent_payload(agent, project, command, index)
+            local = decide(adapter, data, env=inproc_env)
+            via_relay = relay.relay(data, [], daemon_env, agent)
+            assert via_relay == (local.code, local.stdout, local.stderr.encode()), command
+            outputs.add(local.stdout[:60])
+        assert running.daemon.requests == len(CORPUS)
+        assert audit_lines(daemon_log) == audit_lines(inproc_log)
+        assert {r["client"] for r in audit_lines(inproc_log)} == {agent}
+        assert len(outputs) >= 3
+    finally:
+        running.stop()
+
+
+def test_an_unknown_agent_gets_no_answer_from_the_daemon(
+    tmp_path: Path, env: dict[str, str], running: Running
+) -> None:
+    assert relay.relay(payload(tmp_path, "rm -rf x"), [], env, "no-such-agent") == relay.FAILED
+    assert running.daemon.requests == 0
 
 
 def test_policy_is_compiled_once_and_reused(tmp_path: Path, running: Running) -> None:
@@ -284,6 +349,58 @@ def test_http_keep_alive_serves_several_requests(tmp_path: Path, running: Runnin
             assert out["permissionDecision"] == want
     finally:
         conn.close()
+
+
+def raw_http(daemon: Daemon, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=30) as conn:
+        conn.sendall(data)
+        conn.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := conn.recv(65536):
+            out += chunk
+    return out
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"garbage\r\n\r\n",
+        b"POST /hook/claude-code HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 20000 + b"\r\n\r\n",
+        b"POST /hook/claude-code HTTP/1.1\r\nHost: x\r\nContent-Length: zz\r\n\r\n",
+        b"POST /hook/claude-code HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc",
+    ],
+    ids=["not-http", "head-too-large", "bad-length", "short-body"],
+)
+def test_malformed_http_is_400_and_never_a_decision(running: Running, request_bytes: bytes) -> None:
+    answer = raw_http(running.daemon, request_bytes)
+    assert b"permissionDecision" not in answer
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 400")
+
+
+def test_http_chunked_and_http10_requests_are_answered(tmp_path: Path, running: Running) -> None:
+    """h11 speaks the whole of HTTP/1.1 framing: a chunked body and an HTTP/1.0 request
+    get the same decision as Claude Code's own Content-Length form."""
+    body = payload(tmp_path, "rm -rf x")
+    secret = running.daemon.secret.encode()
+    chunked = (
+        b"POST /hook/claude-code HTTP/1.1\r\nHost: x\r\nX-Askgate-Secret: "
+        + secret
+        + b"\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        + b"%x\r\n" % len(body)
+        + body
+        + b"\r\n0\r\n\r\n"
+    )
+    http10 = (
+        b"POST /hook/claude-code HTTP/1.0\r\nX-Askgate-Secret: "
+        + secret
+        + b"\r\nContent-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
+    for request_bytes in (chunked, http10):
+        answer = raw_http(running.daemon, request_bytes)
+        head, _, reply = answer.partition(b"\r\n\r\n")
+        assert head.split(b" ")[1] == b"200", answer
+        assert json.loads(reply)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def test_secret_file_is_private_and_stable(env: dict[str, str]) -> None:
@@ -409,25 +526,19 @@ def test_a_misbehaving_daemon_falls_back_in_process(
 ) -> None:
     """The relay never trusts a bad answer: the hook decides in-process (same answer as
     without any daemon)."""
-    import askgate.policy.shell as shell
-    from askgate.adapters.claude_code import answer as hook_answer
+    from askgate.hookrt.runner import answer as hook_answer
 
-    # The in-process path tunes the analyser and logging for a one-shot process: undo it.
-    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)
-    monkeypatch.setattr(shell, "_tools", shell._tools)
+    # The in-process path installs one-line logging: undo it.
     logger = logging.getLogger("askgate")
     monkeypatch.setattr(logger, "handlers", list(logger.handlers))
     monkeypatch.setattr(logger, "propagate", logger.propagate)
-    import re._compiler  # and it installs the compiled-regex cache (askgate.regex_cache)
-
-    monkeypatch.setattr(re._compiler, "compile", re._compiler.compile)
 
     env = {**env, "ASKGATE_RELAY_TIMEOUT": "0.5"}
     server, release = _fake_listener(env, answer)
     try:
         data = payload(tmp_path, "rm -rf x")
         assert isinstance(relay.relay(data, [], env), str)
-        reply = hook_answer(data, [], env)
+        reply = hook_answer("claude-code", data, [], env)
         assert reply == respond(data, env=env)
         assert _decision((reply.code, reply.stdout, reply.stderr)) == "deny"
     finally:
@@ -632,3 +743,102 @@ def test_the_relay_imports_almost_nothing(tmp_path: Path, running: Running) -> N
     assert report == {"code": 0, "loaded": []}
     assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert running.daemon.requests == 1
+
+
+# --- the daemon as a confused deputy (issue 20, class 3) ---------------------------------
+
+
+def control_request(op: bytes, env: dict[str, str], token: bytes | None) -> Any:
+    fields = [] if token is None else [b"control=" + token]
+    return relay.exchange(paths.socket_path(env), protocol.encode_request(op, fields), 30.0)
+
+
+@pytest.mark.parametrize(
+    "token", [None, b"", b"0" * 64, b"x"], ids=["missing", "empty", "wrong", "short"]
+)
+def test_stop_without_the_control_token_is_refused(
+    tmp_path: Path, env: dict[str, str], running: Running, token: bytes | None
+) -> None:
+    answer = control_request(b"stop", env, token)
+    assert isinstance(answer, tuple) and answer[0] == 2
+    assert b"control token" in answer[2] and answer[2].count(b"\n") == 0
+    assert not running.daemon.stopping.is_set()
+    assert _decision(relay.relay(payload(tmp_path, "rm -rf x"), [], env)) == "deny"
+
+
+def test_stop_with_the_control_token_stops(env: dict[str, str], running: Running) -> None:
+    token_file = Path(paths.control_path(env))
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(token_file.parent.stat().st_mode) == 0o700
+    token = token_file.read_text().strip()
+    assert len(token) == 64 and int(token, 16) >= 0
+    answer = control_request(b"stop", env, token.encode())
+    assert isinstance(answer, tuple) and answer[0] == 0
+    running.thread.join(timeout=30)
+    assert not running.thread.is_alive()
+    assert not token_file.exists()  # a stopped daemon's token is gone with it
+
+
+def test_sweep_without_the_control_token_changes_nothing(
+    tmp_path: Path, env: dict[str, str], running: Running
+) -> None:
+    """A forged sweep cannot make the daemon remove a live run's placeholders."""
+    runs = Path(env["XDG_DATA_HOME"]) / "askgate" / "sandbox" / "runs"
+    runs.mkdir(parents=True)
+    record = runs / "w-forged"
+    record.mkdir()
+    (record / "record").write_text("{}")
+    before = sorted(p.name for p in record.iterdir())
+    for token in (None, b"0" * 64):
+        answer = control_request(b"sweep", env, token)
+        assert isinstance(answer, tuple) and answer[0] == 2
+    assert sorted(p.name for p in record.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ASKGATE_AUDIT_LOG", "XDG_STATE_HOME", "XDG_DATA_HOME", "ASKGATE_MANAGED_POLICY", "HOME"],
+)
+def test_a_forged_request_environment_writes_nothing_and_decides_nothing(
+    tmp_path: Path, env: dict[str, str], name: str
+) -> None:
+    """`ASKGATE_AUDIT_LOG=~/.bashrc` (or a state/data directory, or a managed file the
+    agent controls) in a relayed request: the daemon does not use it. It refuses the call,
+    so the hook decides in its own process; the named file is not written."""
+    bashrc = tmp_path / "victim" / ".bashrc"
+    bashrc.parent.mkdir()
+    bashrc.write_text("# the user's shell setup\n")
+    daemon_log = tmp_path / "daemon.jsonl"
+    daemon_env = {**env, "ASKGATE_AUDIT_LOG": str(daemon_log)}
+    Path(env["ASKGATE_MANAGED_POLICY"]).write_text('[bash]\n"git push *" = "deny"\n')
+    running = start_daemon(daemon_env)
+    try:
+        forged = {**daemon_env, name: str(bashrc if name == "ASKGATE_AUDIT_LOG" else bashrc.parent)}
+        data = payload(tmp_path, "git push origin main")
+        assert relay.relay(data, [], forged) == relay.FAILED
+        assert bashrc.read_text() == "# the user's shell setup\n"
+        assert sorted(p.name for p in bashrc.parent.iterdir()) == [".bashrc"]
+        assert not daemon_log.exists()  # refused before deciding: no decision was made
+        assert running.daemon.requests == 0
+        # The daemon still decides honest requests, with the managed floor.
+        assert _decision(relay.relay(data, [], daemon_env)) == "deny"
+    finally:
+        running.stop()
+
+
+def test_the_relay_sends_only_the_listed_environment(tmp_path: Path) -> None:
+    from askgate.daemon import request_env
+
+    env = {
+        "HOME": "/h",
+        "ASKGATE_AUDIT_LOG": "/l",
+        "AWS_SECRET_ACCESS_KEY": "k",
+        "GITHUB_TOKEN": "t",
+        "PATH": "/bin",
+        "XDG_SESSION_ID": "3",
+    }
+    fields = relay.request_fields([], env)
+    sent = {f.split(b"=", 2)[1] for f in fields if f.startswith(b"env=")}
+    assert sent == {b"HOME", b"ASKGATE_AUDIT_LOG"}
+    assert request_env.DECISION_INPUTS == ()
+    assert b"agent=claude-code" in fields

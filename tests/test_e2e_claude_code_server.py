@@ -16,8 +16,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from agent_e2e import run_agent
 from clients import client_bin, require_client
 from fake_anthropic import FakeAnthropic, tool_result_text
 from server_support import AutoDecider, LiveServer, free_socket
@@ -111,24 +110,9 @@ def run_claude(
     fake.script(COMMAND, final_text="Finished.")
     argv = [str(claude), "-p", "run it", "--output-format", "stream-json", "--verbose"]
     argv += ["--settings", str(settings_file)]
-    proc = subprocess.Popen(
-        argv,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"claude did not finish in {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
-    assert proc.returncode == 0, f"claude exited {proc.returncode}: {stderr[-2000:]}"
-    frames = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    done = run_agent(argv, cwd=project, env=env, timeout=RUN_TIMEOUT, name="claude")
+    assert done.returncode == 0, f"claude exited {done.returncode}: {done.stderr[-2000:]}"
+    frames = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return project, frames
 
 

@@ -19,11 +19,10 @@ a custom model provider with ``base_url`` in config.toml) whose scripted "model"
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,6 +33,8 @@ from typing import Any
 import pytest
 
 from acp_harness import SERVER_STUB
+from agent_e2e import git_project, read_review_log, run_agent
+from agent_hooks import resident_daemon
 from clients import client_bin, require_client
 from fake_model_server import FakeModelServer
 
@@ -61,6 +62,7 @@ class CodexRun:
     project: Path
     audit: list[dict[str, Any]]
     tool_outputs: list[str]
+    relayed: int = 0  # calls the resident daemon answered (daemon=True)
 
     @property
     def ran(self) -> bool:
@@ -102,13 +104,12 @@ def run_codex(
     hooks: bool = True,
     server: str | None = None,
     program: str | None = None,
+    daemon: bool = False,
 ) -> CodexRun:
     home = tmp_path / "home"
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    project = git_project(tmp_path)
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy)
     audit_log = tmp_path / "review.jsonl"
@@ -124,9 +125,14 @@ def run_codex(
         f'name = "fake"\nbase_url = "{model.base_url}/v1"\nwire_api = "responses"\n'
         f'env_key = "FAKE_API_KEY"\n'
     )
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700, exist_ok=True)
     hook_env = {
         "ASKGATE_AUDIT_LOG": str(audit_log),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),
+        # In-process unless a test asks for the daemon (then in this run's own directory).
+        "ASKGATE_DAEMON": "on" if daemon else "off",
+        "ASKGATE_RUNTIME_DIR": str(run_dir),
     }
     if server is not None:
         stub = tmp_path / "server-stub"
@@ -159,32 +165,18 @@ def run_codex(
         "SHELL": shutil.which("bash") or "/bin/bash",
         "LANG": "C.UTF-8",
     }
-    proc = subprocess.Popen(
-        argv,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"codex did not finish in {RUN_TIMEOUT} s: {stderr[-2000:]}")
-    audit = (
-        [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
-    )
+    with contextlib.ExitStack() as stack:
+        answered = stack.enter_context(resident_daemon(env | hook_env)) if daemon else None
+        done = run_agent(argv, cwd=project, env=env, timeout=RUN_TIMEOUT, name="codex")
+        relayed = answered() if answered is not None else 0
+    audit = read_review_log(audit_log)
     outputs = [
         str(item.get("output"))
         for request in model.model_requests()
         for item in (request.body or {}).get("input", [])
         if isinstance(item, dict) and item.get("type") == "function_call_output"
     ]
-    return CodexRun(proc.returncode, stdout, stderr, project, audit, outputs)
+    return CodexRun(done.returncode, done.stdout, done.stderr, project, audit, outputs, relayed)
 
 
 def test_premise_without_hooks_the_command_runs(codex: Path, model, tmp_path: Path) -> None:
@@ -210,6 +202,18 @@ def test_denied_command_does_not_run(codex: Path, model, tmp_path: Path, command
     assert not (tmp_path / "proj" / "build").exists()
     assert any("no new directories here" in out for out in run.tool_outputs), run.tool_outputs
     assert run.audit[-1]["action"] == "deny"
+
+
+@pytest.mark.parametrize("command", [f"mkdir build && touch {MARKER}", f"touch {MARKER}"])
+def test_the_codex_hook_relays_to_the_daemon(
+    codex: Path, model, tmp_path: Path, command: str
+) -> None:
+    """With a resident daemon, the codex hook relays (the daemon answers the call) and
+    decides as in-process: a deny does not run, an allow runs."""
+    run = run_codex(codex, model, tmp_path, command, daemon=True)
+    assert run.relayed >= 1, run.stderr[-2000:]
+    assert run.ran == command.startswith("touch"), run.stderr[-2000:]
+    assert run.audit[-1]["action"] == ("allow" if run.ran else "deny"), run.audit
 
 
 def test_ask_in_pre_tool_use_is_left_to_codex(codex: Path, model, tmp_path: Path) -> None:
@@ -252,3 +256,21 @@ def test_askgate_that_cannot_start_blocks(codex: Path, model, tmp_path: Path) ->
     run = run_codex(codex, model, tmp_path, f"touch {MARKER}", program=missing)
     assert not run.ran
     assert run.audit == []
+
+
+SANDBOX_POLICY = POLICY + '\n[sandbox]\nbash = "on"\n'
+
+
+def test_an_allowed_command_runs_in_the_sandbox(codex: Path, model, tmp_path: Path) -> None:
+    """With `[sandbox] bash = "on"` the PreToolUse hook rewrites the command into the
+    prepared wrapper; Codex runs it and the command runs inside bwrap (its run record
+    says bwrap ran it to exit code 0)."""
+    from sandbox_world import require_bwrap
+
+    require_bwrap()
+    run = run_codex(codex, model, tmp_path, f"touch {MARKER}", policy=SANDBOX_POLICY)
+    assert run.ran, (run.tool_outputs, run.stderr[-2000:])
+    assert run.audit[-1]["action"] == "allow"
+    runs = tmp_path / "home" / ".local" / "share" / "askgate" / "sandbox" / "runs"
+    statuses = [p / "status" for p in runs.iterdir() if p.name.startswith("w-")]
+    assert statuses and all(b'"exit-code": 0' in p.read_bytes() for p in statuses)

@@ -14,10 +14,10 @@ in for the user trusting the folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,6 +28,8 @@ from typing import Any
 import pytest
 
 from acp_harness import SERVER_STUB
+from agent_e2e import git_project, read_review_log, run_agent
+from agent_hooks import resident_daemon
 from clients import client_bin, require_client
 from fake_model_server import FakeModelServer
 
@@ -53,6 +55,7 @@ class GeminiRun:
     project: Path
     audit: list[dict[str, Any]]
     tool_results: list[str]
+    relayed: int = 0  # calls the resident daemon answered (daemon=True)
 
     @property
     def ran(self) -> bool:
@@ -104,19 +107,23 @@ def run_gemini(
     hook: bool = True,
     server: str | None = None,
     program: str | None = None,
+    daemon: bool = False,
 ) -> GeminiRun:
     home = tmp_path / "home"
     (home / ".gemini").mkdir(parents=True)
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    project = git_project(tmp_path)
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy)
     audit_log = tmp_path / "review.jsonl"
     model.script("run_shell_command", {"command": command, "description": "run"}, "Finished.")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700, exist_ok=True)
     hook_env = {
         "ASKGATE_AUDIT_LOG": str(audit_log),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "no-managed.toml"),
+        # In-process unless a test asks for the daemon (then in this run's own directory).
+        "ASKGATE_DAEMON": "on" if daemon else "off",
+        "ASKGATE_RUNTIME_DIR": str(run_dir),
     }
     if server is not None:
         stub = tmp_path / "server-stub"
@@ -145,25 +152,11 @@ def run_gemini(
     }
     argv = [str(gemini), "-p", "run it", "--approval-mode", "yolo", "-o", "json"]
     argv += ["-m", "gemini-2.5-flash"]
-    proc = subprocess.Popen(
-        argv,
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"gemini did not finish in {RUN_TIMEOUT} s: {stderr[-2000:]}")
-    audit = (
-        [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
-    )
+    with contextlib.ExitStack() as stack:
+        answered = stack.enter_context(resident_daemon(env | hook_env)) if daemon else None
+        done = run_agent(argv, cwd=project, env=env, timeout=RUN_TIMEOUT, name="gemini")
+        relayed = answered() if answered is not None else 0
+    audit = read_review_log(audit_log)
     results = [
         json.dumps(part["functionResponse"])
         for request in model.model_requests()
@@ -171,7 +164,7 @@ def run_gemini(
         for part in content.get("parts", [])
         if isinstance(part, dict) and "functionResponse" in part
     ]
-    return GeminiRun(proc.returncode, stdout, stderr, project, audit, results)
+    return GeminiRun(done.returncode, done.stdout, done.stderr, project, audit, results, relayed)
 
 
 def test_premise_without_the_hook_the_command_runs(gemini: Path, model, tmp_path: Path) -> None:
@@ -199,6 +192,18 @@ def test_denied_command_does_not_run(gemini: Path, model, tmp_path: Path, comman
     assert run.audit[-1]["action"] == "deny"
 
 
+@pytest.mark.parametrize("command", [f"mkdir build && touch {MARKER}", f"touch {MARKER}"])
+def test_the_gemini_hook_relays_to_the_daemon(
+    gemini: Path, model, tmp_path: Path, command: str
+) -> None:
+    """With a resident daemon, the gemini hook relays (the daemon answers the call) and
+    decides as in-process: a deny does not run, an allow runs."""
+    run = run_gemini(gemini, model, tmp_path, command, daemon=True)
+    assert run.relayed >= 1, run.stderr[-2000:]
+    assert run.ran == command.startswith("touch"), run.stderr[-2000:]
+    assert run.audit[-1]["action"] == ("allow" if run.ran else "deny"), run.audit
+
+
 def test_ask_without_a_human_does_not_run(gemini: Path, model, tmp_path: Path) -> None:
     """`-p` has no one to confirm: the hook's "ask" forces Gemini's confirmation even in
     yolo mode, and with no UI the call does not run."""
@@ -224,3 +229,22 @@ def test_askgate_that_cannot_start_blocks(gemini: Path, model, tmp_path: Path) -
     run = run_gemini(gemini, model, tmp_path, f"touch {MARKER}", program=missing)
     assert not run.ran
     assert run.audit == []
+
+
+SANDBOX_POLICY = POLICY + '\n[sandbox]\nbash = "on"\n'
+
+
+def test_an_allowed_command_runs_in_the_sandbox(gemini: Path, model, tmp_path: Path) -> None:
+    """With `[sandbox] bash = "on"` the hook hands Gemini the prepared wrapper (bwrap
+    started by bash). Gemini's own command-injection check must accept that form, and the
+    command must run inside bwrap: the run record says bwrap ran it to exit code 0."""
+    from sandbox_world import require_bwrap
+
+    require_bwrap()
+    run = run_gemini(gemini, model, tmp_path, f"touch {MARKER}", policy=SANDBOX_POLICY)
+    assert not any("Command injection" in r for r in run.tool_results), run.tool_results
+    assert run.ran, "\n".join(run.tool_results)
+    assert run.audit[-1]["action"] == "allow"
+    runs = tmp_path / "home" / ".local" / "share" / "askgate" / "sandbox" / "runs"
+    statuses = [p / "status" for p in runs.iterdir() if p.name.startswith("w-")]
+    assert statuses and all(b'"exit-code": 0' in p.read_bytes() for p in statuses)

@@ -16,9 +16,10 @@ import pytest
 
 from askgate.forwarding import ForwardingPrompter, ForwardingServer
 from askgate.forwarding.cli import main, status
-from askgate.forwarding.io import HOST, atomic_write, now_ms
+from askgate.forwarding.io import HOST, now_ms
 from askgate.forwarding.protocol import Heartbeat, Layout, decode_heartbeat, encode
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from peer_files import atomic_write
 
 
 def wait_until(condition, timeout: float = 10.0, what: str = "") -> None:

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from askgate.forwarding import ForwardingPrompter, ForwardingServer
-from askgate.forwarding.io import atomic_write
 from askgate.forwarding.protocol import Layout
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from peer_files import atomic_write
 from test_forwarding import PI_REQUEST_ID, ask, pi_request, wait_until
 
 SESSION = "parent-1"

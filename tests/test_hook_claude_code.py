@@ -261,67 +261,6 @@ def test_pre_tool_use_internal_error_blocks(tmp_path) -> None:
     assert "policy store exploded" in reply.stderr and "\n" not in reply.stderr
 
 
-def test_one_shot_tuning_gives_the_same_analysis_on_the_corpus(monkeypatch) -> None:
-    """The one-shot hook walks the syntax tree instead of compiling tree-sitter's query:
-    every corpus command must come out the same."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    import askgate.policy.shell as shell
-    from askgate.adapters.claude_code import tune_for_one_shot
-
-    path = Path(__file__).parent / "data" / "bash_corpus.py"
-    spec = importlib.util.spec_from_file_location("askgate_bash_corpus_oneshot", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    commands = [case.command for case in module.CASES]
-    default = [shell.analyze(c) for c in commands]
-    # Restored after the test; a fresh process state (no parser built yet) for the tuning.
-    monkeypatch.setattr(shell, "_BIG_TREE", shell._BIG_TREE)
-    monkeypatch.setattr(shell, "_tools", None)
-    tune_for_one_shot()
-    assert shell._tools is not None and shell._tools[1] is None  # no query compiled
-    assert shell._BIG_TREE == 0
-    assert [shell.analyze(c) for c in commands] == default
-
-
-def test_one_shot_hook_skips_what_one_decision_does_not_need(tmp_path) -> None:
-    """The in-process path imports msgspec without typing_extensions and builds no
-    tree-sitter query (the relay path imports no msgspec at all: tests/test_daemon.py)."""
-    policy = tmp_path / "policy.toml"
-    policy.write_text(POLICY)
-    script = (
-        "import io, json, sys\n"
-        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
-        "from askgate.entry import main\n"
-        "code = main(['hook', 'claude-code', '--config', sys.argv[2]])\n"
-        "import askgate.policy.shell as shell\n"
-        "names = ('typing_extensions', 'msgspec')\n"
-        "loaded = sorted(m for m in names if m in sys.modules)\n"
-        "query = shell._tools is not None and shell._tools[1] is not None\n"
-        "print(json.dumps({'code': code, 'loaded': loaded, 'query': query}), file=sys.stderr)\n"
-    )
-    payload = json.dumps(hook_payload(tmp_path, command="git status"))
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "ASKGATE_AUDIT_LOG": "off",
-        "ASKGATE_DAEMON": "off",
-        "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml"),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-c", script, payload, str(policy)],
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
-    report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
-    assert report == {"code": 0, "loaded": ["msgspec"], "query": False}
-    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
-
-
 def test_broken_msgspec_still_answers_a_permission_request_with_deny(tmp_path) -> None:
     """A half-upgraded install (msgspec fails to import) during a PermissionRequest: the
     answer is a deny decision, since Claude Code ignores exit 2 for this event."""
@@ -350,10 +289,10 @@ def test_broken_msgspec_still_answers_a_permission_request_with_deny(tmp_path) -
 
 
 def test_hook_json_is_the_bytes_json_dumps_would_write() -> None:
-    """`_dumps` writes with msgspec (no `json` import on the hot path): for every code
+    """The runtime's `encode` writes with msgspec: for every code
     point, in keys and values, the same bytes as compact `json.dumps(ensure_ascii=False)`;
     a lone surrogate takes the json path, which writes it as an escape."""
-    from askgate.adapters.claude_code import _dumps
+    from askgate.hookrt.contract import encode as _dumps
 
     def reference(body: dict) -> bytes:
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))

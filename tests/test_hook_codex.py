@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent_hooks import install_approval_server, read_audit, run_hook
-from askgate.adapters import codex
+from askgate.hookrt import decide as hookrt_decide
 from askgate.prompters.base import PromptState
 from conftest import ScriptedPrompter
 
@@ -148,6 +148,7 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, body: dict[str,
         "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
         "ASKGATE_MANAGED_POLICY": str(tmp_path / "none.toml"),
         "ASKGATE_AUDIT_LOG": str(tmp_path / "review.jsonl"),
+        "ASKGATE_DAEMON": "off",
     }.items():
         monkeypatch.setenv(key, value)
     stdin = io.TextIOWrapper(io.BytesIO(json.dumps(body).encode()))
@@ -156,7 +157,9 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, body: dict[str,
     monkeypatch.setattr(sys, "stdin", stdin)
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
-    code = codex.main(["--config", str(policy)])
+    from askgate.hookrt.runner import main as hook_main
+
+    code = hook_main("codex", ["--config", str(policy)])
     stdout.flush()
     return code, stdout.buffer.getvalue(), stderr.getvalue()
 
@@ -270,7 +273,7 @@ def test_internal_error_blocks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(codex, "open_gate", explode)
+    monkeypatch.setattr(hookrt_decide, "load_policy", explode)
     code, out, err = _in_process(monkeypatch, tmp_path, payload(tmp_path, command="ls"))
     assert (code, out) == (2, b"")
     assert "internal error" in err and "boom" in err

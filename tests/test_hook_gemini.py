@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent_hooks import POLICY, hook_env, install_approval_server, read_audit, run_hook
-from askgate.adapters import gemini
+from askgate.hookrt import decide as hookrt_decide
 from askgate.prompters.base import PromptState
 from conftest import ScriptedPrompter
 
@@ -125,7 +125,9 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, body: bytes | d
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
-    code = gemini.main(["--config", str(policy)])
+    from askgate.hookrt.runner import main as hook_main
+
+    code = hook_main("gemini", ["--config", str(policy)])
     stdout.flush()
     return code, stdout.buffer.getvalue(), stderr.getvalue()
 
@@ -205,7 +207,7 @@ def test_internal_error_is_denied(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gemini, "open_gate", explode)
+    monkeypatch.setattr(hookrt_decide, "load_policy", explode)
     code, out, err = _in_process(monkeypatch, tmp_path, payload(tmp_path, command="ls"))
     assert code == 2
     assert json.loads(out)["decision"] == "deny"

@@ -78,10 +78,21 @@ def test_old_cli_gets_the_blocking_command_hook(tmp_path: Path) -> None:
     assert stat.S_IMODE(settings.stat().st_mode) == 0o600
 
 
-def test_new_cli_gets_the_http_hook_with_on_failure_block(tmp_path: Path) -> None:
+def test_new_cli_defaults_to_the_command_hook_with_on_failure_block(tmp_path: Path) -> None:
+    """The default form has no port another process could take (issue 20, class 4)."""
+    settings = tmp_path / "settings.json"
+    done = run_install(tmp_path, "--settings", str(settings), "--claude", claude(NEW))
+    assert done.returncode == 0, done.stderr
+    [handler] = ours(json.loads(settings.read_text()))
+    assert handler["type"] == "command" and handler["onFailure"] == "block"
+    assert "headers" not in handler and "url" not in handler
+    assert not (tmp_path / "state" / "askgate" / "daemon.secret").exists()
+
+
+def test_http_is_an_opt_in_with_on_failure_block_and_the_risk_stated(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     done = run_install(
-        tmp_path, "--settings", str(settings), "--claude", claude(NEW), "--port", "47999"
+        tmp_path, "--settings", str(settings), "--claude", claude(NEW), "--port", "47999", "--http"
     )
     assert done.returncode == 0, done.stderr
     [handler] = ours(json.loads(settings.read_text()))
@@ -91,7 +102,55 @@ def test_new_cli_gets_the_http_hook_with_on_failure_block(tmp_path: Path) -> Non
     secret_file = tmp_path / "state" / "askgate" / "daemon.secret"
     assert handler["headers"]["X-Askgate-Secret"] == secret_file.read_text().strip()
     assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
     assert "askgate daemon start" in done.stdout
+    assert "forged allow makes the tool run" in done.stdout
+
+
+def test_the_secret_never_lands_in_a_file_others_can_read(tmp_path: Path) -> None:
+    """An existing 0644 settings file is made 0600 before the secret goes in, also when its
+    text would not change; a project file (shared) is refused; a dry run masks it."""
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"model": "opus"}\n')
+    settings.chmod(0o644)
+    args = ("--settings", str(settings), "--claude", claude(NEW), "--http")
+    dry = run_install(tmp_path, *args, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    secret = (tmp_path / "state" / "askgate" / "daemon.secret").read_text().strip()
+    assert secret not in dry.stdout and "<the secret in daemon.secret>" in dry.stdout
+    assert settings.read_text() == '{"model": "opus"}\n'
+    assert run_install(tmp_path, *args).returncode == 0
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
+    settings.chmod(0o644)
+    again = run_install(tmp_path, *args)  # same text: still tightened
+    assert again.returncode == 0 and stat.S_IMODE(settings.stat().st_mode) == 0o600
+    (tmp_path / ".git").mkdir()
+    project = run_install(tmp_path, "--project", "--claude", claude(NEW), "--http")
+    assert project.returncode == 2 and "--http" in project.stderr
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_both_events_are_installed_when_both_are_asked_for(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    both = ("--event", "PreToolUse", "--event", "PermissionRequest")
+    for _ in range(2):
+        done = run_install(tmp_path, "--settings", str(settings), "--claude", claude(NEW), *both)
+        assert done.returncode == 0, done.stderr
+    after = json.loads(settings.read_text())
+    assert len(ours(after, "PreToolUse")) == 1 and len(ours(after, "PermissionRequest")) == 1
+    # Naming one event later replaces that one's entry and keeps the other.
+    done = run_install(
+        tmp_path,
+        "--settings",
+        str(settings),
+        "--claude",
+        claude(NEW),
+        "--event",
+        "PermissionRequest",
+    )
+    after = json.loads(settings.read_text())
+    assert len(ours(after, "PreToolUse")) == 1 and len(ours(after, "PermissionRequest")) == 1
+    assert "removed 2" in run_install(tmp_path, "--settings", str(settings), "--uninstall").stdout
 
 
 def test_new_cli_command_form_also_blocks_on_failure(tmp_path: Path) -> None:
@@ -140,8 +199,8 @@ def test_merge_keeps_everything_else_and_is_idempotent(tmp_path: Path) -> None:
 
 def test_switching_forms_replaces_the_entry(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
+    run_install(tmp_path, "--settings", str(settings), "--claude", claude(NEW), "--http")
     run_install(tmp_path, "--settings", str(settings), "--claude", claude(NEW))
-    run_install(tmp_path, "--settings", str(settings), "--claude", claude(NEW), "--command")
     [handler] = ours(json.loads(settings.read_text()))
     assert handler["type"] == "command"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from askgate.forwarding import ForwardingPrompter, ForwardingServer
 from askgate.forwarding import client as client_module
-from askgate.forwarding.io import atomic_write
 from askgate.forwarding.protocol import Layout
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+from peer_files import atomic_write
 
 REQUEST = PromptRequest(request_id="r", surface="bash", value="ls", message="run ls")
 

@@ -18,20 +18,18 @@ import json
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agent_e2e import git_project, read_review_log, run_agent
 from clients import client_bin, require_client
 from fake_anthropic import FakeAnthropic, tool_result_text
 from sandbox_world import require_bwrap
 
-CLAUDE_CODE_VERSION = "2.1.197"
-CLAUDE_BIN = client_bin("claude-code", CLAUDE_CODE_VERSION, "claude")
+VERSIONS = ("2.1.197", "2.1.332")  # the sandboxed form must be one both CLIs run
 RUN_TIMEOUT = 90.0
 SECRET = "E2E-SSH-KEY-5d2c"
 MARKER = "marker.txt"
@@ -58,14 +56,20 @@ def fake_api() -> Iterator[FakeAnthropic]:
         server.close()
 
 
-def _run_claude(fake: FakeAnthropic, tmp_path: Path, policy: str) -> tuple[Path, list[dict]]:
+@pytest.fixture(params=VERSIONS)
+def claude_bin(request: pytest.FixtureRequest) -> Path:
+    require_client("claude-code", request.param, "claude")
+    return client_bin("claude-code", request.param, "claude")
+
+
+def _run_claude(
+    fake: FakeAnthropic, tmp_path: Path, policy: str, claude_bin: Path
+) -> tuple[Path, list[dict]]:
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_rsa").write_text(SECRET + "\n")
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    project = git_project(tmp_path)
     policy_file = tmp_path / "policy.toml"
     policy_file.write_text(policy)
     audit_log = tmp_path / "review.jsonl"
@@ -103,25 +107,16 @@ def _run_claude(fake: FakeAnthropic, tmp_path: Path, policy: str) -> tuple[Path,
         "ASKGATE_DAEMON": "off",  # decide in-process: no daemon outlives the test
     }
     fake.script(COMMAND, final_text="Finished.")
-    argv = [str(CLAUDE_BIN), "-p", "run it", "--output-format", "stream-json", "--verbose"]
-    proc = subprocess.Popen(
+    argv = [str(claude_bin), "-p", "run it", "--output-format", "stream-json", "--verbose"]
+    done = run_agent(
         [*argv, "--settings", str(settings_file)],
         cwd=project,
         env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # on a timeout the CLI, its shell and the hook go down together
+        timeout=RUN_TIMEOUT,
+        name="claude",
     )
-    try:
-        _, stderr = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate()
-        pytest.fail(f"claude did not finish in {RUN_TIMEOUT} s; stderr: {stderr[-2000:]}")
-    assert proc.returncode == 0, stderr[-2000:]
-    audit = [json.loads(line) for line in audit_log.read_text().splitlines()]
+    assert done.returncode == 0, done.stderr[-2000:]
+    audit = read_review_log(audit_log)
     return project, audit
 
 
@@ -134,13 +129,12 @@ def _seen_by_the_model(fake: FakeAnthropic) -> str:
 @pytest.fixture(autouse=True)
 def _prerequisites() -> None:
     require_bwrap()
-    require_client("claude-code", CLAUDE_CODE_VERSION, "claude")
 
 
 def test_claude_code_runs_the_allowed_command_inside_the_sandbox(
-    fake_api: FakeAnthropic, tmp_path: Path
+    fake_api: FakeAnthropic, tmp_path: Path, claude_bin: Path
 ) -> None:
-    project, audit = _run_claude(fake_api, tmp_path, POLICY)
+    project, audit = _run_claude(fake_api, tmp_path, POLICY, claude_bin)
     assert (project / MARKER).read_text() == "SANDBOX_RAN\n"  # the command ran…
     seen = _seen_by_the_model(fake_api)
     assert SECRET not in seen  # …but the kernel kept the key from the recipe
@@ -155,8 +149,8 @@ def test_claude_code_runs_the_allowed_command_inside_the_sandbox(
 
 
 def test_without_the_sandbox_the_same_command_leaks(
-    fake_api: FakeAnthropic, tmp_path: Path
+    fake_api: FakeAnthropic, tmp_path: Path, claude_bin: Path
 ) -> None:
     """The premise: the policy alone lets the recipe read the key."""
-    _run_claude(fake_api, tmp_path, POLICY.replace('bash = "on"', 'bash = "off"'))
+    _run_claude(fake_api, tmp_path, POLICY.replace('bash = "on"', 'bash = "off"'), claude_bin)
     assert SECRET in _seen_by_the_model(fake_api)

@@ -109,8 +109,9 @@ def test_bash_inside_the_real_sandbox_runs_the_original_string(world: World) -> 
 def test_the_wrapper_is_shell_words_bwrap_first_and_the_original_last(world: World) -> None:
     wrapped = _prepared(world, "echo 'hi there'")
     words = shlex.split(wrapped)
-    assert words[:2] == ["/bin/bash", "-c"] and words[3] == SCRIPT_NAME
-    assert os.path.basename(words[4]) == "bwrap"
+    # `command` first: Gemini CLI rewrites a command that starts with `<shell> -c`.
+    assert words[:3] == ["command", "/bin/bash", "-c"] and words[4] == SCRIPT_NAME
+    assert os.path.basename(words[5]) == "bwrap"
     assert words[-3:] == ["/bin/bash", "-c", "echo 'hi there'"]
     for flag in ("--unshare-user", "--unshare-pid", "--cap-drop", "--die-with-parent"):
         assert flag in words
@@ -268,7 +269,7 @@ def test_required_never_runs_unsandboxed_when_the_prepared_sandbox_cannot_start(
     wrapped = world.prepared("touch ran.txt", mode="required")
     assert wrapped is not None
     # bwrap disappears between the hook's answer and the run.
-    broken = wrapped.replace(shlex.quote(shlex.split(wrapped)[4]), "/nonexistent/bwrap", 1)
+    broken = wrapped.replace(shlex.quote(shlex.split(wrapped)[5]), "/nonexistent/bwrap", 1)
     assert broken != wrapped
     _unusable_probe(world)
     done = _bash(world, broken)

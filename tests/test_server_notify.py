@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.server
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,11 +155,9 @@ def test_publishing_is_retried_with_backoff(tmp_path: Path) -> None:
     try:
         live, token, _ = _enrolled_server(tmp_path, Notifier(ntfy_url=ntfy.url, backoff=FAST))
         try:
-            started = time.monotonic()
             live.client(token).post("/v1/approvals", json={"tool": "T", "input": {"a": 1}})
             assert ntfy.wait()["topic"].startswith("ag-")
-            assert ntfy.attempts == 3
-            assert time.monotonic() - started < 15
+            assert ntfy.attempts == 3  # two failures retried, the third delivered
         finally:
             live.stop()
     finally:

@@ -89,6 +89,104 @@ def sanitize(value: Any, depth: int = 0) -> Any:
     return bound(repr(value), 200)
 
 
+# --- the record types (contract: `askgate schema review-log`) ------------------------------
+
+RECORD_VERSION = 1  # bumped on any change a reader of the log must know about
+
+
+class RuleRecord(msgspec.Struct, kw_only=True):
+    surface: str
+    pattern: str
+    action: str
+    origin: str
+    source: str
+    line: int | None
+
+
+class UnitRecord(msgspec.Struct, kw_only=True):
+    command: str
+    action: str
+
+
+class DecisionRecord(msgspec.Struct, kw_only=True, tag_field="event", tag="decision"):
+    """An outcome: allowed or denied, and how (`resolution`)."""
+
+    version: int = RECORD_VERSION
+    timestamp: str
+    request_id: str
+    tool: str | None
+    surface: str
+    value: str
+    policy_action: str
+    action: str
+    resolution: str
+    # askgate failed (internal_error, malformed_input, prompter_error): not a rule.
+    error: str | None
+    reason: str
+    denial_reason: str | None
+    session_pattern: str | None
+    rule: RuleRecord | None
+    units: list[UnitRecord]
+    agent: str | None
+    session: str | None
+    input: dict[str, Any]
+    client: str | None = None
+    # The request's whole original text (bounded) when masking changed nothing: what
+    # `askgate suggest` re-decides (the `value` above is cut and masked).
+    value_exact: str | None = None
+
+
+class DelegatedRecord(msgspec.Struct, kw_only=True, tag_field="event", tag="ask_delegated"):
+    """An ask handed to the agent's own prompt, whose answer askgate never sees."""
+
+    version: int = RECORD_VERSION
+    timestamp: str
+    delegated_to: str
+    request_id: str
+    tool: str
+    surface: str
+    value: str
+    policy_action: str
+    reason: str
+    agent: str | None
+    session: str | None
+    input: dict[str, Any]
+    client: str | None = None
+
+
+class RpcPromptRecord(msgspec.Struct, kw_only=True, tag_field="event", tag="rpc_prompt"):
+    """A prompt asked over `permissions:rpc:prompt` and what the human answered."""
+
+    version: int = RECORD_VERSION
+    timestamp: str
+    source: str
+    request_id: str
+    surface: str
+    value: str
+    answer: str
+    approved: bool
+    denial_reason: str | None
+    message: str | None
+    agent: str | None
+    session: str | None
+    client: str | None = None
+
+
+ReviewRecord = DecisionRecord | DelegatedRecord | RpcPromptRecord
+
+
+def review_log_json_schema() -> dict[str, Any]:
+    """The JSON Schema of one review-log line, from the record types themselves."""
+    schema: dict[str, Any] = msgspec.json.schema(ReviewRecord)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = f"askgate review-log record (version {RECORD_VERSION})"
+    return schema
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+
+
 def record_for(
     outcome: Outcome,
     *,
@@ -96,62 +194,59 @@ def record_for(
     tool_input: Mapping[str, Any] | None = None,
     agent: str | None = None,
     session: str | None = None,
-) -> dict[str, Any]:
+) -> DecisionRecord:
     rule = outcome.decision.rule
-    return {
-        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
-        "event": "decision",
-        "request_id": bound(outcome.request_id, 200),
-        "tool": bound(tool, 200) if tool else None,
-        "surface": str(outcome.decision.surface),
-        "value": bound(mask_text(outcome.decision.value)),
-        "value_exact": exact_value(outcome.decision.value),
-        "policy_action": str(outcome.decision.action),
-        "action": str(outcome.action),
-        "resolution": str(outcome.resolution),
-        # askgate failed (internal_error, malformed_input, prompter_error): not a rule.
-        "error": outcome.error,
-        "reason": bound(mask_text(outcome.reason)),
-        "denial_reason": bound(outcome.denial_reason) if outcome.denial_reason else None,
-        "session_pattern": bound(outcome.session_pattern, 300) if outcome.session_pattern else None,
-        "rule": None
+    return DecisionRecord(
+        timestamp=_now(),
+        request_id=bound(outcome.request_id, 200),
+        tool=bound(tool, 200) if tool else None,
+        surface=str(outcome.decision.surface),
+        value=bound(mask_text(outcome.decision.value)),
+        value_exact=exact_value(outcome.decision.value),
+        policy_action=str(outcome.decision.action),
+        action=str(outcome.action),
+        resolution=str(outcome.resolution),
+        error=outcome.error,
+        reason=bound(mask_text(outcome.reason)),
+        denial_reason=bound(outcome.denial_reason) if outcome.denial_reason else None,
+        session_pattern=bound(outcome.session_pattern, 300) if outcome.session_pattern else None,
+        rule=None
         if rule is None
-        else {
-            "surface": str(rule.surface),
-            "pattern": bound(rule.pattern, 300),
-            "action": str(rule.action),
-            "origin": str(rule.origin),
-            "source": bound(rule.source, 300),
-            "line": rule.line,
-        },
-        "units": [
-            {"command": bound(mask_text(u.command), 300), "action": str(u.action)}
+        else RuleRecord(
+            surface=str(rule.surface),
+            pattern=bound(rule.pattern, 300),
+            action=str(rule.action),
+            origin=str(rule.origin),
+            source=bound(rule.source, 300),
+            line=rule.line,
+        ),
+        units=[
+            UnitRecord(command=bound(mask_text(u.command), 300), action=str(u.action))
             for u in outcome.decision.units[:MAX_ITEMS]
         ],
-        "agent": bound(agent, 200) if agent else None,
-        "session": bound(session, 200) if session else None,
-        "input": sanitize(tool_input or {}),
-    }
+        agent=bound(agent, 200) if agent else None,
+        session=bound(session, 200) if session else None,
+        input=sanitize(tool_input or {}),
+    )
 
 
-def delegated_record(pending: Pending, *, to: str) -> dict[str, Any]:
+def delegated_record(pending: Pending, *, to: str) -> DelegatedRecord:
     """An ask handed to the agent's own UI, whose answer askgate never sees."""
     decision = pending.decision
     request = pending.request
-    return {
-        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
-        "event": "ask_delegated",
-        "delegated_to": to,
-        "request_id": bound(pending.request_id, 200),
-        "tool": bound(request.tool, 200),
-        "surface": str(decision.surface),
-        "value": bound(mask_text(decision.value)),
-        "policy_action": str(decision.action),
-        "reason": bound(mask_text(decision.reason)),
-        "agent": bound(request.agent, 200) if request.agent else None,
-        "session": bound(request.session, 200) if request.session else None,
-        "input": sanitize(request.input if isinstance(request.input, Mapping) else {}),
-    }
+    return DelegatedRecord(
+        timestamp=_now(),
+        delegated_to=to,
+        request_id=bound(pending.request_id, 200),
+        tool=bound(request.tool, 200),
+        surface=str(decision.surface),
+        value=bound(mask_text(decision.value)),
+        policy_action=str(decision.action),
+        reason=bound(mask_text(decision.reason)),
+        agent=bound(request.agent, 200) if request.agent else None,
+        session=bound(request.session, 200) if request.session else None,
+        input=sanitize(request.input if isinstance(request.input, Mapping) else {}),
+    )
 
 
 def rpc_prompt_record(
@@ -165,24 +260,23 @@ def rpc_prompt_record(
     agent: str | None = None,
     session: str | None = None,
     message: str | None = None,
-) -> dict[str, Any]:
+) -> RpcPromptRecord:
     """A prompt another component asked over `permissions:rpc:prompt` (seed 000's open
     question 2): the caller's request id and what the human answered (or why nobody
     did: `no_ui`, `timed_out`, `internal_error`, `shutdown`)."""
-    return {
-        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
-        "event": "rpc_prompt",
-        "source": "rpc_prompt",
-        "request_id": bound(request_id, 200),
-        "surface": bound(surface, 100),
-        "value": bound(mask_text(value)),
-        "answer": answer,
-        "approved": approved,
-        "denial_reason": bound(denial_reason) if denial_reason else None,
-        "message": bound(mask_text(message)) if message else None,
-        "agent": bound(agent, 200) if agent else None,
-        "session": bound(session, 200) if session else None,
-    }
+    return RpcPromptRecord(
+        timestamp=_now(),
+        source="rpc_prompt",
+        request_id=bound(request_id, 200),
+        surface=bound(surface, 100),
+        value=bound(mask_text(value)),
+        answer=answer,
+        approved=approved,
+        denial_reason=bound(denial_reason) if denial_reason else None,
+        message=bound(mask_text(message)) if message else None,
+        agent=bound(agent, 200) if agent else None,
+        session=bound(session, 200) if session else None,
+    )
 
 
 def _scrub(value: Any) -> Any:
@@ -220,10 +314,14 @@ class AuditLog:
         self._lock = _thread.allocate_lock()
         self._encoder = msgspec.json.Encoder()
 
-    def write(self, record: Mapping[str, Any]) -> bool:
-        """Append one record; False (and one logged line) when it cannot be written."""
+    def write(self, record: ReviewRecord | Mapping[str, Any]) -> bool:
+        """Append one record (a typed record, or a dict from an adapter's own shapes);
+        False (and one logged line) when it cannot be written."""
         try:
-            if self.client is not None and "client" not in record:
+            if isinstance(record, msgspec.Struct):
+                if self.client is not None and record.client is None:
+                    record = msgspec.structs.replace(record, client=self.client)
+            elif self.client is not None and "client" not in record:
                 record = {**record, "client": self.client}
             line = self._encode(record)
             with self._lock:
@@ -244,12 +342,12 @@ class AuditLog:
             log.error("askgate: cannot write the review log %s: %s", self.path, exc)
             return False
 
-    def _encode(self, record: Mapping[str, Any]) -> bytes:
+    def _encode(self, record: ReviewRecord | Mapping[str, Any]) -> bytes:
         try:
             return self._encoder.encode(record) + b"\n"
         except UnicodeEncodeError:
             # Lone surrogates (undecodable bytes in a command or path): keep them visible.
-            return self._encoder.encode(_scrub(record)) + b"\n"
+            return self._encoder.encode(_scrub(msgspec.to_builtins(record))) + b"\n"
 
     def outcome(self, outcome: Outcome, **context: Any) -> bool:
         return self.write(record_for(outcome, **context))

@@ -23,12 +23,6 @@ __all__ = ["BLOCK", "HOOKS", "HOOK_FAILURE_STDOUT", "main", "run_hook"]
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"]:
-        if argv is None:  # this process is the hook (not a caller passing arguments)
-            # It decides one call and exits: the cyclic garbage collector would only spend
-            # a tenth of its life walking the objects its imports create.
-            import gc
-
-            gc.disable()
         return run_hook(args[1:])
     try:
         from askgate.cli import main as cli_main

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # not `typing`: imported on every tool call
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 # agent -> "module:function"; the function takes the arguments after the agent name.
 HOOKS: dict[str, str] = {
-    "claude-code": "askgate.adapters.claude_code:main",
-    "codex": "askgate.adapters.codex:main",
-    "gemini": "askgate.adapters.gemini:main",
+    "claude-code": "askgate.hookrt.entrypoints:claude_code",
+    "codex": "askgate.hookrt.entrypoints:codex",
+    "gemini": "askgate.hookrt.entrypoints:gemini",
 }
 # Agents that read a verdict on stdout even from a failed hook, and fail open without one:
 # what to print when the adapter itself cannot be loaded.
@@ -31,10 +27,6 @@ HOOK_FAILURE_STDOUT: dict[str, bytes] = {
     "gemini": b'{"decision":"deny","reason":"askgate: blocked: the hook could not load"}\n',
 }
 
-# Agents whose hook always decides in this process: readied for it before their adapter
-# (and msgspec) loads, as claude-code's in-process path readies itself once it knows it
-# will not relay to a daemon (askgate.adapters.claude_code.prepare_one_shot).
-ONE_SHOT_AGENTS = frozenset({"codex", "gemini"})
 BLOCK = 2  # the exit code that blocks the tool call in every agent that honours one
 MAX_ERROR_LINE = 600
 
@@ -71,26 +63,6 @@ exit codes:
      (one line on stderr)"""
 
 
-def _prepare_one_shot(agent: str) -> Callable[[], None]:
-    """What to call after the decision; a no-op for agents not in ONE_SHOT_AGENTS, and
-    whenever readying fails (it is an optimisation: the decision is the same without)."""
-    if agent not in ONE_SHOT_AGENTS:
-        return _nothing
-    try:
-        import os
-
-        from askgate.adapters.claude_code import finish_one_shot, prepare_one_shot
-
-        saver = prepare_one_shot(os.environ)
-        return lambda: finish_one_shot(saver)
-    except BaseException:
-        return _nothing
-
-
-def _nothing() -> None:
-    return None
-
-
 def run_hook(args: list[str]) -> int:
     """`askgate hook AGENT …`. Exit 2 blocks the tool call in every agent that honours it."""
     if args in (["--help"], ["-h"]):
@@ -99,17 +71,21 @@ def run_hook(args: list[str]) -> int:
     if not args or args[0] not in HOOKS:
         known = " | ".join(HOOKS)
         return _blocked(f"askgate: error: usage: askgate hook {known} [--config FILE]...")
-    finish = _prepare_one_shot(args[0])
     try:
-        import importlib
-
         module_name, _, function = HOOKS[args[0]].partition(":")
-        hook = getattr(importlib.import_module(module_name), function)
+        if module_name == "askgate.hookrt.entrypoints":
+            # The agents' own hooks: an explicit import, so the import contracts see it.
+            from askgate.hookrt import entrypoints
+
+            hook = getattr(entrypoints, function)
+        else:  # a hook registered in the table by name (tests register broken ones)
+            import importlib
+
+            hook = getattr(importlib.import_module(module_name), function)
     except BaseException as exc:  # a missing or broken adapter blocks the call, loudly
         return _blocked(f"askgate: error: hook {args[0]} is unavailable: {exc!r}", args[0])
     try:
         result = hook(args[1:])
-        finish()
     except SystemExit as exc:
         # Adapters return their code; one that exits instead may not have printed a
         # decision, so only an explicit block keeps its meaning.

@@ -24,36 +24,27 @@ ignores exit 2 with an empty stderr, so the reason is never empty.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from askgate.adapters.common import (
+from askgate.hookrt.contract import (
+    BLOCK,
+    AskRoute,
+    HookCall,
     HookError,
-    UsageError,
-    absolute_cwd,
-    approval_prompter,
-    ask_reason,
+    Reply,
+    Verdict,
     decode,
-    delegate,
-    open_gate,
-    parse_config_args,
-    preflight_all,
-    read_input,
-    resolve_all,
-    sandboxed,
-    string_field,
+    encode,
+    one_line,
 )
 
 if TYPE_CHECKING:
-    from askgate.gate import Gate
-    from askgate.outcome import Outcome, ToolRequest
+    from askgate.outcome import ToolRequest
 
-CLIENT = "codex"
+NAME = "codex"
 PRE_TOOL_USE = "PreToolUse"
 PERMISSION_REQUEST = "PermissionRequest"
 MAX_REASON = 4_000
@@ -77,6 +68,31 @@ class CodexInput(msgspec.Struct, kw_only=True):
     transcript_path: str | None = None
 
 
+class PreToolUseDecision(msgspec.Struct, omit_defaults=True):
+    hookEventName: str  # Codex's field names
+    permissionDecision: str
+    permissionDecisionReason: str
+    updatedInput: dict[str, Any] | None = None
+
+
+class PreToolUseOutput(msgspec.Struct):
+    hookSpecificOutput: PreToolUseDecision
+
+
+class PermissionBehavior(msgspec.Struct, omit_defaults=True):
+    behavior: str
+    message: str | None = None
+
+
+class PermissionRequestDecision(msgspec.Struct):
+    hookEventName: str
+    decision: PermissionBehavior
+
+
+class PermissionRequestOutput(msgspec.Struct):
+    hookSpecificOutput: PermissionRequestDecision
+
+
 def parse_input(data: bytes) -> CodexInput:
     hook = decode(data, CodexInput, "Codex hook")
     if hook.hook_event_name not in (PRE_TOOL_USE, PERMISSION_REQUEST):
@@ -86,7 +102,6 @@ def parse_input(data: bytes) -> CodexInput:
         )
     if isinstance(hook.tool_input, str):  # a freeform tool (apply_patch) sends its text
         hook.tool_input = {"input": hook.tool_input}
-    hook.cwd = absolute_cwd(hook.cwd)
     return hook
 
 
@@ -109,7 +124,7 @@ def requests_for(hook: CodexInput) -> list[ToolRequest]:
         "session": hook.session_id,
     }
     if hook.tool_name == "apply_patch":
-        text = string_field(hook.tool_input, "input", "patch", "command") or ""
+        text = _string_field(hook.tool_input, "input", "patch", "command") or ""
         paths = patch_paths(text)
         if paths:
             return [
@@ -128,132 +143,95 @@ def requests_for(hook: CodexInput) -> list[ToolRequest]:
     ]
 
 
+def _string_field(tool_input: dict[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = tool_input.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
 def _part_id(tool_use_id: str | None, index: int, count: int) -> str | None:
     if tool_use_id is None or count == 1:
         return tool_use_id
     return f"{tool_use_id}#{index + 1}"
 
 
-def pre_tool_use_deny(reason: str) -> bytes:
-    body = {
-        "hookSpecificOutput": {
-            "hookEventName": PRE_TOOL_USE,
-            "permissionDecision": "deny",
-            "permissionDecisionReason": _non_empty(reason),
-        }
-    }
-    return msgspec.json.encode(body) + b"\n"
-
-
-def pre_tool_use_allow(updated_input: Mapping[str, Any], reason: str) -> bytes:
-    """The one "allow" Codex accepts from PreToolUse: one that rewrites the input."""
-    body = {
-        "hookSpecificOutput": {
-            "hookEventName": PRE_TOOL_USE,
-            "permissionDecision": "allow",
-            "permissionDecisionReason": _non_empty(reason),
-            "updatedInput": dict(updated_input),
-        }
-    }
-    return msgspec.json.encode(body) + b"\n"
-
-
-def _sandboxed_or_silent(
-    gate: Gate, hook: CodexInput, config_files: Sequence[str], env: Mapping[str, str]
-) -> bytes:
-    """An allowed call: silence (Codex's own flow goes on), or, with [sandbox] bash on, the
-    shell command rewritten to run in the kernel sandbox (docs/sandbox.md). PreToolUse
-    cannot ask, so a sandbox that would refuse to start is a deny with its reason."""
-    if not isinstance(hook.tool_input, dict):  # a freeform tool (apply_patch): no shell
-        return b""
-    rewrite = sandboxed(
-        gate,
-        hook.tool_name,
-        hook.tool_input,
-        cwd=hook.cwd,
-        agent=hook.agent_type,
-        config_files=config_files,
-        env=env,
-    )
-    if rewrite is None:
-        return b""
-    if rewrite.ask_reason is not None or rewrite.updated_input is None:
-        return pre_tool_use_deny(f"askgate: {rewrite.ask_reason or 'the sandbox cannot run it'}")
-    return pre_tool_use_allow(rewrite.updated_input, "askgate: runs in the kernel sandbox")
-
-
-def permission_decision(outcome: Outcome) -> bytes:
-    decision: dict[str, str] = {"behavior": "allow" if outcome.allowed else "deny"}
-    if not outcome.allowed:
-        decision["message"] = _non_empty(outcome.reason)
-    body = {"hookSpecificOutput": {"hookEventName": PERMISSION_REQUEST, "decision": decision}}
-    return msgspec.json.encode(body) + b"\n"
-
-
 def _non_empty(reason: str) -> str:
     return (reason.strip() or "denied by askgate policy")[:MAX_REASON]
 
 
-def run(
-    data: bytes,
-    *,
-    config_files: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    cached: bool = False,
-) -> bytes:
-    """Decide one hook call; returns stdout (empty: no opinion) or raises HookError."""
-    env = os.environ if env is None else env
-    hook = parse_input(data)
-    asking = hook.hook_event_name == PERMISSION_REQUEST
-    prompter = approval_prompter(env, hook.session_id) if asking else None
-    gate = open_gate(
-        hook.cwd,
-        client=CLIENT,
-        config_files=config_files,
-        agent=hook.agent_type,
-        session=hook.session_id,
-        env=env,
-        prompter=prompter,
-        prompt_timeout=PROMPT_BUDGET_SECONDS,
-        cached=cached,  # main: a one-shot process (askgate.policy_cache)
+def pre_tool_use_deny(reason: str) -> bytes:
+    return encode(PreToolUseOutput(PreToolUseDecision(PRE_TOOL_USE, "deny", _non_empty(reason))))
+
+
+def pre_tool_use_allow(updated_input: dict[str, Any], reason: str) -> bytes:
+    """The one "allow" Codex accepts from PreToolUse: one that rewrites the input."""
+    specific = PreToolUseDecision(PRE_TOOL_USE, "allow", _non_empty(reason), dict(updated_input))
+    return encode(PreToolUseOutput(specific))
+
+
+def permission_decision(allowed: bool, reason: str) -> bytes:
+    behavior = (
+        PermissionBehavior("allow") if allowed else PermissionBehavior("deny", _non_empty(reason))
     )
-    result = preflight_all(gate, requests_for(hook))
-    if not asking:
-        if isinstance(result, list):
-            broken = [p for p in result if p.decision.clamped or gate.policy.errors]
-            if broken:
-                # Silence would hand the call to Codex's rules, which may run it unasked:
-                # with a policy that failed to load, that is a fail-open. No human can be
-                # asked from PreToolUse (the gate's prompter here is NoPrompter), so the
-                # gate resolves the ask as confirmation_unavailable: a deny.
-                outcome = resolve_all(gate, broken)
-                return pre_tool_use_deny(f"{outcome.reason} ({ask_reason(gate, broken[0])})")
-            # Codex's approval flow goes on; PermissionRequest answers if it would prompt.
-            for pending in result:
-                delegate(gate, pending, to="codex")
-            return b""
-        if not result.allowed:
-            return pre_tool_use_deny(result.reason)
-        return _sandboxed_or_silent(gate, hook, config_files, env)
-    if isinstance(result, list):
-        if prompter is None:
-            for pending in result:
-                delegate(gate, pending, to="codex")
-            return b""  # Codex shows its own approval prompt
-        result = resolve_all(gate, result)
-    return permission_decision(result)
+    return encode(PermissionRequestOutput(PermissionRequestDecision(PERMISSION_REQUEST, behavior)))
 
 
-def main(argv: Sequence[str]) -> int:
-    try:
-        config_files = parse_config_args(argv, "askgate hook codex")
-        data = read_input(sys.stdin.buffer)
-        sys.stdout.buffer.write(run(data, config_files=config_files, cached=True))
-        sys.stdout.buffer.flush()
-        return 0
-    except (HookError, UsageError) as exc:
-        print(f"askgate: blocked: {exc}", file=sys.stderr)
-        return 2
-    except BaseException as exc:  # exit 2 with a reason is Codex's only fail-closed answer
-        print(f"askgate: blocked by an internal error: {exc!r}"[:2000], file=sys.stderr)
-        return 2
+class Codex:
+    name = NAME
+    client = NAME
+    prompt_budget: float | None = PROMPT_BUDGET_SECONDS
+
+    def parse(self, data: bytes, process_cwd: str | None) -> HookCall:
+        import os
+
+        hook = parse_input(data)
+        if not os.path.isabs(hook.cwd):
+            hook.cwd = os.path.normpath(os.path.join(process_cwd or os.getcwd(), hook.cwd))
+        assert isinstance(hook.tool_input, dict)
+        return HookCall(
+            event=hook.hook_event_name,
+            requests=requests_for(hook),
+            cwd=hook.cwd,
+            tool_name=hook.tool_name,
+            tool_input=hook.tool_input,
+            agent=hook.agent_type,
+            session=hook.session_id,
+        )
+
+    def ask_route(self, call: HookCall, broken: bool) -> AskRoute:
+        if call.event == PERMISSION_REQUEST:
+            return "server"  # else Codex's own approval prompt
+        # PreToolUse cannot ask: silence hands the call to Codex's approval flow, which is
+        # right for an ask, but with a policy that failed to load Codex's own rules might
+        # run it unasked (a fail-open), so that ask is refused.
+        return "refuse" if broken else "delegate"
+
+    def sandboxes(self, call: HookCall) -> bool:
+        return call.event == PRE_TOOL_USE
+
+    def render(self, call: HookCall, verdict: Verdict) -> Reply:
+        if call.event == PERMISSION_REQUEST:
+            if verdict.action == "ask":
+                return Reply(0)  # Codex shows its own approval prompt
+            return Reply(0, permission_decision(verdict.action == "allow", verdict.reason))
+        if verdict.action == "deny":
+            return Reply(0, pre_tool_use_deny(verdict.reason))
+        if verdict.origin == "sandbox":
+            if verdict.action == "ask" or verdict.updated_input is None:
+                # PreToolUse cannot ask: a sandbox that would refuse to start is a deny.
+                return Reply(0, pre_tool_use_deny(verdict.reason))
+            reply = pre_tool_use_allow(verdict.updated_input, "askgate: runs in the kernel sandbox")
+            return Reply(0, reply)
+        # Allow and ask: no output at all (askgate never answers a bare "allow", which
+        # Codex refuses, nor "ask", which it does not support: both would fail open).
+        return Reply(0)
+
+    def failure(self, event: str | None, text: str) -> Reply:
+        """Exit 2 with the reason on stderr: Codex's block for PreToolUse and deny for
+        PermissionRequest (it ignores exit 2 with an empty stderr)."""
+        return Reply(BLOCK, b"", one_line(text) or "askgate: blocked")
+
+
+ADAPTER = Codex()

@@ -21,32 +21,23 @@ hook command that cannot start at all (the installed command guards that with ``
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
-from askgate.adapters.common import (
+from askgate.hookrt.contract import (
+    BLOCK,
+    AskRoute,
+    HookCall,
     HookError,
-    UsageError,
-    absolute_cwd,
-    approval_prompter,
-    ask_reason,
+    Reply,
+    Verdict,
     decode,
-    delegate,
-    open_gate,
-    parse_config_args,
-    read_input,
-    resolve_all,
-    sandboxed,
+    encode,
+    one_line,
 )
 
-if TYPE_CHECKING:
-    from askgate.outcome import ToolRequest
-
-CLIENT = "gemini"
+NAME = "gemini"
 BEFORE_TOOL = "BeforeTool"
 MAX_REASON = 4_000
 # The installed hook timeout is 600,000 ms; an approval-server ask ends (in deny) before it.
@@ -70,11 +61,22 @@ class GeminiInput(msgspec.Struct, kw_only=True):
     original_request_name: str | None = None
 
 
+class BeforeToolInput(msgspec.Struct):
+    hookEventName: str  # Gemini's field names
+    tool_input: dict[str, Any]
+
+
+class GeminiOutput(msgspec.Struct, omit_defaults=True):
+    decision: str
+    reason: str
+    systemMessage: str | None = None  # shown in Gemini's confirmation
+    hookSpecificOutput: BeforeToolInput | None = None  # merged over the arguments
+
+
 def parse_input(data: bytes) -> GeminiInput:
     hook = decode(data, GeminiInput, "Gemini BeforeTool")
     if hook.hook_event_name != BEFORE_TOOL:
         raise HookError(f"askgate hook gemini handles {BEFORE_TOOL}, got {hook.hook_event_name!r}")
-    hook.cwd = absolute_cwd(hook.cwd)
     return hook
 
 
@@ -88,98 +90,58 @@ def tool_name(hook: GeminiInput) -> str:
     return hook.tool_name
 
 
-def to_request(hook: GeminiInput) -> ToolRequest:
-    from askgate.outcome import ToolRequest
-
-    return ToolRequest(
-        tool=tool_name(hook), input=hook.tool_input, cwd=hook.cwd, session=hook.session_id
-    )
-
-
-def output(decision: str, reason: str, tool_input: Mapping[str, Any] | None = None) -> bytes:
+def output(decision: str, reason: str, tool_input: dict[str, Any] | None = None) -> bytes:
     reason = (reason.strip() or f"askgate: {decision}")[:MAX_REASON]
-    body: dict[str, Any] = {"decision": decision, "reason": reason}
-    if decision == "ask":
-        body["systemMessage"] = reason  # shown in Gemini's confirmation
-    if tool_input is not None:  # merged over the model's arguments by Gemini
-        body["hookSpecificOutput"] = {"hookEventName": "BeforeTool", "tool_input": dict(tool_input)}
-    return msgspec.json.encode(body) + b"\n"
-
-
-def run(
-    data: bytes,
-    *,
-    config_files: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    cached: bool = False,
-) -> bytes:
-    """Decide one BeforeTool call; returns stdout or raises HookError."""
-    from askgate.gate import Pending
-
-    env = os.environ if env is None else env
-    hook = parse_input(data)
-    prompter = approval_prompter(env, hook.session_id)
-    gate = open_gate(
-        hook.cwd,
-        client=CLIENT,
-        session=hook.session_id,
-        config_files=config_files,
-        env=env,
-        prompter=prompter,
-        prompt_timeout=PROMPT_BUDGET_SECONDS,
-        cached=cached,  # main: a one-shot process (askgate.policy_cache)
+    body = GeminiOutput(
+        decision,
+        reason,
+        systemMessage=reason if decision == "ask" else None,
+        hookSpecificOutput=None
+        if tool_input is None
+        else BeforeToolInput(BEFORE_TOOL, dict(tool_input)),
     )
-    request = to_request(hook)
-    result = gate.preflight(request)
-    if isinstance(result, Pending):
-        if prompter is None:
-            delegate(gate, result, to="gemini")
-            return output("ask", ask_reason(gate, result))
-        result = resolve_all(gate, [result])
-    else:
-        gate.publish(result, request)
-    if not result.allowed:
-        return output("deny", result.reason)
-    # With [sandbox] bash on, an allowed shell command runs in the kernel sandbox.
-    rewrite = sandboxed(
-        gate,
-        hook.tool_name,
-        hook.tool_input,
-        cwd=hook.cwd,
-        agent=None,
-        config_files=config_files,
-        env=env,
-    )
-    if rewrite is not None and rewrite.ask_reason is not None:
-        return output("ask", f"askgate: {rewrite.ask_reason}")
-    if rewrite is not None and rewrite.updated_input is not None:
-        return output("allow", f"askgate: {result.reason}", rewrite.updated_input)
-    return output("allow", f"askgate: {result.reason}")
+    return encode(body)
 
 
-def fail(reason: str) -> int:
-    """Block the call in every way Gemini reads: deny JSON on stdout, reason on stderr, exit 2."""
-    try:
-        sys.stdout.buffer.write(output("deny", reason))
-        sys.stdout.buffer.flush()
-    finally:
-        print(reason[:2000], file=sys.stderr)
-    return 2
+class Gemini:
+    name = NAME
+    client = NAME
+    prompt_budget: float | None = PROMPT_BUDGET_SECONDS
+
+    def parse(self, data: bytes, process_cwd: str | None) -> HookCall:
+        import os
+
+        from askgate.outcome import ToolRequest
+
+        hook = parse_input(data)
+        if not os.path.isabs(hook.cwd):
+            hook.cwd = os.path.normpath(os.path.join(process_cwd or os.getcwd(), hook.cwd))
+        request = ToolRequest(
+            tool=tool_name(hook), input=hook.tool_input, cwd=hook.cwd, session=hook.session_id
+        )
+        return HookCall(
+            event=BEFORE_TOOL,
+            requests=[request],
+            cwd=hook.cwd,
+            tool_name=hook.tool_name,
+            tool_input=hook.tool_input,
+            session=hook.session_id,
+        )
+
+    def ask_route(self, call: HookCall, broken: bool) -> AskRoute:
+        return "server"  # else "ask": Gemini shows its own confirmation
+
+    def sandboxes(self, call: HookCall) -> bool:
+        return True
+
+    def render(self, call: HookCall, verdict: Verdict) -> Reply:
+        return Reply(0, output(verdict.action, verdict.reason, verdict.updated_input))
+
+    def failure(self, event: str | None, text: str) -> Reply:
+        """Block in every way Gemini reads: deny JSON on stdout, the reason on stderr,
+        exit 2 (Gemini fails open on a crash or empty output)."""
+        line = one_line(text) or "askgate: blocked"
+        return Reply(BLOCK, output("deny", line), line)
 
 
-def main(argv: Sequence[str]) -> int:
-    try:
-        config_files = parse_config_args(argv, "askgate hook gemini")
-        data = read_input(sys.stdin.buffer)
-        answer = run(data, config_files=config_files, cached=True)
-    except (HookError, UsageError) as exc:
-        return fail(f"askgate: blocked: {exc}")
-    except BaseException as exc:
-        return fail(f"askgate: blocked by an internal error: {exc!r}")
-    try:
-        sys.stdout.buffer.write(answer)
-        sys.stdout.buffer.flush()
-    except BaseException as exc:  # a half-written verdict is no verdict: exit 2 still denies
-        print(f"askgate: blocked: cannot write the answer: {exc!r}"[:2000], file=sys.stderr)
-        return 2
-    return 0
+ADAPTER = Gemini()

@@ -3,7 +3,8 @@
 start   start the resident decider in the background (returns once it answers); it keeps
         running until `stop` (an http hook depends on it), unless --idle-exit S
 status  print the running daemon's pid, port, socket, uptime (exit 3 when none runs)
-stop    ask it to exit (exit 0 also when none was running)
+stop    ask it to exit (exit 0 also when none was running); carries the control token
+sweep   ask it to sweep the sandbox's placeholder registry (carries the control token)
 run     serve in the foreground (what `start` and the command hook launch)
 """
 
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
     sub.add_parser("status", help="show the running daemon")
     sub.add_parser("stop", help="stop the running daemon")
+    sub.add_parser("sweep", help="sweep the sandbox's placeholder registry")
     return parser
 
 
@@ -182,17 +184,49 @@ def _read_line(fd: int, timeout: float) -> bytes:
     return buf
 
 
+def _control(op: bytes, env: dict[str, str]) -> tuple[int, bytes, bytes] | str:
+    """Send a control op with the token the daemon wrote at start (read here, outside any
+    sandbox: the sandbox hides the state directory)."""
+    from askgate.daemon.server import read_control_token
+
+    token = read_control_token(env)
+    fields = [] if token is None else [b"control=" + token.encode()]
+    return relay.exchange(paths.socket_path(env), protocol.encode_request(op, fields), 5.0)
+
+
+def _refused(answer: tuple[int, bytes, bytes]) -> bool:
+    if answer[0] == 0:
+        return False
+    line = answer[2].decode(errors="replace").strip() or "askgate daemon: refused"
+    print(line, file=sys.stderr)
+    return True
+
+
+def _sweep() -> int:
+    answer = _control(b"sweep", dict(os.environ))
+    if answer == relay.NO_DAEMON:
+        print("askgate daemon: not running")
+        return NOT_RUNNING
+    if isinstance(answer, str):
+        print("askgate daemon: error: the daemon does not answer", file=sys.stderr)
+        return 1
+    if _refused(answer):
+        return 2
+    print("askgate daemon: swept")
+    return 0
+
+
 def _stop() -> int:
     env = dict(os.environ)
-    answer = relay.exchange(
-        paths.socket_path(env), protocol.encode_request(b"stop", []), timeout=5.0
-    )
+    answer = _control(b"stop", env)
     if answer == relay.NO_DAEMON:
         print("askgate daemon: not running")
         return 0
     if isinstance(answer, str):
         print("askgate daemon: error: the daemon does not answer", file=sys.stderr)
         return 1
+    if _refused(answer):
+        return 2
     # The daemon holds its lock until it has closed everything: wait for it.
     lock_path = os.path.join(paths.runtime_dir(env), paths.LOCK_NAME)
     deadline = time.monotonic() + STOP_TIMEOUT_S
@@ -220,7 +254,7 @@ def main(argv: Sequence[str]) -> int:
         return int(exc.code or 0)
     if args.action is None:
         print(
-            "askgate daemon: error: an action is required: start | status | stop | run",
+            "askgate daemon: error: an action is required: start | status | stop | sweep | run",
             file=sys.stderr,
         )
         return 2
@@ -236,6 +270,8 @@ def main(argv: Sequence[str]) -> int:
         return _start(args)
     if args.action == "stop":
         return _stop()
+    if args.action == "sweep":
+        return _sweep()
     status = ping()
     if status is None:
         print("askgate daemon: not running")

@@ -17,6 +17,7 @@ SOCKET_NAME = "daemon.sock"
 LOCK_NAME = "daemon.lock"
 STATE_NAME = "daemon.json"
 SECRET_NAME = "daemon.secret"
+CONTROL_NAME = "daemon.control"
 
 
 def _absolute(env: Mapping[str, str], key: str) -> str | None:
@@ -49,6 +50,11 @@ def state_dir(env: Mapping[str, str]) -> str:
 
 def secret_path(env: Mapping[str, str]) -> str:
     return os.path.join(state_dir(env), SECRET_NAME)
+
+
+def control_path(env: Mapping[str, str]) -> str:
+    """The control token `stop` and `sweep` must carry (made by the daemon at start)."""
+    return os.path.join(state_dir(env), CONTROL_NAME)
 
 
 class UnsafeDirectory(Exception):

@@ -6,13 +6,13 @@ connection; each is a header line and two length-prefixed blobs:
     request: b"AG1 <op> <fields-length> <body-length>\\n" + fields + body
     reply:   b"AG1 <exit-code> <stdout-length> <stderr-length>\\n" + stdout + stderr
 
-`op` is `decide`, `ping` or `stop`; `fields` are NUL-separated `key=value` byte strings
-(`cwd=`, `version=`, repeated `config=`, repeated `env=NAME=VALUE`); `body` is the hook's
-stdin, untouched. A reply to `ping` carries the daemon's status as `key=value` lines on
-stdout.
+`op` is `decide`, `ping`, `stop` or `sweep`; `fields` are NUL-separated `key=value` byte
+strings (`agent=`, `cwd=`, `version=`, repeated `config=`, repeated `env=NAME=VALUE`;
+`control=` for `stop` and `sweep`); `body` is the hook's stdin, untouched. A reply to `ping`
+carries the daemon's status as `key=value` lines on stdout. A control op without the right
+token is refused: exit 2 and one line on stderr, nothing done.
 
-HTTP (127.0.0.1, Claude Code's `type: "http"` hooks): just enough HTTP/1.1 to read a
-POST with a Content-Length body (keep-alive allowed) and write a response.
+HTTP (127.0.0.1, Claude Code's `type: "http"` hooks) is h11's: askgate.daemon.http.
 
 Imports nothing: the relay loads this module on every tool call.
 """
@@ -20,11 +20,10 @@ Imports nothing: the relay loads this module on every tool call.
 from __future__ import annotations
 
 MAGIC = b"AG1"
-OPS = (b"decide", b"ping", b"stop")
+OPS = (b"decide", b"ping", b"stop", b"sweep")
+CONTROL_OPS = (b"stop", b"sweep")  # need `control=<token>` (askgate.daemon.paths.control_path)
 MAX_FIELDS = 1 << 20  # a whole environment fits many times over
 MAX_BODY = 10 * 1024 * 1024 + 1
-MAX_HEAD = 8 * 1024
-MAX_HTTP_BODY = 10 * 1024 * 1024
 
 
 class ProtocolError(Exception):
@@ -100,72 +99,3 @@ def fields_of(fields: list[bytes]) -> dict[bytes, list[bytes]]:
             raise ProtocolError("field without '='")
         out.setdefault(key, []).append(value)
     return out
-
-
-# --- HTTP ---------------------------------------------------------------------------------
-
-
-class HttpRequest:
-    __slots__ = ("body", "headers", "keep_alive", "method", "target")
-
-    def __init__(
-        self, method: str, target: str, headers: dict[str, str], body: bytes, keep_alive: bool
-    ) -> None:
-        self.method = method
-        self.target = target
-        self.headers = headers
-        self.body = body
-        self.keep_alive = keep_alive
-
-
-def decode_http(buf: bytes) -> tuple[HttpRequest, int] | None:
-    """(request, bytes consumed) once `buf` starts with a whole request, None while short.
-    Chunked bodies are refused (ProtocolError -> 400): Claude Code sends Content-Length."""
-    end = buf.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
-    if end < 0:
-        if len(buf) > MAX_HEAD:
-            raise ProtocolError("request head too large")
-        return None
-    lines = buf[:end].decode("latin-1").split("\r\n")
-    request_line = lines[0].split(" ")
-    if len(request_line) != 3 or not request_line[2].startswith("HTTP/1."):
-        raise ProtocolError("bad request line")
-    method, target, version = request_line
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip():
-            raise ProtocolError("bad header line")
-        headers[name.lower()] = value.strip()
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        raise ProtocolError("chunked request bodies are not supported")
-    length_text = headers.get("content-length", "0")
-    if not length_text.isdigit() or int(length_text) > MAX_HTTP_BODY:
-        raise ProtocolError("bad Content-Length")
-    length = int(length_text)
-    start = end + 4
-    if len(buf) < start + length:
-        return None
-    connection = headers.get("connection", "").lower()
-    keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
-    body = buf[start : start + length]
-    return HttpRequest(method, target, headers, body, keep_alive), start + length
-
-
-REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-}
-
-
-def encode_http(status: int, body: bytes, *, keep_alive: bool) -> bytes:
-    head = (
-        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
-    )
-    return head.encode("ascii") + body

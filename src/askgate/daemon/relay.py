@@ -12,7 +12,7 @@ import _socket  # `socket` itself pulls in enum, selectors and more: 3 ms per to
 import os
 import sys
 
-from askgate.daemon import paths, protocol
+from askgate.daemon import paths, protocol, request_env
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,14 +46,19 @@ def version() -> bytes:
     return f"{askgate.__version__}+{os.path.dirname(init)}@{written}".encode()
 
 
-def request_fields(config_files: Sequence[str], env: Mapping[str, str]) -> list[bytes]:
-    fields = [b"version=" + version()]
+def request_fields(
+    config_files: Sequence[str], env: Mapping[str, str], agent: str = "claude-code"
+) -> list[bytes]:
+    """`version=`, `agent=`, `cwd=`, `config=`*, and `env=` for the names the daemon looks at
+    (askgate.daemon.request_env): the rest of the environment never leaves the process."""
+    fields = [b"version=" + version(), b"agent=" + agent.encode()]
     try:  # noqa: SIM105 - contextlib is not imported on the relay's path
         fields.append(b"cwd=" + os.fsencode(os.getcwd()))
     except OSError:
         pass  # a deleted cwd: the daemon resolves nothing against it
     fields += [b"config=" + os.fsencode(path) for path in config_files]
-    fields += [b"env=" + os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
+    sent = request_env.to_send(env)
+    fields += [b"env=" + os.fsencode(k) + b"=" + os.fsencode(v) for k, v in sent.items()]
     return fields
 
 
@@ -88,11 +93,11 @@ def exchange(sock_path: str, frame: bytes, timeout: float) -> tuple[int, bytes, 
 
 
 def relay(
-    data: bytes, config_files: Sequence[str], env: Mapping[str, str]
+    data: bytes, config_files: Sequence[str], env: Mapping[str, str], agent: str = "claude-code"
 ) -> tuple[int, bytes, bytes] | str:
     """The daemon's (exit code, stdout, stderr) for this hook call, or NO_DAEMON / FAILED."""
     sock_path = paths.socket_path(env)
-    frame = protocol.encode_request(b"decide", request_fields(config_files, env), data)
+    frame = protocol.encode_request(b"decide", request_fields(config_files, env, agent), data)
     return exchange(sock_path, frame, _timeout(env))
 
 

@@ -1,6 +1,7 @@
 """The resident decider: one process per user, policies compiled and the bash parser warm.
 
-Two listeners, one decision function (askgate.adapters.claude_code.respond):
+Two listeners, one decision step (askgate.hookrt.decide.respond) for every adapter, looked
+up by name (askgate.hookrt.registry):
 
 * a Unix socket (0600, in a 0700 directory; the peer's uid checked with SO_PEERCRED) for
   the command hook's relay, which sends its environment, config files and stdin;
@@ -32,12 +33,14 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from askgate.adapters import claude_code
-from askgate.adapters.claude_code import Reply
-from askgate.daemon import paths, protocol
+from askgate.daemon import paths, protocol, request_env
+from askgate.daemon.http import HttpRequest
+from askgate.hookrt import registry
+from askgate.hookrt.decide import load_policy, respond
+from askgate.hookrt.reply import Reply
 
 SECRET_HEADER = "x-askgate-secret"
-HOOK_PATH = "/hook/claude-code"
+HOOK_PREFIX = "/hook/"  # POST /hook/NAME for the adapters in registry.HTTP_NAMES
 IDLE_EXIT_S = 30 * 60
 CACHE_SIZE = 32
 MAX_POLICY_FILE = 4 * 1024 * 1024
@@ -98,7 +101,7 @@ class PolicyCache:
         if cached is not None and cached[0] == fingerprint:
             self._entries.move_to_end(key)
             return cached[1]
-        policy = claude_code.load_policy(cwd, config_files, agent, env)
+        policy = load_policy(cwd, config_files, agent, env)
         self.loads += 1
         self._entries[key] = (fingerprint, policy)
         self._entries.move_to_end(key)
@@ -140,6 +143,55 @@ def _read_secret(path: str) -> str:
     return secret
 
 
+def private_state_dir(env: Mapping[str, str]) -> str:
+    """askgate's state directory, created 0700, or tightened to 0700 when it is ours (the
+    review log may have created it with the umask's mode); anything else is refused."""
+    directory = paths.state_dir(env)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.lstat(directory)
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise paths.UnsafeDirectory(f"{directory} is not a directory of yours")
+    if st.st_mode & 0o077:
+        os.chmod(directory, 0o700)
+    return directory
+
+
+def make_control_token(env: Mapping[str, str]) -> str:
+    """A fresh control token (32 random bytes, hex) in `<state dir>/daemon.control`, 0600:
+    what `stop` and `sweep` must carry. Written anew at every start (tmp + rename)."""
+    path = paths.control_path(env)
+    private_state_dir(env)
+    token = secrets.token_hex(32)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, token.encode() + b"\n")
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return token
+
+
+def read_control_token(env: Mapping[str, str]) -> str | None:
+    """The running daemon's control token (for `askgate daemon stop`), None when unreadable
+    or not ours alone."""
+    try:
+        fd = os.open(paths.control_path(env), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return None
+        return os.read(fd, 256).decode("ascii", "replace").strip() or None
+    finally:
+        os.close(fd)
+
+
 def peer_uid(conn: socket.socket) -> int:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
@@ -174,6 +226,7 @@ class Daemon:
         self.requests = 0
         self.version = claude_code_version()
         self.secret = ""
+        self.control = ""  # made at bind(): `stop` and `sweep` must carry it
         self._listeners: list[socket.socket] = []
         self._lock_fd: int | None = None
         self.socket_path = paths.socket_path(self.env)
@@ -191,6 +244,7 @@ class Daemon:
             os.close(lock_fd)
             raise AlreadyRunning(directory) from None
         self._lock_fd = lock_fd
+        self.control = make_control_token(self.env)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path)  # a dead daemon's socket: we hold the lock now
         unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -274,6 +328,10 @@ class Daemon:
                 os.unlink(self.socket_path)
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(paths.runtime_dir(self.env), paths.STATE_NAME))
+        if self._lock_fd is not None and self.control:
+            with contextlib.suppress(OSError):
+                if read_control_token(self.env) == self.control:  # not a newer daemon's
+                    os.unlink(paths.control_path(self.env))
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -292,6 +350,7 @@ class Daemon:
 
     def decide(
         self,
+        agent: str,
         data: bytes,
         *,
         config_files: Sequence[str],
@@ -302,7 +361,8 @@ class Daemon:
         self.requests += 1
         # The lock covers the policy cache and the parser (not thread-safe); respond()
         # releases it before anything that may wait for a human.
-        return claude_code.respond(
+        return respond(
+            registry.adapter(agent),
             data,
             config_files=config_files,
             env=env,
@@ -322,8 +382,9 @@ class Daemon:
                 request = self._read_relay(conn)
                 if request is None:
                     return
-                conn.sendall(self._relay_reply(*request))
-                if request[0] == b"stop":
+                reply, stop = self._relay_reply(*request)
+                conn.sendall(reply)
+                if stop:
                     self.stopping.set()  # after the answer: the process exits right away
             except (OSError, protocol.ProtocolError):
                 return
@@ -339,68 +400,84 @@ class Daemon:
             if request is not None:
                 return request
 
-    def _relay_reply(self, op: bytes, raw_fields: list[bytes], body: bytes) -> bytes:
+    def _relay_reply(self, op: bytes, raw_fields: list[bytes], body: bytes) -> tuple[bytes, bool]:
+        """(the reply frame, whether to stop after sending it)."""
         fields = protocol.fields_of(raw_fields)
         if op == b"ping":
-            return protocol.encode_reply(0, self.status_text().encode(), b"")
-        if op == b"stop":
-            return protocol.encode_reply(0, b"stopping\n", b"")
+            return protocol.encode_reply(0, self.status_text().encode(), b""), False
+        if op in protocol.CONTROL_OPS:
+            if not self._control_ok(fields.get(b"control", [])):
+                line = f"askgate daemon: refused: {op.decode()} needs the control token"
+                return protocol.encode_reply(2, b"", line.encode()), False
+            if op == b"stop":
+                return protocol.encode_reply(0, b"stopping\n", b""), True
+            return self._sweep(), False
         if fields.get(b"version") != [self.version.encode()]:
             # Another askgate than ours: let it decide in-process, and make room for a
             # daemon of its version.
             self.stopping.set()
             raise protocol.ProtocolError("version mismatch")
-        env: dict[str, str] = {}
+        sent: dict[str, str] = {}
         for item in fields.get(b"env", []):
             key, _, value = item.partition(b"=")
-            env[os.fsdecode(key)] = os.fsdecode(value)
+            sent[os.fsdecode(key)] = os.fsdecode(value)
+        if request_env.mismatch(sent, self.env) is not None:
+            # Decided with another environment than ours: the hook decides in its own
+            # process instead. Nothing of the request's environment is used.
+            raise protocol.ProtocolError("environment differs from the daemon's")
+        agent = fields.get(b"agent", [b""])[0].decode("ascii", "replace")
+        if agent not in registry.NAMES:
+            raise protocol.ProtocolError(f"no adapter {agent!r}")
         cwd = fields.get(b"cwd")
         reply = self.decide(
+            agent,
             body,
             config_files=[os.fsdecode(p) for p in fields.get(b"config", [])],
-            env=env,
+            env=request_env.decision_env(sent, self.env),
             process_cwd=os.fsdecode(cwd[0]) if cwd else None,
         )
-        return protocol.encode_reply(reply.code, reply.stdout, reply.stderr.encode())
+        frame = protocol.encode_reply(reply.code, reply.stdout, reply.stderr.encode())
+        return frame, False
+
+    def _control_ok(self, given: list[bytes]) -> bool:
+        if len(given) != 1 or not self.control:
+            return False
+        return hmac.compare_digest(given[0], self.control.encode())
+
+    def _sweep(self) -> bytes:
+        """Sweep the sandbox's placeholder registry under the daemon's own state directory
+        (askgate.sandbox.placeholders), never one a request names."""
+        try:
+            from askgate.sandbox.placeholders import Registry, state_directory
+
+            Registry(state_directory(self.env)).sweep()
+        except Exception as exc:
+            line = f"askgate daemon: sweep failed: {exc}"
+            return protocol.encode_reply(2, b"", " ".join(line.split()).encode())
+        return protocol.encode_reply(0, b"swept\n", b"")
 
     # -- HTTP (Claude Code http hooks) --
 
     def _serve_http(self, conn: socket.socket) -> None:
+        from askgate.daemon.http import serve_connection
+
         with conn:
             conn.settimeout(CONNECTION_TIMEOUT_S)
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            buf = b""
-            try:
-                while not self.stopping.is_set():
-                    parsed = protocol.decode_http(buf)
-                    if parsed is None:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            return
-                        buf += chunk
-                        continue
-                    request, used = parsed
-                    buf = buf[used:]
-                    status, body = self.http_answer(request)
-                    conn.sendall(protocol.encode_http(status, body, keep_alive=request.keep_alive))
-                    if not request.keep_alive:
-                        return
-            except protocol.ProtocolError as exc:
-                body = json.dumps({"error": str(exc)}).encode()
-                with contextlib.suppress(OSError):
-                    conn.sendall(protocol.encode_http(400, body, keep_alive=False))
-            except OSError:
-                return
+            with contextlib.suppress(OSError):
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            serve_connection(conn, self.http_answer, self.stopping.is_set)
 
-    def http_answer(self, request: protocol.HttpRequest) -> tuple[int, bytes]:
+    def http_answer(self, request: HttpRequest) -> tuple[int, bytes]:
         given = request.headers.get(SECRET_HEADER, "")
         if not self.secret or not hmac.compare_digest(given.encode(), self.secret.encode()):
             return 401, b'{"error": "missing or wrong X-Askgate-Secret"}'
-        if request.target.split("?", 1)[0] != HOOK_PATH:
+        path = request.target.split("?", 1)[0]
+        agent = path[len(HOOK_PREFIX) :] if path.startswith(HOOK_PREFIX) else ""
+        if agent not in registry.HTTP_NAMES:
             return 404, b'{"error": "not found"}'
         if request.method != "POST":
             return 405, b'{"error": "POST only"}'
-        reply = self.decide(request.body, config_files=(), env=self.env, process_cwd=None)
+        reply = self.decide(agent, request.body, config_files=(), env=self.env, process_cwd=None)
         return 200, http_body(reply, request.body)
 
     def status_text(self) -> str:
@@ -414,14 +491,10 @@ class Daemon:
 
 
 def http_body(reply: Reply, data: bytes) -> bytes:
-    """An http hook cannot block by exit code: a blocking reply becomes the event's deny
-    decision; "no decision" (a PermissionRequest ask) becomes an empty JSON object."""
-    if reply.code == claude_code.BLOCK:
-        event = claude_code.sniff_event(data)
-        if event == claude_code.PERMISSION_REQUEST:
-            return claude_code.permission_request_output("deny", reply.stderr)
-        return claude_code.pre_tool_use_output("deny", reply.stderr)
-    return reply.stdout or b"{}\n"
+    """The http hook's answer (Claude Code's: askgate.adapters.claude_code.http_body)."""
+    from askgate.adapters.claude_code import http_body as claude_code_http_body
+
+    return claude_code_http_body(reply, data)
 
 
 def claude_code_version() -> str:

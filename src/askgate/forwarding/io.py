@@ -197,7 +197,8 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes) -> None:
 
 
 def read_limited_at(dir_fd: int, name: str, limit: int) -> bytes:
-    """`read_limited` for a file named relative to an open directory."""
+    """At most `limit + 1` bytes of the regular file `name` in an open directory (the
+    caller sees "too large"); a symlink or a FIFO planted there is refused."""
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     return _read_fd(fd, limit, name)
 
@@ -241,7 +242,7 @@ def write_in(root: Path, parts: Sequence[str], name: str, data: bytes) -> None:
 
 
 def read_in(root: Path, parts: Sequence[str], name: str, limit: int) -> bytes:
-    """`read_limited` of `root/parts…/name` (FileNotFoundError when any part is missing)."""
+    """`read_limited_at` of `root/parts…/name` (FileNotFoundError when any part is missing)."""
     with opened_directory(root, parts) as directory:
         return read_limited_at(directory, name, limit)
 
@@ -255,39 +256,6 @@ def remove_in(root: Path, parts: Sequence[str], name: str) -> None:
         return
     except OSError as exc:
         logger.warning("cannot remove %s: %s", name, exc)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write to `<file>.<pid>.<ms>.<rand>.tmp`, then rename over `path` (pi's scheme)."""
-    for attempt in range(_WRITE_ATTEMPTS):
-        ensure_dir(path.parent)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{now_ms()}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(
-                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _FILE_MODE
-            )
-        except FileNotFoundError:
-            if attempt == _WRITE_ATTEMPTS - 1:
-                raise
-            continue  # the directory vanished between mkdir and open: make it again
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, path)
-            return
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-
-
-def read_limited(path: Path, limit: int) -> bytes:
-    """At most `limit + 1` bytes of a regular file (the caller sees "too large").
-
-    O_NOFOLLOW refuses a symlink, O_NONBLOCK keeps a planted FIFO from blocking us.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    return _read_fd(fd, limit, str(path))
 
 
 def _read_fd(fd: int, limit: int, name: str) -> bytes:
@@ -305,30 +273,6 @@ def _read_fd(fd: int, limit: int, name: str) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
-
-
-def list_json(directory: Path) -> list[FileInfo]:
-    """Regular `*.json` files directly in `directory` (none when it does not exist)."""
-    infos: list[FileInfo] = []
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                if not entry.name.endswith(".json"):
-                    continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    infos.append(FileInfo(entry.name, st.st_size, st.st_mtime_ns))
-    except FileNotFoundError:
-        return []
-    return infos
-
-
-def remove_quietly(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
 
 
 def cleanup_empty(layout: Layout, session_id: str) -> None:

@@ -4,16 +4,23 @@
                                 [--http | --command] [--timeout S] [--event EVENT]
                                 [--claude PATH] [--port N] [--uninstall] [--dry-run]
 
-Which form, by the installed CLI's version (`claude --version`):
+The form:
 
-* `onFailure` exists (2.1.295 and later): an http hook to the resident daemon on
-  127.0.0.1 with the per-user secret in a header and `onFailure: "block"`, so a stopped
-  daemon blocks every call. `--command` picks the command hook instead (also with
-  `onFailure: "block"`).
-* older versions (2.1.197 has no `onFailure`): the command hook
-  `'<abs path>/askgate' hook claude-code || exit 2`; the `|| exit 2` turns a missing or
-  crashing askgate (exit 127, 1) into exit 2, which blocks. `--http` is refused there: a
-  failed http hook would let the call through.
+* the default is the command hook `'<abs path>/askgate' hook claude-code || exit 2`: it
+  relays to the resident daemon over its 0600 Unix socket (peer uid checked with
+  SO_PEERCRED) and decides in-process when none answers. The `|| exit 2` turns a missing or
+  crashing askgate (exit 127, 1) into exit 2, which blocks; where the CLI has `onFailure`
+  (2.1.295 and later) the entry also says `onFailure: "block"`.
+* `--http` (explicit opt-in, 2.1.295 and later only): an http hook to the daemon on
+  127.0.0.1 with the per-user secret in a header. Its risk: **any process that binds the
+  port while the daemon is down answers Claude Code's http hook, and a forged `allow` makes
+  the tool run** (`onFailure: "block"` does not help: the answer is well-formed; the secret
+  authenticates Claude Code to the daemon, never the daemon to Claude Code). The settings
+  file is then written mode 0600 (it holds the secret), `--project` is refused (a project
+  file is shared), and `--dry-run` shows the secret masked.
+
+`--event` may be given twice (`--event PreToolUse --event PermissionRequest`): each named
+event gets askgate's entry; entries for events not named are left as they are.
 
 The hook timeout must exceed askgate's approval budget (an ask waiting for a phone must
 be answered or denied by askgate before Claude Code gives up on the hook); the installer
@@ -62,14 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--project", action="store_true", help="<project>/.claude/settings.json")
     where.add_argument("--settings", metavar="FILE", help="this settings file")
     form = p.add_mutually_exclusive_group()
-    form.add_argument("--http", action="store_true", help="http hook to the resident daemon")
-    form.add_argument("--command", action="store_true", help="command hook (one process a call)")
+    form.add_argument(
+        "--http",
+        action="store_true",
+        help="http hook to the resident daemon (opt-in: a process that takes the port while"
+        " the daemon is down answers for it; docs/hooks.md)",
+    )
+    form.add_argument(
+        "--command", action="store_true", help="command hook relaying to the daemon (default)"
+    )
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="hook timeout")
     p.add_argument(
         "--event",
         choices=EVENTS,
-        default="PreToolUse",
-        help="PreToolUse decides every call (default); PermissionRequest only the prompts",
+        action="append",
+        default=None,
+        help="PreToolUse decides every call (default); PermissionRequest only the prompts;"
+        " repeat to install both",
     )
     p.add_argument("--claude", metavar="PATH", help="the claude executable to ask its version")
     p.add_argument("--port", type=int, default=None, help="the daemon's port (http form)")
@@ -110,17 +126,16 @@ def claude_version(claude: str | None) -> tuple[tuple[int, int, int] | None, str
 
 
 def approval_budget() -> float:
-    """The approval server's budget as configured for this user, else its default."""
-    try:
-        import importlib
+    """The approval server's budget as configured for this user, else its default. A
+    server configured unusably leaves the default (the hook itself then refuses)."""
+    from askgate.prompters.server import ApprovalConfigError, load_settings
 
-        # Built by the approval-server work; absent in builds without it.
-        server = importlib.import_module("askgate.prompters.server")
-        settings = server.load_settings(os.environ)
-        if settings is not None:
-            return float(settings.budget)
-    except Exception:
-        pass
+    try:
+        settings = load_settings(os.environ)
+    except ApprovalConfigError:
+        settings = None
+    if settings is not None:
+        return float(settings.budget)
     value = os.environ.get("ASKGATE_APPROVAL_BUDGET", "")
     try:
         return float(value) if value else DEFAULT_BUDGET_S
@@ -200,11 +215,26 @@ def _timeout(args: argparse.Namespace, budget: float) -> int | float:
     return int(timeout) if float(timeout).is_integer() else timeout
 
 
-def _plan(args: argparse.Namespace, settings: dict[str, Any]) -> list[str]:
-    """Change `settings` as asked; returns the lines to print."""
-    removed = sum(settings_file.remove_hooks(settings, e, is_ours) for e in EVENTS)
+SECRET_SHOWN = "<the secret in daemon.secret>"
+HTTP_RISK = (
+    "warning: with the http hook, any process that binds 127.0.0.1:{port} while the daemon"
+    " is down answers Claude Code, and a forged allow makes the tool run; the command hook"
+    " (the default) has no such port"
+)
+
+
+def _events(args: argparse.Namespace) -> list[str]:
+    asked = args.event or ["PreToolUse"]
+    return [e for e in EVENTS if e in asked]
+
+
+def _plan(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[list[str], str]:
+    """Change `settings` as asked; returns the lines to print and the secret written (to
+    mask in a dry run; "" for the command hook)."""
+    events = EVENTS if args.uninstall else _events(args)
+    removed = sum(settings_file.remove_hooks(settings, e, is_ours) for e in events)
     if args.uninstall:
-        return [f"removed {removed} askgate hook entr{'y' if removed == 1 else 'ies'}"]
+        return [f"removed {removed} askgate hook entr{'y' if removed == 1 else 'ies'}"], ""
     version, source = claude_version(args.claude)
     on_failure = version is not None and version >= ON_FAILURE_SINCE
     shown = ".".join(map(str, version)) if version else "unknown"
@@ -213,7 +243,12 @@ def _plan(args: argparse.Namespace, settings: dict[str, Any]) -> list[str]:
             f"--http needs Claude Code 2.1.295 or later (onFailure), found {shown} ({source}):"
             " a failed http hook would let calls through; use the command hook"
         )
-    http = args.http or (on_failure and not args.command)
+    if args.http and args.project:
+        raise InstallError(
+            "--http writes the daemon's secret into the settings file: not into a project"
+            " file others share (use --user or --settings FILE)"
+        )
+    http = bool(args.http)
     budget = approval_budget()
     timeout = _timeout(args, budget)
     port = args.port
@@ -226,17 +261,28 @@ def _plan(args: argparse.Namespace, settings: dict[str, Any]) -> list[str]:
     handler = build_handler(
         http=http, timeout=timeout, on_failure=on_failure, port=port or 0, secret=secret
     )
-    settings_file.hook_groups(settings, args.event).append({"matcher": "*", "hooks": [handler]})
+    for event in events:
+        settings_file.hook_groups(settings, event).append({"matcher": "*", "hooks": [handler]})
+    form = "http hook to 127.0.0.1:" + str(port) if http else "command hook"
     lines = [
         f"Claude Code {shown} ({source}): "
         + ("onFailure supported" if on_failure else "no onFailure, so `|| exit 2` blocks"),
-        f"{args.event} {'http hook to 127.0.0.1:' + str(port) if http else 'command hook'}"
+        f"{' and '.join(events)}: {form}"
         + (f" (replaced {removed} old entr{'y' if removed == 1 else 'ies'})" if removed else ""),
         f"budget: approval budget {budget:g} s < hook timeout {timeout:g} s",
     ]
     if http:
         lines.append("the daemon must be running: askgate daemon start")
-    return lines
+        lines.append("the settings file holds the daemon's secret: written mode 0600")
+        lines.append(HTTP_RISK.format(port=port))
+    return lines, secret
+
+
+def _readable_by_others(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & 0o077)
+    except FileNotFoundError:
+        return False
 
 
 def main(argv: Sequence[str]) -> int:
@@ -244,17 +290,22 @@ def main(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
         path = settings_path(args)
         settings, old_text = settings_file.load(path)
-        lines = _plan(args, settings)
+        lines, secret = _plan(args, settings)
         new_text = settings_file.render(settings) if settings or old_text else ""
         if args.uninstall and not settings and not old_text:
             new_text = ""
         if args.dry_run:
-            print(settings_file.diff(path, old_text, new_text) or "no change", end="")
+            shown = settings_file.diff(path, old_text, new_text) or "no change"
+            if secret:
+                shown = shown.replace(secret, SECRET_SHOWN)
+            print(shown, end="")
             print("\n".join(["", "(dry run: nothing written)", *lines]))
             return 0
-        if new_text != old_text:
-            settings_file.write(path, new_text)
-        print(f"{'updated' if new_text != old_text else 'unchanged'}: {path}")
+        exposed = bool(secret) and _readable_by_others(path)
+        if new_text != old_text or exposed:
+            settings_file.write(path, new_text, private=bool(secret))
+        changed = new_text != old_text or exposed
+        print(f"{'updated' if changed else 'unchanged'}: {path}")
         print("\n".join(lines))
         return 0
     except SystemExit as exc:  # --help

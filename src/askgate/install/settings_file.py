@@ -59,12 +59,16 @@ def diff(path: str, old: str, new: str) -> str:
     return "".join(lines)
 
 
-def write(path: str, text: str) -> None:
+def write(path: str, text: str, *, private: bool = False) -> None:
+    """Replace `path` with `text`, keeping its mode; `private`: mode 0600 whatever it was
+    (the text holds a secret that others must not read)."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, mode=0o700, exist_ok=True)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
+        mode = 0o600
+    if private:
         mode = 0o600
     fd, tmp = tempfile.mkstemp(prefix=".askgate-", suffix=".tmp", dir=directory)
     try:

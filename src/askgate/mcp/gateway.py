@@ -210,7 +210,7 @@ def open_decider(
 ) -> CallDecider:
     """The decider for one connection: the policy for `cwd`, the review log (client
     ``mcp:<server>``), and the prompters."""
-    from askgate.adapters.common import audit_log
+    from askgate.hookrt.decide import audit_log
     from askgate.policy.engine import Policy
 
     env = dict(os.environ if env is None else env)

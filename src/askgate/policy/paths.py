@@ -255,8 +255,8 @@ def _too_wide(directory: str, home: str | None) -> bool:
 def find_project_root(cwd: str) -> str:
     """The nearest ancestor of `cwd` holding `.git` (directory or file), else `cwd`.
 
-    Here rather than in `config` so a hook can find the root without the file parser
-    (askgate.policy_cache); `config` re-exports it."""
+    Here rather than in `config` so the daemon can find the root without the file
+    parser; `config` re-exports it."""
     check_path_text(cwd)
     start = fold_lexically(cwd if cwd.startswith("/") else os.path.join(os.getcwd(), cwd))
     directory = start

@@ -4,7 +4,7 @@ The hook process has the policy loaded already, so it computes the plan, makes t
 placeholders, records the run (`placeholders.Registry.prepare_run`) and hands the agent a
 command that starts bubblewrap directly:
 
-    /bin/bash -c 'SCRIPT' askgate-sandbox /usr/bin/bwrap --json-status-fd 3 … \\
+    command /bin/bash -c 'SCRIPT' askgate-sandbox /usr/bin/bwrap --json-status-fd 3 … \\
         -- /bin/bash -c '<original>'
 
 Everything after `askgate-sandbox` is bwrap's argument vector, one shell word each (so
@@ -20,7 +20,9 @@ uses) and starts no program but bwrap and tee on the success path:
    claimed already — by a sweep that found it too old, or by an earlier execution of the
    same words — goes the long way (`--finish RUN unclaimed`);
 5. `bwrap …` with its JSON status appended to `RUN/status` (fd 3), the seccomp filter
-   read from fd 4, and stderr copied to the agent and to `RUN/stderr` by tee;
+   read from fd 4, and stderr copied to the agent and to `RUN/stderr` by tee through a
+   pipe (stdout goes round it on fd 5; no process substitution, which agents such as
+   Gemini CLI refuse as command injection);
 6. only when the status is not 0, or a tripwire sprung (`[ -e NAME ]`, a builtin: a
    protected file that did not exist appeared): `askgate sandbox --finish RUN STATUS …
    -- '<original>'`
@@ -103,17 +105,25 @@ def wrapper_script(
     seccomp_redirect = f" {SECCOMP_FD}<{_q(seccomp)}" if seccomp else ""
     failed = '[ "$s" -ne 0 ]' + (f" || {tripwire_test}" if tripwire_test else "")
     start = f'( {env_filter}; exec "$@" )' if env_filter else '"$@"'
+    # stderr reaches tee through a pipe (stdout goes round it on fd 5), not a process
+    # substitution: agents refuse `>(…)` as command injection (Gemini CLI does), and bash
+    # waits for both ends of a pipeline. pipefail: the pipeline's status is bwrap's.
     lines.append(
-        f"{start} {STATUS_FD}>>{status}{seccomp_redirect} 2> >({_q(tee)} {_q(run.stderr)} >&2); "
-        f's=$?; if {failed}; then wait $!; {_words(finish_argv)} "$s" {rest}; fi'
+        f"set -o pipefail; {{ {start} {STATUS_FD}>>{status}{seccomp_redirect} 2>&1 >&5 5>&- "
+        f"| {_q(tee)} {_q(run.stderr)} >&2 5>&-; }} 5>&1; "
+        f's=$?; if {failed}; then {_words(finish_argv)} "$s" {rest}; fi'
     )
     lines.append("fi")
     return "\n".join(lines)
 
 
 def wrapper_command(script: str, bwrap_argv: Sequence[str]) -> str:
-    """The command the agent runs: the script and bwrap's argv, one shell word each."""
-    return f"/bin/bash -c {_q(script)} {SCRIPT_NAME} {_words(bwrap_argv)}"
+    """The command the agent runs: the script and bwrap's argv, one shell word each.
+
+    It starts with the `command` builtin: Gemini CLI rewrites a command that starts with
+    `<shell> -c ` into what follows it (and strips a quote at each end), which would run
+    the script's text as a program name."""
+    return f"command /bin/bash -c {_q(script)} {SCRIPT_NAME} {_words(bwrap_argv)}"
 
 
 def askgate_options(agent: str | None, config_files: Sequence[str]) -> list[str]:

@@ -123,7 +123,7 @@ async def run_proxy(
     env: Mapping[str, str] | None = None,
 ) -> int:
     from askgate.adapters.acp.decide import PermissionDecider
-    from askgate.adapters.common import approval_prompter, audit_log
+    from askgate.hookrt.decide import approval_prompter, audit_log
 
     env = dict(os.environ if env is None else env)
     client = agent_label(agent_argv)

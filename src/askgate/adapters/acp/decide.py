@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from askgate.adapters.acp.core import Verdict
-from askgate.adapters.common import delegate, open_gate, preflight_all, resolve_all
 from askgate.gate import Gate
+from askgate.hookrt.decide import audit_log, delegate, preflight_all, resolve_all
 from askgate.outcome import ToolRequest
 from askgate.prompters.base import Prompter
 
@@ -119,11 +119,12 @@ class PermissionDecider:
 
     def _gate(self, cwd: str) -> Gate:
         if cwd not in self._gates:
-            self._gates[cwd] = open_gate(
-                cwd,
-                client=self.client,
-                config_files=self.config_files,
-                env=self.env,
+            from askgate.policy.engine import Policy
+
+            policy = Policy.load(cwd, config_files=self.config_files, env=self.env)
+            self._gates[cwd] = Gate(
+                policy,
+                audit=audit_log(self.env, self.client),
                 prompter=self.prompter,
                 prompt_timeout=PROMPT_BUDGET_SECONDS,
             )
