@@ -193,8 +193,8 @@ class LiveServer:
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
 
-    def add_user(self, name: str, tenant: str = "default") -> str:
-        return self.call(lambda: self.ctx.store.add_user(name, tenant=tenant))
+    def add_user(self, name: str, group: str | None = None) -> str:
+        return self.call(lambda: self.ctx.store.add_user(name, group=group))
 
     def agent_token(self, name: str) -> str:
         return self.call(lambda: self.ctx.store.rotate_token(name, scope="agent"))

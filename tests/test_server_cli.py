@@ -37,7 +37,7 @@ def test_user_add_prints_the_token_alone_on_the_last_line(tmp_path: Path) -> Non
     token = done.stdout.splitlines()[-1]
     assert re.fullmatch(r"agt_[A-Za-z0-9_-]{43}", token)
     listed = askgate("user", "list", "--data-dir", str(data), tmp_path=tmp_path)
-    assert listed.stdout.startswith("alice\tu-") and "tenant=default" in listed.stdout
+    assert listed.stdout.startswith("alice\tu-") and "tenant=user:u-" in listed.stdout
     assert token not in listed.stdout
     rotated = askgate("user", "token", "alice", "--data-dir", str(data), tmp_path=tmp_path)
     assert rotated.returncode == 0 and rotated.stdout.splitlines()[-1] != token

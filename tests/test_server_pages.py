@@ -154,6 +154,6 @@ def test_a_card_without_credentials_is_not_shown(live: LiveServer) -> None:
     assert anonymous.status_code in (302, 303, 307) and "/login" in anonymous.headers["location"]
     bad_key = httpx.get(f"{live.url}/approvals/{created['id']}?k=1.nope")
     assert bad_key.status_code == 403 and "secret-thing" not in bad_key.text
-    other = live.add_user("mallory", tenant="other")
+    other = live.add_user("mallory")
     foreign = httpx.get(f"{live.url}/approvals/{created['id']}", cookies={"askgate_token": other})
     assert foreign.status_code == 404 and "secret-thing" not in foreign.text

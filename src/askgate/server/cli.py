@@ -45,25 +45,32 @@ def _data_dir(args: argparse.Namespace) -> str:
     return os.path.abspath(args.data_dir or default_data_dir())
 
 
-def _guard(run: Callable[[], int]) -> int:
-    """One line on stderr for every failure, never a traceback (unless ASKGATE_DEBUG)."""
+def _known_errors() -> tuple[type[BaseException], ...]:
+    """The configuration errors that exit 2; importing them may itself fail (a missing
+    dependency), which `_guard` then reports in one line like any other failure."""
     from askgate.server.keys import SecretError
     from askgate.server.store import StoreError
 
+    return (UsageError, SecretError, StoreError)
+
+
+def _guard(run: Callable[[], int]) -> int:
+    """One line on stderr for every failure, never a traceback (unless ASKGATE_DEBUG)."""
     try:
-        return run()
-    except UsageError as exc:
-        print(f"askgate: error: {exc}", file=sys.stderr)
-        return 2
-    except (SecretError, StoreError) as exc:
-        print(f"askgate: error: {exc}", file=sys.stderr)
-        return 2
+        known = _known_errors()
+        try:
+            return run()
+        except known as exc:
+            print(f"askgate: error: {exc}", file=sys.stderr)
+            return 2
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
         if os.environ.get("ASKGATE_DEBUG"):
             raise
         first = (str(exc).splitlines() or [""])[0][:400]
+        if isinstance(exc, ImportError):
+            first += " (reinstall askgate: pip install --force-reinstall askgate)"
         print(f"askgate: error: {type(exc).__name__}: {first}", file=sys.stderr)
         return 1
 
@@ -169,7 +176,12 @@ def user_main(argv: Sequence[str]) -> int:
     sub = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
     add = sub.add_parser("add", help="create a user and print its token (shown once)")
     add.add_argument("name")
-    add.add_argument("--tenant", default="default", help="tenant (default: default)")
+    add.add_argument(
+        "--group",
+        default=None,
+        help="file this user's approvals in GROUP (decided by its approvers); "
+        "default: the user is their own tenant",
+    )
     add.add_argument(
         "--id",
         dest="user_id",
@@ -196,13 +208,12 @@ def user_main(argv: Sequence[str]) -> int:
                 raise UsageError("askgate user add: NAME must be 1-200 characters")
 
             async def add_user(store: Any) -> str:
-                token: str = await store.add_user(
-                    args.name, tenant=args.tenant, user_id=args.user_id
-                )
+                token: str = await store.add_user(args.name, group=args.group, user_id=args.user_id)
                 return token
 
             secret = asyncio.run(_with_store(data_dir, add_user))
-            print(f"user {args.name} added (tenant {args.tenant}); its token, shown once:")
+            where = f"approvals filed in group {args.group}" if args.group else "own tenant"
+            print(f"user {args.name} added ({where}); its token, shown once:")
             print(secret)
             return 0
         if args.action == "token":
@@ -223,6 +234,61 @@ def user_main(argv: Sequence[str]) -> int:
 
         for user in asyncio.run(_with_store(data_dir, list_users)):
             print(f"{user.name}\t{user.id}\ttenant={user.tenant}")
+        return 0
+
+    return _guard(run)
+
+
+# --- approver groups ---------------------------------------------------------------------
+
+
+def group_main(argv: Sequence[str]) -> int:
+    parser = _Parser(
+        prog="askgate group",
+        description="Share approvals: a named group whose approvers decide its members' asks.",
+    )
+    sub = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    create = sub.add_parser("create", help="create a group")
+    create.add_argument("group")
+    approver = sub.add_parser("approver", help="let USER read and decide the group's approvals")
+    approver.add_argument("group")
+    approver.add_argument("user")
+    approver.add_argument("--remove", action="store_true", help="take the right away")
+    member = sub.add_parser("member", help="file USER's approvals in the group from now on")
+    member.add_argument("group")
+    member.add_argument("user")
+    leave = sub.add_parser("leave", help="file USER's approvals in their own tenant again")
+    leave.add_argument("user")
+    listing = sub.add_parser("list", help="groups and their approvers")
+    for each in (create, approver, member, leave, listing):
+        _data_dir_option(each)
+
+    def run() -> int:
+        args = parser.parse_args(list(argv))
+        data_dir = _data_dir(args)
+
+        async def work(store: Any) -> Any:
+            if args.action == "create":
+                await store.create_group(args.group)
+                return f"group {args.group} created; add approvers: askgate group approver"
+            if args.action == "approver" and args.remove:
+                await store.remove_approver(args.group, args.user)
+                return f"{args.user} no longer decides group {args.group}'s approvals"
+            if args.action == "approver":
+                await store.add_approver(args.group, args.user)
+                return f"{args.user} now reads and decides group {args.group}'s approvals"
+            if args.action == "member":
+                await store.file_in(args.user, args.group)
+                return f"{args.user}'s new approvals are filed in group {args.group}"
+            if args.action == "leave":
+                await store.file_in(args.user, None)
+                return f"{args.user}'s new approvals are filed in their own tenant"
+            groups = await store.groups()
+            return "\n".join(f"{g}\tapprovers={','.join(a) or '-'}" for g, a in groups.items())
+
+        text = asyncio.run(_with_store(data_dir, work))
+        if text:
+            print(text)
         return 0
 
     return _guard(run)

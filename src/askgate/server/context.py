@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -15,8 +14,9 @@ import sqlalchemy as sa
 
 from askgate.server import keys
 from askgate.server.notify import Notifier, ntfy_message
-from askgate.server.store import Approval, Store, User
+from askgate.server.store import Approval, Store, User, personal_tenant
 from askgate.server.wake import CHANNEL, PostgresListener, Waker, notify_payload
+from askgate.server.wire import ApprovalView, Me
 
 log = logging.getLogger("askgate.server")
 
@@ -24,6 +24,7 @@ DEFAULT_EXPIRES_IN = 3600
 MAX_EXPIRES_IN = 7 * 24 * 3600
 MAX_WAIT = 120
 MAX_BODY = 1024 * 1024
+MAX_INPUT = 256 * 1024  # canonical bytes of one tool input
 
 
 @dataclass
@@ -36,6 +37,7 @@ class ServerConfig:
     default_expires_in: int = DEFAULT_EXPIRES_IN
     max_wait: int = MAX_WAIT
     max_body: int = MAX_BODY
+    max_input: int = MAX_INPUT
     ntfy_url: str | None = None
     ntfy_token: str | None = None
     webhook_url: str | None = None
@@ -99,11 +101,14 @@ class ServerContext:
 
     # --- after a write -----------------------------------------------------------------
 
-    async def notify_created(self, approval: Approval) -> None:
-        """Register before notifying (the row exists), notify before waiting (in background)."""
-        self.waker.broadcast(approval.tenant, {"event": "approval:requested", "id": approval.id})
-        if not self.notifier.configured:
-            return
+    def notify_created(self, approval: Approval) -> None:
+        """Register before notifying (the row exists), notify before waiting: the event
+        stream now, the phone and webhook in the background (off the request path)."""
+        self.broadcast(approval, {"event": "approval:requested", "id": approval.id})
+        if self.notifier.configured:
+            self.notifier.spawn(self._notify(approval))
+
+    async def _notify(self, approval: Approval) -> None:
         try:
             if self.notifier.ntfy_url and await self.store.enrollment(approval.created_by):
                 topic = self.ntfy_topic(approval.created_by)
@@ -119,7 +124,7 @@ class ServerContext:
                 self.notifier.publish_webhook(
                     {
                         "type": "approval.requested",
-                        "approval": approval_view(approval),
+                        "approval": msgspec.to_builtins(approval_view(approval)),
                         "card_url": self.card_url(approval),
                         "decide_url": self.decide_url(approval),
                     }
@@ -127,12 +132,17 @@ class ServerContext:
         except Exception:  # a notifier must never undo or block an approval
             log.exception("askgate: cannot queue the notification for %s", approval.id)
 
+    def broadcast(self, approval: Approval, payload: dict[str, Any]) -> None:
+        """To the approval's tenant and to its creator (who hears their own approvals even
+        when they are filed in a group they do not approve)."""
+        self.waker.broadcast({approval.tenant, personal_tenant(approval.created_by)}, payload)
+
     async def announce_decision(self, approval: Approval) -> None:
         """Wake local waiters now; on SQLite also tell local SSE subscribers (on PostgreSQL
         every replica, this one included, does that when the NOTIFY arrives)."""
         self.waker.wake(approval.id, approval)
         if self.listener is None:
-            self.waker.broadcast(approval.tenant, decision_payload(approval))
+            self.broadcast(approval, decision_payload(approval))
 
     async def on_remote_decision(self, tenant: str, approval_id: str) -> None:
         try:
@@ -143,7 +153,7 @@ class ServerContext:
             return
         self.waker.wake(approval_id, approval)
         if approval is not None:
-            self.waker.broadcast(tenant, decision_payload(approval))
+            self.broadcast(approval, decision_payload(approval))
 
     async def record_decision(
         self, approval: Approval, decision: str, *, decided_by: str, reason: str | None
@@ -160,34 +170,37 @@ class ServerContext:
 
 
 def approval_view(
-    approval: Approval, *, now: float | None = None, extra: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The JSON an API caller sees for one approval."""
-    now = time.time() if now is None else now
-    view: dict[str, Any] = {
-        "id": approval.id,
-        "status": approval.status(now),
-        "tool": approval.tool,
-        "input": json.loads(approval.input_json),
-        "input_sha256": approval.input_sha256,
-        "cwd": approval.cwd,
-        "session": approval.session,
-        "agent": approval.agent,
-        "surface": approval.surface,
-        "rule": approval.rule,
-        "requested_at": approval.requested_at,
-        "expires_at": approval.expires_at,
-    }
-    if approval.decided_at is not None:
-        view["decided_at"] = approval.decided_at
-        view["decided_by"] = approval.decided_by
-        if approval.reason:
-            view["reason"] = approval.reason
-    if approval.waiter_gave_up_at is not None:
-        view["waiter_gave_up_at"] = approval.waiter_gave_up_at
-    if extra:
-        view.update(extra)
-    return view
+    approval: Approval,
+    *,
+    now: float | None = None,
+    card_url: str | None = None,
+    released: bool = False,
+) -> ApprovalView:
+    """What an API caller sees for one approval."""
+    status = approval.status(now)
+    late = approval.late if approval.late in ("allow", "deny") else None
+    return ApprovalView(
+        id=approval.id,
+        status=status,  # type: ignore[arg-type]
+        tool=approval.tool,
+        input=json.loads(approval.input_json),
+        input_sha256=approval.input_sha256,
+        cwd=approval.cwd,
+        session=approval.session,
+        agent=approval.agent,
+        surface=approval.surface,
+        rule=approval.rule,
+        requested_at=approval.requested_at,
+        expires_at=approval.expires_at,
+        wait_until=approval.wait_until,
+        decided_at=approval.decided_at,
+        decided_by=approval.decided_by,
+        reason=approval.reason or None,
+        late=late,  # type: ignore[arg-type]
+        consumed=approval.consumed_at is not None,
+        released=released,
+        card_url=card_url,
+    )
 
 
 def decision_payload(approval: Approval) -> dict[str, Any]:
@@ -221,5 +234,12 @@ def _value_of(approval: Approval) -> str:
     return approval.tool
 
 
-def user_view(user: User) -> dict[str, Any]:
-    return {"id": user.id, "name": user.name, "tenant": user.tenant, "scope": user.scope}
+def user_view(user: User, *, enrolled: bool) -> Me:
+    return Me(
+        id=user.id,
+        name=user.name,
+        tenant=user.tenant,
+        scope=user.scope,  # type: ignore[arg-type]
+        approves=list(user.approves),
+        enrolled=enrolled,
+    )

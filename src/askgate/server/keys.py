@@ -52,6 +52,11 @@ def input_digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
+def digest_of_canonical(canonical: bytes) -> str:
+    """`input_digest` of a value whose canonical bytes are already at hand."""
+    return hashlib.sha256(canonical).hexdigest()
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 

@@ -20,7 +20,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +140,7 @@ class Notifier:
     transport: httpx.AsyncBaseTransport | None = None
     on_result: Callable[[str, bool], None] | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _client: httpx.AsyncClient | None = None
 
     @property
     def configured(self) -> bool:
@@ -162,30 +163,42 @@ class Notifier:
         }
         self._spawn("webhook", self.webhook_url, data, headers)
 
-    def _spawn(self, kind: str, url: str, data: bytes, headers: dict[str, str]) -> None:
-        task = asyncio.create_task(self._deliver(kind, url, data, headers))
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` in the background, tracked for drain() and close()."""
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _spawn(self, kind: str, url: str, data: bytes, headers: dict[str, str]) -> None:
+        self.spawn(self._deliver(kind, url, data, headers))
+
+    def _pool(self) -> httpx.AsyncClient:
+        """One pooled client for every delivery (connections reused, made on first use)."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self.attempt_timeout,
+                transport=self.transport,
+                limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
+            )
+        return self._client
+
     async def _deliver(self, kind: str, url: str, data: bytes, headers: dict[str, str]) -> None:
         delays = (0.0, *self.backoff)
-        async with httpx.AsyncClient(
-            timeout=self.attempt_timeout, transport=self.transport
-        ) as client:
-            for attempt, delay in enumerate(delays, 1):
-                if delay:
-                    await asyncio.sleep(delay)
-                try:
-                    response = await client.post(url, content=data, headers=headers)
-                    if response.is_success:
-                        self._report(kind, True)
-                        return
-                    why = f"HTTP {response.status_code}"
-                    if 400 <= response.status_code < 500 and response.status_code != 429:
-                        break  # the message itself is refused: retrying cannot help
-                except httpx.HTTPError as exc:
-                    why = type(exc).__name__
-                log.warning("askgate: %s delivery attempt %d failed: %s", kind, attempt, why)
+        client = self._pool()
+        for attempt, delay in enumerate(delays, 1):
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                response = await client.post(url, content=data, headers=headers)
+                if response.is_success:
+                    self._report(kind, True)
+                    return
+                why = f"HTTP {response.status_code}"
+                if 400 <= response.status_code < 500 and response.status_code != 429:
+                    break  # the message itself is refused: retrying cannot help
+            except httpx.HTTPError as exc:
+                why = type(exc).__name__
+            log.warning("askgate: %s delivery attempt %d failed: %s", kind, attempt, why)
         log.error("askgate: %s delivery gave up; the approval stays decidable on its page", kind)
         self._report(kind, False)
 
@@ -203,3 +216,7 @@ class Notifier:
             task.cancel()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=1.0)
+        if self._client is not None:
+            client, self._client = self._client, None
+            with contextlib.suppress(Exception):
+                await client.aclose()

@@ -105,7 +105,7 @@ async def card_page(
             expires_at=approval.expires_at,
         )
     )
-    if approval is None or (not key_ok and (user is None or user.tenant != approval.tenant)):
+    if approval is None or (not key_ok and (user is None or not user.may_read(approval))):
         if user is None and not k:
             return Redirect(f"/login?next={quote('/approvals/' + approval_id)}")
         http_status = 403 if k and approval is not None else 404
@@ -113,7 +113,7 @@ async def card_page(
             "Not available", "This approval does not exist or is not yours.", http_status
         )
     status = approval.status()
-    may_decide = key_ok or (user is not None and user.may_decide)
+    may_decide = key_ok or (user is not None and user.may_decide_on(approval))
     return render(
         "card.html",
         a=approval,
@@ -149,7 +149,7 @@ async def card_decide(request: Request[Any, Any, Any], approval_id: FromPath[str
     else:
         status, body = await decide(request, approval_id, decision, reason, key)
     if status >= 400 and status not in (409, 410):
-        return message("Not recorded", str(body.get("detail") or body.get("error")), status)
+        return message("Not recorded", str(body.detail or body.error), status)
     target = f"/approvals/{approval_id}" + (f"?k={quote(key)}" if key else "")
     return Redirect(target, status_code=303)
 
@@ -160,7 +160,7 @@ async def list_page(request: Request[Any, Any, Any]) -> Response[Any]:
     user, token = await _cookie_user(request)
     if user is None:
         return Redirect("/login")
-    rows = await ctx.store.list(tenant=user.tenant, limit=100)
+    rows = await ctx.store.list(user=user, limit=100)
     now = time.time()
 
     def item(row: Approval) -> dict[str, Any]:
@@ -172,11 +172,12 @@ async def list_page(request: Request[Any, Any, Any]) -> Response[Any]:
             "agent": row.agent,
             "decided_by": row.decided_by,
             "expires": _when(row.expires_at),
+            "open": row.decided_at is None and row.status(now) != "expired",
         }
 
     items = [item(r) for r in rows]
-    pending = [i for i in items if i["status"] in ("pending", "timeout")]
-    recent = [i for i in items if i["status"] not in ("pending", "timeout")][:30]
+    pending = [i for i in items if i["open"]]
+    recent = [i for i in items if not i["open"]][:30]
     return render(
         "list.html",
         user=user,
