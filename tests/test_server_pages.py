@@ -52,7 +52,8 @@ def test_card_from_the_notification_link_approves_and_releases_the_waiter(
     context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
     page = context.new_page()
     page.goto(waiting.card_url)
-    assert page.locator("#input").inner_text() == "$ git push origin main"
+    command = page.locator('[data-field="command"] pre').inner_text()
+    assert command == "git push origin main"
     body = page.locator("body").inner_text()
     for shown in ("/home/me/project", "claude-code", "sess-1", 'bash "git push *" = ask (user)'):
         assert shown in body, shown

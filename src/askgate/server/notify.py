@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from askgate.server import display
 from askgate.server.store import Approval
 
 log = logging.getLogger("askgate.server.notify")
@@ -48,15 +49,20 @@ def truncate_utf8(text: str, limit: int, marker: str) -> str:
     return data[:room].decode("utf-8", "ignore") + marker
 
 
+def card(approval: Approval) -> display.Card:
+    return display.card_of(
+        approval.tool,
+        approval.input_json,
+        agent=approval.agent,
+        cwd=approval.cwd,
+        session=approval.session,
+        rule=approval.rule,
+    )
+
+
 def shown_input(approval: Approval) -> str:
-    """What the human is asked about: the command for a shell tool, else the input JSON."""
-    try:
-        value = json.loads(approval.input_json)
-    except ValueError:
-        return approval.input_json
-    if isinstance(value, dict) and isinstance(value.get("command"), str):
-        return "$ " + value["command"]
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=None)
+    """What the human is asked about: every field of the input, neutralised, flags first."""
+    return display.plain_text(card(approval))
 
 
 def ntfy_message(
@@ -67,15 +73,11 @@ def ntfy_message(
         raise ValueError(f"not an ntfy topic: {topic!r}")
     now = time.time() if now is None else now
     minutes = max(0, int((approval.expires_at - now) // 60))
-    who = approval.agent or "agent"
-    tail_lines = [
-        f"👤 {who}" + (f" · session {approval.session[:40]}" if approval.session else ""),
-        f"⏳ expires in {minutes}m",
-        f"📎 {approval.id}",
-    ]
-    if approval.rule:
-        tail_lines.insert(0, f"📜 {approval.rule[:200]}")
-    head = f"{approval.tool} — needs your approval\n"
+    shown = card(approval)
+    who = display.neutralise(approval.agent or "agent").text[:60]
+    tail_lines = [f"👤 {r.label} (reported): {r.value.text[:200]}" for r in shown.reported]
+    tail_lines += [f"⏳ expires in {minutes}m", f"📎 {approval.id}"]
+    head = f"{shown.tool.text[:200]} — needs your approval\n"
     tail = "\n" + "\n".join(tail_lines)
     marker = f" … [truncated; sha256 {approval.input_sha256[:12]}]"
     room = MESSAGE_LIMIT - len(head.encode()) - len(tail.encode())
@@ -104,7 +106,7 @@ def ntfy_message(
     ]
     return {
         "topic": topic,
-        "title": f"🔐 approval needed · {who}"[:200],
+        "title": f"🔐 approval needed · {who} (reported)"[:200],
         "message": message,
         "priority": PRIORITY,
         "tags": ["lock", "askgate"],

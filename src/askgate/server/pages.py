@@ -25,6 +25,8 @@ from litestar.response import Redirect
 
 from askgate.server import keys
 from askgate.server.api import TOKEN_COOKIE, context, decide
+from askgate.server.display import neutralise
+from askgate.server.notify import card as card_of_approval
 from askgate.server.notify import shown_input
 from askgate.server.store import Approval, User
 
@@ -118,7 +120,7 @@ async def card_page(
         "card.html",
         a=approval,
         status=status,
-        shown=shown_input(approval),
+        card=card_of_approval(approval),
         requested=_when(approval.requested_at),
         expires=_when(approval.expires_at),
         decidable=may_decide and approval.decided_at is None and status != "expired",
@@ -166,10 +168,10 @@ async def list_page(request: Request[Any, Any, Any]) -> Response[Any]:
     def item(row: Approval) -> dict[str, Any]:
         return {
             "id": row.id,
-            "tool": row.tool,
+            "tool": neutralise(row.tool).text,
             "status": row.status(now),
             "shown": shown_input(row)[:600],
-            "agent": row.agent,
+            "agent": neutralise(row.agent).text if row.agent else None,
             "decided_by": row.decided_by,
             "expires": _when(row.expires_at),
             "open": row.decided_at is None and row.status(now) != "expired",
