@@ -324,3 +324,54 @@ def test_approvals_disabled_is_404_approvals_disabled(tmp_path: Path, db_url: st
         response = client.post("/v1/approvals", json={"tool": "T", "input": {}})
         assert response.status_code == 404
         assert response.json()["error"] == "approvals-disabled"
+
+
+BOUNDS = {"tool": 512, "session": 512, "agent": 200, "surface": 64, "cwd": 4096, "rule": 4096}
+
+
+@pytest.mark.parametrize("field", sorted(BOUNDS))
+def test_every_text_field_is_bounded_with_a_400_that_names_it(
+    live: LiveServer, alice, field: str
+) -> None:
+    base = {"tool": "Bash", "input": {"command": "ls"}}
+    # at the bound: stored (the bound lies within the database column, on PostgreSQL too)
+    at = alice.post("/v1/approvals", json={**base, field: "x" * BOUNDS[field]})
+    assert at.status_code == 201, at.text
+    over = alice.post("/v1/approvals", json={**base, field: "x" * (BOUNDS[field] + 1)})
+    assert over.status_code == 400, over.text
+    assert over.json()["error"] == "bad-request" and over.json()["field"] == field
+    nul = alice.post("/v1/approvals", json={**base, field: "a\u0000b"})
+    assert nul.status_code == 400 and nul.json()["field"] == field
+
+
+def test_an_over_long_reason_is_a_400_naming_it(live: LiveServer, alice) -> None:
+    approval = create(alice)
+    response = alice.post(
+        f"/v1/approvals/{approval['id']}/decide", json={"decision": "deny", "reason": "r" * 2001}
+    )
+    assert response.status_code == 400 and response.json()["field"] == "reason"
+    assert alice.get(f"/v1/approvals/{approval['id']}").json()["status"] == "pending"
+
+
+def test_an_over_long_name_is_refused_at_once_and_the_command_does_not_run(
+    live: LiveServer, tmp_path: Path
+) -> None:
+    from askgate.prompters.base import PromptRequest
+    from askgate.prompters.server import ServerPrompter
+
+    token = live.add_user("alice")
+    request = PromptRequest(
+        request_id="r",
+        surface="bash",
+        value="ls",
+        message="m",
+        agent="a" * 500,  # longer than the column: round 1 answered 503 and the hook waited
+        session="s",
+        tool="Bash",
+        tool_input={"command": "ls"},
+        cwd="/w",
+    )
+    started = time.monotonic()
+    reply = ServerPrompter(live.url, token, budget=60).prompt(request)
+    assert not reply.approved and "HTTP 400" in (reply.detail or "")
+    assert time.monotonic() - started < 30  # refused, not waited out (budget 60 s)

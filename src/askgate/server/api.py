@@ -72,6 +72,10 @@ def error(
     return Response(content=ErrorBody(error=code, detail=detail, field=field), status_code=status)
 
 
+def _conflict(status: int, body: DecisionConflict) -> Response[Any]:
+    return Response(content=body, status_code=status)
+
+
 def context(request: Request[Any, Any, Any]) -> ServerContext:
     ctx: ServerContext = request.app.state["ctx"]
     return ctx
@@ -203,12 +207,12 @@ async def read_approval(
     summary="The call that executes takes its allow, exactly once",
     responses={
         409: ResponseSpec(DecisionConflict, description="not an allow, or already consumed"),
-        **_errors(401, 404, 503),
+        **_errors(400, 401, 404, 503),
     },
 )
 async def consume_approval(
     request: Request[Any, Any, Any], approval_id: FromPath[str]
-) -> Response[Any]:
+) -> Response[ApprovalView]:
     ctx = context(request)
     user, approval, failure = await _readable(request, approval_id)
     if failure is not None or approval is None or user is None:
@@ -218,12 +222,14 @@ async def consume_approval(
     won = await ctx.store.consume(approval.id, created_by=user.id)
     fresh = await ctx.store.get(approval.id) or approval
     if not won:
-        conflict = DecisionConflict(
-            error="not-consumable",
-            detail="only an unconsumed allow, before the waiter's deadline, can be taken",
-            approval=approval_view(fresh),
+        return _conflict(
+            409,
+            DecisionConflict(
+                error="not-consumable",
+                detail="only an unconsumed allow, before the waiter's deadline, can be taken",
+                approval=approval_view(fresh),
+            ),
         )
-        return Response(content=conflict, status_code=409)
     return Response(content=approval_view(fresh), status_code=200)
 
 
@@ -323,7 +329,7 @@ async def decide_approval(
     "/v1/approvals/{approval_id:str}/abandon",
     status_code=200,
     summary="The waiter gave up (honoured only at or after its announced deadline)",
-    responses=_errors(401, 404, 503),
+    responses=_errors(400, 401, 404, 503),
 )
 async def abandon_approval(
     request: Request[Any, Any, Any], approval_id: FromPath[str]
