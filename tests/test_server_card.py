@@ -135,7 +135,7 @@ def test_the_ntfy_message_shows_every_field_flags_and_reported_labels() -> None:
         agent=f"claude{RLO}edoc",
         rule='bash "ls" = ask',
     )
-    body = ntfy_message(a, topic="ag-x", card_url="https://h/c", decide_url="https://h/d", now=0)
+    body = ntfy_message(a, topic="ag-x", card_url="https://h/c", now=0)
     message = body["message"]
     assert "dangerouslyDisableSandbox" in message and "⚠" in message
     assert "$ ls" in message

@@ -308,11 +308,17 @@ def enroll_main(argv: Sequence[str]) -> int:
         default=None,
         help=f"ntfy server (default: $ASKGATE_NTFY_URL or {DEFAULT_NTFY})",
     )
+    parser.add_argument(
+        "--ntfy-token",
+        default=None,
+        help="this user's access token on a private ntfy server (tk_…): published with it",
+    )
     parser.add_argument("--no-qr", action="store_true", help="print no QR code")
     _data_dir_option(parser)
 
     def run() -> int:
-        from askgate.server.keys import load_or_create_secret, ntfy_topic
+        from askgate.server.keys import load_or_create_secret, user_topic
+        from askgate.server.notify import public_server_warning
 
         args = parser.parse_args(list(argv))
         data_dir = _data_dir(args)
@@ -325,13 +331,16 @@ def enroll_main(argv: Sequence[str]) -> int:
             user = await store.user(args.name)
             if user is None:
                 return None
-            await store.enroll(user.id, ntfy)
-            return user
+            return user, await store.enroll(user.id, ntfy, ntfy_token=args.ntfy_token)
 
-        user = asyncio.run(_with_store(data_dir, enroll))
-        if user is None:
+        found = asyncio.run(_with_store(data_dir, enroll))
+        if found is None:
             raise UsageError(f"askgate enroll: no user named {args.name!r} (askgate user add)")
-        topic = ntfy_topic(load_or_create_secret(os.path.join(data_dir, "secret")), user.id)
+        user, enrollment = found
+        secret = load_or_create_secret(os.path.join(data_dir, "secret"))
+        topic = user_topic(secret, user.id, enrollment.topic_epoch)
+        for line in public_server_warning(ntfy, has_token=bool(args.ntfy_token)):
+            print(line, file=sys.stderr)
         topic_url = f"{ntfy}/{topic}"
         deep = f"ntfy://{parts.netloc}{parts.path}/{topic}"
         if parts.scheme == "http":

@@ -96,8 +96,8 @@ class ServerContext:
         base = self.config.public_url.rstrip("/")
         return f"{base}/v1/approvals/{approval.id}/decide?k={quote(self.key_for(approval))}"
 
-    def ntfy_topic(self, user_id: str) -> str:
-        return keys.ntfy_topic(self.secret, user_id)
+    def ntfy_topic(self, user_id: str, epoch: int = 0) -> str:
+        return keys.user_topic(self.secret, user_id, epoch)
 
     # --- after a write -----------------------------------------------------------------
 
@@ -105,20 +105,19 @@ class ServerContext:
         """Register before notifying (the row exists), notify before waiting: the event
         stream now, the phone and webhook in the background (off the request path)."""
         self.broadcast(approval, {"event": "approval:requested", "id": approval.id})
-        if self.notifier.configured:
-            self.notifier.spawn(self._notify(approval))
+        self.notifier.spawn(self._notify(approval))
 
     async def _notify(self, approval: Approval) -> None:
         try:
-            if self.notifier.ntfy_url and await self.store.enrollment(approval.created_by):
-                topic = self.ntfy_topic(approval.created_by)
+            enrolled = await self.store.enrollment(approval.created_by)
+            if enrolled is not None:  # to the server recorded at enrollment, on its topic
+                topic = self.ntfy_topic(approval.created_by, enrolled.topic_epoch)
                 self.notifier.publish_ntfy(
                     ntfy_message(
-                        approval,
-                        topic=topic,
-                        card_url=self.card_url(approval),
-                        decide_url=self.decide_url(approval),
-                    )
+                        approval, topic=topic, card_url=self.card_url(approval, with_key=False)
+                    ),
+                    server=enrolled.ntfy_server,
+                    user_token=enrolled.ntfy_token,
                 )
             if self.notifier.webhook_url:
                 self.notifier.publish_webhook(

@@ -102,6 +102,15 @@ def ntfy_topic(secret: bytes, user_key: str) -> str:
     return f"{TOPIC_PREFIX}-{base64.b32encode(mac).decode('ascii')[:26].lower()}"
 
 
+def user_topic(secret: bytes, user_id: str, epoch: int = 0) -> str:
+    """A user's topic at a rotation epoch (0: the first, as `askgate enroll` always made)."""
+    return ntfy_topic(secret, user_id if epoch == 0 else json_pair(user_id, epoch))
+
+
+def json_pair(user_id: str, epoch: int) -> str:
+    return canonical_json([user_id, epoch]).decode()
+
+
 def token_hash(token: str) -> str:
     """How a bearer token is stored: its SHA-256 (tokens carry 256 random bits)."""
     return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()

@@ -2,9 +2,10 @@
 
 The message builders are pure (approval in, JSON out) and follow ntfy's documented limits: a
 message of at most 4,096 bytes, at most three actions, topics matching ``^[-_A-Za-z0-9]{1,64}$``.
-An approval notification has its own shape: Approve and Deny are ``http`` POSTs to the decide
-endpoint carrying the ``?k=`` key (the phone app performs them and clears the notification only on
-a 2xx), Details is a ``view`` of the card.
+An approval notification has its own shape and carries no capability (the topic is not a decide
+capability, seed 003 #899): Approve…, Deny… and Details are ``view`` actions opening the card,
+where a decision needs the person signed in (their session cookie); nobody who merely reads the
+topic can decide.
 
 Delivery runs in background tasks with retries and backoff; a notifier that fails or hangs never
 touches the approval, which stays decidable on the web page.
@@ -66,9 +67,12 @@ def shown_input(approval: Approval) -> str:
 
 
 def ntfy_message(
-    approval: Approval, *, topic: str, card_url: str, decide_url: str, now: float | None = None
+    approval: Approval, *, topic: str, card_url: str, now: float | None = None
 ) -> dict[str, Any]:
-    """The JSON body published to the ntfy root URL for one approval."""
+    """The JSON body published to the ntfy root URL for one approval. `card_url` must carry
+    no key: the notification is readable by whoever reads the topic."""
+    if "k=" in card_url.partition("?")[2]:
+        raise ValueError("a notification must not carry an approval key")
     if not TOPIC_RE.fullmatch(topic):
         raise ValueError(f"not an ntfy topic: {topic!r}")
     now = time.time() if now is None else now
@@ -82,26 +86,12 @@ def ntfy_message(
     marker = f" … [truncated; sha256 {approval.input_sha256[:12]}]"
     room = MESSAGE_LIMIT - len(head.encode()) - len(tail.encode())
     message = head + truncate_utf8(shown_input(approval), room, marker) + tail
-    json_headers = {"Content-Type": "application/json"}
+    # No capability rides in a notification: whoever reads the topic (on a public server,
+    # anyone who learns its name) gets links that open the card, where deciding needs the
+    # person signed in. Approve / Deny jump to the card's buttons.
     actions = [
-        {
-            "action": "http",
-            "label": "Approve",
-            "url": decide_url,
-            "method": "POST",
-            "headers": json_headers,
-            "body": '{"decision":"allow"}',
-            "clear": True,
-        },
-        {
-            "action": "http",
-            "label": "Deny",
-            "url": decide_url,
-            "method": "POST",
-            "headers": json_headers,
-            "body": '{"decision":"deny"}',
-            "clear": True,
-        },
+        {"action": "view", "label": "Approve…", "url": f"{card_url}#approve", "clear": True},
+        {"action": "view", "label": "Deny…", "url": f"{card_url}#deny", "clear": True},
         {"action": "view", "label": "Details", "url": card_url},
     ]
     return {
@@ -113,6 +103,30 @@ def ntfy_message(
         "click": card_url,
         "actions": actions,
     }
+
+
+PUBLIC_NTFY_HOSTS = ("ntfy.sh", "www.ntfy.sh")
+
+
+def is_public_ntfy(url: str) -> bool:
+    """ntfy.sh, where anyone who learns a topic's name reads it."""
+    from urllib.parse import urlsplit
+
+    return (urlsplit(url).hostname or "").lower() in PUBLIC_NTFY_HOSTS
+
+
+def public_server_warning(url: str, *, has_token: bool) -> list[str]:
+    """The loud warning for a topic on a public server (seed 003 #899)."""
+    if not is_public_ntfy(url):
+        return []
+    return [
+        "askgate: WARNING: this topic lives on the PUBLIC ntfy server "
+        f"{url}: anyone who learns its name reads every approval request sent to it "
+        "(the command, the working directory).",
+        "askgate: WARNING: the topic is not a decide capability (Approve needs the person "
+        "signed in), but for private commands run your own ntfy server with access control "
+        "and enroll with --ntfy-url https://ntfy.internal --ntfy-token tk_… (docs/server.md).",
+    ] + ([] if not has_token else ["askgate: (a token on ntfy.sh does not make a topic private)"])
 
 
 def webhook_signature(secret: bytes, timestamp: int, body: bytes) -> str:
@@ -148,12 +162,21 @@ class Notifier:
     def configured(self) -> bool:
         return bool(self.ntfy_url or self.webhook_url)
 
-    def publish_ntfy(self, body: dict[str, Any]) -> None:
-        if not self.ntfy_url:
+    def publish_ntfy(
+        self, body: dict[str, Any], *, server: str | None = None, user_token: str | None = None
+    ) -> None:
+        """Publish to `server` (the one the user enrolled with; default the configured one).
+        Credentials: the user's own ntfy token, else the server's ASKGATE_NTFY_TOKEN — and
+        that one only to the server it was configured for, never to another."""
+        target = (server or self.ntfy_url or "").rstrip("/")
+        if not target:
             return
-        headers = {"Authorization": f"Bearer {self.ntfy_token}"} if self.ntfy_token else {}
+        token = user_token
+        if token is None and self.ntfy_token and target == (self.ntfy_url or "").rstrip("/"):
+            token = self.ntfy_token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         data = json.dumps(body, ensure_ascii=False).encode()
-        self._spawn("ntfy", self.ntfy_url.rstrip("/") + "/", data, headers)
+        self._spawn("ntfy", target + "/", data, headers)
 
     def publish_webhook(self, payload: dict[str, Any]) -> None:
         if not self.webhook_url:

@@ -103,6 +103,21 @@ enrollments = sa.Table(
     sa.Column("user_id", sa.String(200), sa.ForeignKey("users.id"), primary_key=True),
     sa.Column("enrolled_at", sa.Float, nullable=False),
     sa.Column("ntfy_server", sa.Text, nullable=False),
+    # Bumped by a rotation: the topic is derived from (user id, epoch), never stored.
+    sa.Column("topic_epoch", sa.Integer, nullable=False, server_default="0"),
+    # A per-user access token for a private ntfy server (publishing as that user).
+    sa.Column("ntfy_token", sa.Text),
+)
+
+identities = sa.Table(
+    "identities",
+    metadata,
+    # provider: the OpenID Connect issuer URL, or "github"; subject: `sub` / the numeric id.
+    sa.Column("provider", sa.String(300), primary_key=True),
+    sa.Column("subject", sa.String(255), primary_key=True),
+    sa.Column("user_id", sa.String(200), sa.ForeignKey("users.id"), nullable=False),
+    sa.Column("display", sa.String(200)),  # the login or e-mail, shown only, never a key
+    sa.Column("created_at", sa.Float, nullable=False),
 )
 
 DATABASE_URL_ENV = "ASKGATE_DATABASE_URL"
@@ -209,6 +224,14 @@ class User(msgspec.Struct, frozen=True, kw_only=True):
 
 
 SCOPES = ("user", "agent")
+
+
+class Enrollment(msgspec.Struct, frozen=True, kw_only=True):
+    ntfy_server: str
+    topic_epoch: int = 0
+    ntfy_token: str | None = None
+
+
 GROUP_NAME_MAX = 100
 
 
@@ -701,22 +724,121 @@ class Store:
             rows = (await conn.execute(users.select().order_by(users.c.name))).all()
         return [_user(r) for r in rows]
 
-    async def enroll(self, user_id: str, ntfy_server: str) -> None:
+    async def enroll(
+        self, user_id: str, ntfy_server: str, *, ntfy_token: str | None = None
+    ) -> Enrollment:
+        """Record (or re-record) the ntfy server a user's phone listens on; keeps the topic
+        epoch, so enrolling again does not move the topic."""
         now = time.time()
         async with self.write() as conn:
+            old = (
+                await conn.execute(enrollments.select().where(enrollments.c.user_id == user_id))
+            ).first()
+            epoch = int(old.topic_epoch) if old is not None else 0
             await conn.execute(enrollments.delete().where(enrollments.c.user_id == user_id))
             await conn.execute(
                 enrollments.insert().values(
-                    user_id=user_id, enrolled_at=now, ntfy_server=ntfy_server
+                    user_id=user_id,
+                    enrolled_at=now,
+                    ntfy_server=ntfy_server,
+                    topic_epoch=epoch,
+                    ntfy_token=ntfy_token,
                 )
             )
+        return Enrollment(ntfy_server=ntfy_server, topic_epoch=epoch, ntfy_token=ntfy_token)
 
-    async def enrollment(self, user_id: str) -> str | None:
-        """The ntfy server a user enrolled with, or None."""
-        query = sa.select(enrollments.c.ntfy_server).where(enrollments.c.user_id == user_id)
+    async def rotate_topic(self, user_id: str) -> Enrollment | None:
+        """A new topic for the user (the old one hears nothing more); None if not enrolled."""
+        async with self.write() as conn:
+            changed = await conn.execute(
+                enrollments.update()
+                .where(enrollments.c.user_id == user_id)
+                .values(topic_epoch=enrollments.c.topic_epoch + 1, enrolled_at=time.time())
+            )
+            if changed.rowcount != 1:
+                return None
+        return await self.enrollment(user_id)
+
+    async def enrollment(self, user_id: str) -> Enrollment | None:
+        """Where and how a user's phone is reached, or None."""
+        query = sa.select(
+            enrollments.c.ntfy_server, enrollments.c.topic_epoch, enrollments.c.ntfy_token
+        ).where(enrollments.c.user_id == user_id)
         async with self.engine.connect() as conn:
             row = (await conn.execute(query)).first()
-        return None if row is None else str(row[0])
+        if row is None:
+            return None
+        return Enrollment(
+            ntfy_server=str(row[0]), topic_epoch=int(row[1] or 0), ntfy_token=row[2] or None
+        )
+
+    # --- sign-in identities ------------------------------------------------------------
+
+    async def user_for_identity(
+        self, provider: str, subject: str, *, display: str, create: bool
+    ) -> User | None:
+        """The user signed in as (provider, subject): the durable key is the subject (an
+        OpenID Connect `sub`, a GitHub numeric id), never a login or e-mail. With `create`, a
+        first sign-in makes a new user, their own tenant."""
+        query = (
+            sa.select(users)
+            .join(identities, identities.c.user_id == users.c.id)
+            .where(identities.c.provider == provider, identities.c.subject == subject)
+        )
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        if row is not None:
+            return _user(row)
+        if not create:
+            return None
+        user_id = f"u-{os.urandom(8).hex()}"
+        name = f"{display[:150]}@{os.urandom(3).hex()}" if display else user_id
+        now = time.time()
+        async with self.write() as conn:
+            await conn.execute(
+                users.insert().values(
+                    id=user_id, name=name, tenant=personal_tenant(user_id), created_at=now
+                )
+            )
+            await conn.execute(
+                identities.insert().values(
+                    provider=provider,
+                    subject=subject,
+                    user_id=user_id,
+                    display=display[:200],
+                    created_at=now,
+                )
+            )
+        return await self.user_by_id(user_id)
+
+    async def user_by_id(self, user_id: str) -> User | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(users.select().where(users.c.id == user_id))).first()
+        return None if row is None else _user(row)
+
+    async def issue_token(self, user_id: str, *, scope: str = "user") -> str:
+        """A further token for the user (a browser session), without revoking the others."""
+        if scope not in SCOPES:
+            raise StoreError(f"unknown token scope {scope!r}")
+        token = keys.new_token()
+        async with self.write() as conn:
+            await conn.execute(
+                tokens.insert().values(
+                    token_sha256=keys.token_hash(token),
+                    user_id=user_id,
+                    scope=scope,
+                    created_at=time.time(),
+                )
+            )
+        return token
+
+    async def revoke_token(self, token: str) -> None:
+        async with self.write() as conn:
+            await conn.execute(
+                tokens.update()
+                .where(tokens.c.token_sha256 == keys.token_hash(token))
+                .values(revoked_at=time.time())
+            )
 
 
 def _env_int(name: str, default: int) -> int:
