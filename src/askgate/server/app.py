@@ -136,6 +136,7 @@ def create_app(
     """The application. With `ctx` the caller owns the context (opened before, closed after);
     without, the app opens it at startup and closes it at shutdown."""
     from askgate.server.pages import PAGE_HANDLERS
+    from askgate.server.signin import SIGNIN_HANDLERS
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -151,7 +152,7 @@ def create_app(
             await close_context(own)
 
     return Litestar(
-        route_handlers=[*HANDLERS, *PAGE_HANDLERS],
+        route_handlers=[*HANDLERS, *PAGE_HANDLERS, *SIGNIN_HANDLERS],
         lifespan=[lifespan],
         request_max_body_size=config.max_body,
         # The ntfy web app performs Approve/Deny with a cross-origin fetch. Credentials are

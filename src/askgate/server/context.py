@@ -43,6 +43,13 @@ class ServerConfig:
     webhook_url: str | None = None
     webhook_secret: str | None = None
     secure_cookies: bool = False
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = None
+    github_client_id: str | None = None
+    github_client_secret: str | None = None
+    github_url: str = "https://github.com"
+    github_api_url: str = "https://api.github.com"
 
     @classmethod
     def from_env(
@@ -61,6 +68,11 @@ class ServerConfig:
             "ntfy_token": env.get("ASKGATE_NTFY_TOKEN") or None,
             "webhook_url": env.get("ASKGATE_WEBHOOK_URL") or None,
             "webhook_secret": env.get("ASKGATE_WEBHOOK_SECRET") or None,
+            "oidc_issuer": env.get("ASKGATE_OIDC_ISSUER") or None,
+            "oidc_client_id": env.get("ASKGATE_OIDC_CLIENT_ID") or None,
+            "oidc_client_secret": env.get("ASKGATE_OIDC_CLIENT_SECRET") or None,
+            "github_client_id": env.get("ASKGATE_GITHUB_CLIENT_ID") or None,
+            "github_client_secret": env.get("ASKGATE_GITHUB_CLIENT_SECRET") or None,
         }
         if env.get("ASKGATE_PUBLIC_URL"):
             values["public_url"] = env["ASKGATE_PUBLIC_URL"]
@@ -76,6 +88,7 @@ class ServerContext:
     waker: Waker = field(default_factory=Waker)
     notifier: Notifier = field(default_factory=Notifier)
     listener: PostgresListener | None = None
+    caches: dict[Any, Any] = field(default_factory=dict)  # e.g. OIDC discovery documents
 
     # --- links -------------------------------------------------------------------------
 

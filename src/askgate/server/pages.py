@@ -194,8 +194,17 @@ def _safe_next(target: str | None) -> str:
 
 
 @get("/login", include_in_schema=False)
-async def login_page(next: FromQuery[str | None] = None) -> Response[Any]:
-    return render("login.html", problem=None, next=_safe_next(next))
+async def login_page(
+    request: Request[Any, Any, Any], next: FromQuery[str | None] = None
+) -> Response[Any]:
+    config = context(request).config
+    return render(
+        "login.html",
+        problem=None,
+        next=_safe_next(next),
+        oidc=bool(config.oidc_issuer and config.oidc_client_id),
+        github=bool(config.github_client_id),
+    )
 
 
 @post("/login", include_in_schema=False)
@@ -209,13 +218,22 @@ async def login(
     token = str(form.get("token", "")).strip()
     user = await ctx.store.user_for_token(token) if 0 < len(token) <= 200 else None
     if user is None:
-        return render("login.html", 401, problem="That token is not valid.", next=_safe_next(next))
+        return render(
+            "login.html",
+            401,
+            problem="That token is not valid.",
+            next=_safe_next(next),
+            oidc=bool(ctx.config.oidc_issuer and ctx.config.oidc_client_id),
+            github=bool(ctx.config.github_client_id),
+        )
     target = _safe_next(next)
     cookie = Cookie(
         key=TOKEN_COOKIE,
         value=token,
         httponly=True,
-        samesite="strict",
+        # Lax: a link from the phone's ntfy app is a cross-site top-level navigation, and must
+        # open the card signed in; every state-changing form is CSRF- and Origin-checked.
+        samesite="lax",
         secure=ctx.config.secure_cookies or ctx.config.public_url.startswith("https:"),
         path="/",
         max_age=30 * 24 * 3600,
@@ -231,7 +249,7 @@ async def logout(request: Request[Any, Any, Any]) -> Response[Any]:
         sent = str(form.get("csrf", "")).encode()
         if not hmac.compare_digest(sent, csrf_token(context(request).secret, token).encode()):
             return message("Refused", "Reload the page and try again.", 403)
-    gone = Cookie(key=TOKEN_COOKIE, value="", max_age=0, path="/", httponly=True, samesite="strict")
+    gone = Cookie(key=TOKEN_COOKIE, value="", max_age=0, path="/", httponly=True, samesite="lax")
     return Redirect("/login", status_code=303, cookies=[gone])
 
 
