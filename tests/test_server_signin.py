@@ -143,3 +143,75 @@ def test_a_forged_callback_signs_nobody_in(live: LiveServer) -> None:
         "set-cookie", ""
     )
     assert live.call(lambda: live.ctx.store.list_users()) == []
+
+
+# --- GitHub (a stand-in following GitHub's documented OAuth contract) ---------------------
+
+
+@pytest.fixture
+def github(live: LiveServer) -> Iterator[Any]:
+    from github_standin import GitHubStandIn
+
+    stand_in = GitHubStandIn("gh-client", "gh-secret").start()
+    config = live.ctx.config
+    config.github_client_id, config.github_client_secret = "gh-client", "gh-secret"
+    config.github_url = config.github_api_url = stand_in.url
+    try:
+        yield stand_in
+    finally:
+        stand_in.close()
+
+
+def test_github_sign_in_keys_on_the_numeric_id_never_the_login(
+    browser: Any,  # noqa: F811
+    live: LiveServer,
+    github: Any,
+) -> None:
+    github.who = (583231, "octocat")
+    first = browser.new_context(viewport=PHONE)
+    page = first.new_page()
+    page.goto(f"{live.url}/login?next=/me")
+    page.click("#github")
+    page.wait_for_url(f"{live.url}/me")
+    page.click("text=Enroll my phone")
+    topic = page.locator("#topic").inner_text()
+    first.close()
+    # octocat renames to octo-renamed; somebody else (a new id) claims the released "octocat"
+    for who in ((583231, "octo-renamed"), (999001, "octocat")):
+        github.who = who
+        context = browser.new_context(viewport=PHONE)
+        page = context.new_page()
+        page.goto(f"{live.url}/login?next=/me")
+        page.click("#github")
+        page.wait_for_url(f"{live.url}/me")
+        if who[0] == 583231:
+            assert page.locator("#topic").inner_text() == topic  # the same person, renamed
+        else:
+            assert page.locator("#topic").count() == 0  # a stranger inherits nothing
+        context.close()
+    store = live.ctx.store
+    original = live.call(
+        lambda: store.user_for_identity("github", "583231", display="", create=False)
+    )
+    newcomer = live.call(
+        lambda: store.user_for_identity("github", "999001", display="", create=False)
+    )
+    assert original is not None and newcomer is not None and original.id != newcomer.id
+
+
+def test_a_replayed_github_code_signs_nobody_in(live: LiveServer, github: Any) -> None:
+    import httpx
+
+    client = live.client(follow_redirects=False)
+    started = client.get("/auth/github/start")
+    flow = client.cookies.get("askgate_signin")
+    assert flow
+    to_callback = httpx.get(started.headers["location"], follow_redirects=False)
+    query = to_callback.headers["location"].split("?", 1)[1]
+    first = client.get(f"/auth/github/callback?{query}")
+    assert first.status_code == 303 and "askgate_token" in first.headers.get("set-cookie", "")
+    # the same code and the same (still valid) flow cookie, presented again
+    replay = live.client(follow_redirects=False)
+    replay.cookies.set("askgate_signin", flow, path="/auth")
+    second = replay.get(f"/auth/github/callback?{query}")
+    assert second.status_code == 400 and "askgate_token" not in second.headers.get("set-cookie", "")
