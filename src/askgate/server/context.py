@@ -122,7 +122,7 @@ class ServerContext:
 
     async def _notify(self, approval: Approval) -> None:
         try:
-            enrolled = await self.store.enrollment(approval.created_by)
+            enrolled = await self.store.enrollment_cached(approval.created_by)
             if enrolled is not None:  # to the server recorded at enrollment, on its topic
                 topic = self.ntfy_topic(approval.created_by, enrolled.topic_epoch)
                 self.notifier.publish_ntfy(

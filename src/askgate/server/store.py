@@ -123,6 +123,8 @@ identities = sa.Table(
 DATABASE_URL_ENV = "ASKGATE_DATABASE_URL"
 BUSY_TIMEOUT_ENV = "ASKGATE_SQLITE_BUSY_MS"
 DEFAULT_BUSY_MS = 5000
+TOKEN_CACHE_SECONDS = 2.0
+TOKEN_CACHE_SIZE = 10_000
 
 
 class StoreError(Exception):
@@ -309,6 +311,8 @@ class Store:
         # SQLite's busy handler, keeps a write lock from being held while its commit waits
         # for the event loop, and keeps the busy timeout for other processes.
         self._write_lock: asyncio.Lock | None = None if is_postgres(url) else asyncio.Lock()
+        self._tokens: dict[str, tuple[float, User]] = {}
+        self._enrolled: dict[str, tuple[float, Enrollment | None]] = {}
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
@@ -585,6 +589,7 @@ class Store:
 
     async def rotate_token(self, name: str, *, scope: str = "user") -> str:
         """Revoke the user's tokens of `scope` and issue a new one (shown once)."""
+        self.forget_tokens()
         if scope not in SCOPES:
             raise StoreError(f"unknown token scope {scope!r}")
         now = time.time()
@@ -613,12 +618,31 @@ class Store:
         return token
 
     async def user_for_token(self, token: str) -> User | None:
-        """The token's user with the groups they approve for (one round trip)."""
+        """The token's user with the groups they approve for (one round trip), remembered for
+        TOKEN_CACHE_SECONDS: every API call authenticates, and on SQLite that lookup was a
+        third of an approval's cost. A revocation or group change made through this process
+        applies at once; one made on another replica within TOKEN_CACHE_SECONDS."""
+        digest = keys.token_hash(token)
+        now = time.monotonic()
+        cached = self._tokens.get(digest)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        user = await self._user_for_token(digest)
+        if user is not None:
+            if len(self._tokens) >= TOKEN_CACHE_SIZE:
+                self._tokens.clear()
+            self._tokens[digest] = (now + TOKEN_CACHE_SECONDS, user)
+        return user
+
+    def forget_tokens(self) -> None:
+        self._tokens.clear()
+
+    async def _user_for_token(self, digest: str) -> User | None:
         query = (
             sa.select(users, tokens.c.scope, group_approvers.c.group_name)
             .join(tokens, tokens.c.user_id == users.c.id)
             .outerjoin(group_approvers, group_approvers.c.user_id == users.c.id)
-            .where(tokens.c.token_sha256 == keys.token_hash(token), tokens.c.revoked_at.is_(None))
+            .where(tokens.c.token_sha256 == digest, tokens.c.revoked_at.is_(None))
         )
         async with self.engine.connect() as conn:
             rows = (await conn.execute(query)).all()
@@ -659,6 +683,7 @@ class Store:
 
     async def add_approver(self, group: str, user_name: str) -> None:
         """`user_name` may read and decide every approval filed in `group`."""
+        self.forget_tokens()
         async with self.write() as conn:
             await self._group_row(conn, group)
             user = await self._user_row(conn, user_name)
@@ -673,6 +698,7 @@ class Store:
                 )
 
     async def remove_approver(self, group: str, user_name: str) -> None:
+        self.forget_tokens()
         async with self.write() as conn:
             user = await self._user_row(conn, user_name)
             await conn.execute(
@@ -683,6 +709,7 @@ class Store:
 
     async def file_in(self, user_name: str, group: str | None) -> None:
         """Where `user_name`'s new approvals are filed: `group`, or (None) their own tenant."""
+        self.forget_tokens()
         async with self.write() as conn:
             user = await self._user_row(conn, user_name)
             tenant = personal_tenant(user.id)
@@ -730,6 +757,7 @@ class Store:
         """Record (or re-record) the ntfy server a user's phone listens on; keeps the topic
         epoch, so enrolling again does not move the topic."""
         now = time.time()
+        self._enrolled.clear()
         async with self.write() as conn:
             old = (
                 await conn.execute(enrollments.select().where(enrollments.c.user_id == user_id))
@@ -749,6 +777,7 @@ class Store:
 
     async def rotate_topic(self, user_id: str) -> Enrollment | None:
         """A new topic for the user (the old one hears nothing more); None if not enrolled."""
+        self._enrolled.clear()
         async with self.write() as conn:
             changed = await conn.execute(
                 enrollments.update()
@@ -758,6 +787,18 @@ class Store:
             if changed.rowcount != 1:
                 return None
         return await self.enrollment(user_id)
+
+    async def enrollment_cached(self, user_id: str) -> Enrollment | None:
+        """`enrollment`, remembered for TOKEN_CACHE_SECONDS (read for every notification)."""
+        now = time.monotonic()
+        cached = self._enrolled.get(user_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        found = await self.enrollment(user_id)
+        if len(self._enrolled) >= TOKEN_CACHE_SIZE:
+            self._enrolled.clear()
+        self._enrolled[user_id] = (now + TOKEN_CACHE_SECONDS, found)
+        return found
 
     async def enrollment(self, user_id: str) -> Enrollment | None:
         """Where and how a user's phone is reached, or None."""
@@ -833,6 +874,7 @@ class Store:
         return token
 
     async def revoke_token(self, token: str) -> None:
+        self.forget_tokens()
         async with self.write() as conn:
             await conn.execute(
                 tokens.update()
