@@ -1,11 +1,15 @@
-"""The `/v1` HTTP API: create, long-poll, decide, abandon and list approvals; `/v1/me`;
-`/v1/events` (Server-Sent Events); `/healthz`; `/openapi.json`.
+"""The `/v1` HTTP API: create, long-poll, consume, decide, abandon and list approvals; `/v1/me`;
+`/v1/events` (Server-Sent Events); `/healthz`; `/openapi.json`. Bodies are the Structs of
+`askgate.server.wire`.
 
-Status codes (contract): 401 no credential; 403 a bad, expired or foreign key, or a token that
-may not decide; 404 an unknown id or one owned by another tenant; 409 a conflicting decision
-(body: the recorded verdict); 410 past expiry; 413 a body over the cap; 400 a malformed body;
-503 the database is unavailable. Repeating the recorded decision answers 200 (ntfy shows any
-non-2xx as a failed action on the second phone).
+Who sees what: a caller reads their own approvals and those filed in a group they approve; a
+person decides their own personal approvals, and in a group only its approvers decide.
+
+Status codes (contract): 400 a malformed body or a field over its bound (`field` names it); 401
+no credential; 403 a bad, expired or foreign key, or a token that may not decide; 404 an unknown
+id or one the caller may not read; 409 a conflicting decision or a consume that cannot be taken
+(body: the recorded approval); 410 past expiry; 413 a body over the cap; 503 the database is
+unavailable. Repeating the recorded decision answers 200.
 """
 
 from __future__ import annotations
