@@ -96,7 +96,7 @@ def test_sign_in_with_a_token_and_the_list_refreshes_live(browser: Any, live: Li
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_selector("text=Nothing waits for you.")
     [cookie] = [c for c in context.cookies() if c["name"] == "askgate_token"]
-    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Lax"
     # a new ask appears without a reload by hand (the page follows /v1/events)
     waiting = Waiting(live, token, "npm publish")
     page.wait_for_selector("text=$ npm publish", timeout=15000)

@@ -59,14 +59,23 @@ def _errors(*codes: int) -> dict[int, ResponseSpec]:
         503: "the database is unavailable (nothing half-written)",
     }
     return {
-        code: ResponseSpec(data_container=ErrorBody, description=described[code]) for code in codes
+        code: ResponseSpec(
+            data_container=ErrorBody, description=described[code], generate_examples=False
+        )
+        for code in codes
     }
 
 
 def _conflicts() -> dict[int, ResponseSpec]:
     return {
-        409: ResponseSpec(DecisionConflict, description="another answer was recorded first"),
-        410: ResponseSpec(DecisionConflict, description="past expiry; recorded expired"),
+        409: ResponseSpec(
+            DecisionConflict,
+            description="another answer was recorded first",
+            generate_examples=False,
+        ),
+        410: ResponseSpec(
+            DecisionConflict, description="past expiry; recorded expired", generate_examples=False
+        ),
     }
 
 
@@ -101,7 +110,11 @@ async def caller(request: Request[Any, Any, Any], *, cookie: bool = False) -> Us
     status_code=201,
     summary="Register an approval (before notifying)",
     responses={
-        200: ResponseSpec(ApprovalView, description="answered by a late approval (released)"),
+        200: ResponseSpec(
+            ApprovalView,
+            description="answered by a late approval (released)",
+            generate_examples=False,
+        ),
         **_errors(400, 401, 404, 413, 503),
     },
 )
@@ -210,7 +223,11 @@ async def read_approval(
     status_code=200,
     summary="The call that executes takes its allow, exactly once",
     responses={
-        409: ResponseSpec(DecisionConflict, description="not an allow, or already consumed"),
+        409: ResponseSpec(
+            DecisionConflict,
+            description="not an allow, or already consumed",
+            generate_examples=False,
+        ),
         **_errors(400, 401, 404, 503),
     },
 )

@@ -517,8 +517,12 @@ class Store:
                 c.cwd.is_not_distinct_from(cwd),
                 c.session.is_not_distinct_from(session),
                 c.agent.is_not_distinct_from(agent),
-                c.decision == "timeout",
-                c.late == "allow",
+                # answered late, or allowed in time but never taken by its call (it gave up
+                # first: the two deadlines differ by the request's transit time)
+                sa.or_(
+                    sa.and_(c.decision == "timeout", c.late == "allow"),
+                    sa.and_(c.decision == "allow", c.wait_until.is_not(None), c.wait_until <= now),
+                ),
                 c.consumed_at.is_(None),
                 c.expires_at > now,
             )
@@ -529,7 +533,11 @@ class Store:
             for (approval_id,) in (await conn.execute(candidates)).all():
                 claim = (
                     approvals.update()
-                    .where(c.id == approval_id, c.consumed_at.is_(None), c.late == "allow")
+                    .where(
+                        c.id == approval_id,
+                        c.consumed_at.is_(None),
+                        sa.or_(c.late == "allow", c.decision == "allow"),
+                    )
                     .values(consumed_at=now)
                 )
                 if (await conn.execute(claim)).rowcount == 1:
