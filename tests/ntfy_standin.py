@@ -70,6 +70,7 @@ class NtfyStandIn:
     refused: list[str] = field(default_factory=list)
     received: threading.Event = field(default_factory=threading.Event)
     attempts: int = 0
+    authorizations: list[str] = field(default_factory=list)
 
     def start(self) -> NtfyStandIn:
         stand_in = self
@@ -78,6 +79,7 @@ class NtfyStandIn:
             def do_POST(self) -> None:
                 data = self.rfile.read(int(self.headers.get("content-length", 0)))
                 stand_in.attempts += 1
+                stand_in.authorizations.append(self.headers.get("authorization", ""))
                 if stand_in.attempts <= stand_in.fail_first:
                     self._answer(503, {"error": "temporarily unavailable"})
                     return

@@ -202,8 +202,8 @@ class LiveServer:
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout)
 
-    def add_user(self, name: str, tenant: str = "default") -> str:
-        return self.call(lambda: self.ctx.store.add_user(name, tenant=tenant))
+    def add_user(self, name: str, group: str | None = None) -> str:
+        return self.call(lambda: self.ctx.store.add_user(name, group=group))
 
     def agent_token(self, name: str) -> str:
         return self.call(lambda: self.ctx.store.rotate_token(name, scope="agent"))
@@ -301,7 +301,14 @@ class AutoDecider:
 class Waiting:
     """A gate-side client blocked on the server (ServerPrompter in a thread)."""
 
-    def __init__(self, live: LiveServer, token: str, command: str) -> None:
+    def __init__(
+        self,
+        live: LiveServer,
+        token: str,
+        command: str,
+        tool_input: dict[str, Any] | None = None,
+        **reported: str,
+    ) -> None:
         self.views: list[dict[str, Any]] = []
         self.registered = threading.Event()
         self.reply: PromptReply | None = None
@@ -319,9 +326,9 @@ class Waiting:
             agent="claude-code",
             session="sess-1",
             tool="Bash",
-            tool_input={"command": command},
-            cwd="/home/me/project",
-            rule='bash "git push *" = ask (user)',
+            tool_input={"command": command} if tool_input is None else tool_input,
+            cwd=reported.get("cwd", "/home/me/project"),
+            rule=reported.get("rule", 'bash "git push *" = ask (user)'),
         )
         self.thread = threading.Thread(target=self._run, args=(request,), daemon=True)
         self.thread.start()

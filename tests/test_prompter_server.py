@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from askgate.gate import Gate
@@ -78,28 +79,34 @@ def test_denied_with_a_reason(live: LiveServer) -> None:
 def test_budget_end_is_timed_out_and_recorded_as_timeout(live: LiveServer) -> None:
     token = live.add_user("alice")
     with AutoDecider(live, token, None) as human:
-        reply = ServerPrompter(live.url, token, budget=0.5).prompt(request())
+        reply = ServerPrompter(live.url, token, budget=1.5).prompt(request())
     assert reply.state is PromptState.TIMED_OUT
     assert not reply.approved
     [approval_id] = human.seen
     row = live.call(lambda: live.ctx.store.get(approval_id))
-    assert row is not None and row.status() == "timeout" and row.waiter_gave_up_at is not None
+    # the server knew the deadline: no abandon call is needed for the row to say so
+    assert row is not None and row.status() == "timeout" and row.wait_until is not None
 
 
 def test_a_late_approval_passes_the_identical_call_once(live: LiveServer) -> None:
     token = live.add_user("alice")
-    prompter = ServerPrompter(live.url, token, budget=0.3)
+    prompter = ServerPrompter(live.url, token, budget=1.5)
     with AutoDecider(live, token, None) as human:
         assert prompter.prompt(request()).state is PromptState.TIMED_OUT
     [approval_id] = human.seen
     decided = live.client(token).post(
         f"/v1/approvals/{approval_id}/decide", json={"decision": "allow"}
     )
-    assert decided.json()["status"] == "allow"
-    # another input or another session is not covered
+    # landed after the waiter's deadline: recorded as timeout, the Approve kept as late
+    assert decided.json()["status"] == "timeout" and decided.json()["late"] == "allow"
+    # another input, session, working directory or agent is not covered
     other = prompter.prompt(request({"command": "git push --force"}))
     assert other.state is PromptState.TIMED_OUT
     assert prompter.prompt(request(session="s2")).state is PromptState.TIMED_OUT
+    elsewhere = msgspec.structs.replace(request(), cwd="/work/other")
+    assert prompter.prompt(elsewhere).state is PromptState.TIMED_OUT
+    by_other_agent = msgspec.structs.replace(request(), agent="codex")
+    assert prompter.prompt(by_other_agent).state is PromptState.TIMED_OUT
     late = prompter.prompt(request())
     assert late.state is PromptState.APPROVED and late.detail == "late approval"
     assert prompter.prompt(request()).state is PromptState.TIMED_OUT  # consumed
@@ -115,7 +122,7 @@ def test_the_gate_reports_approval_timeout_and_unreachable(live: LiveServer, pro
         outcome = Gate(policy, prompter=ServerPrompter(live.url, token, budget=20)).decide(call)
     assert outcome.allowed and outcome.resolution is Resolution.USER_APPROVED
     with AutoDecider(live, token, None):
-        outcome = Gate(policy, prompter=ServerPrompter(live.url, token, budget=0.3)).decide(call)
+        outcome = Gate(policy, prompter=ServerPrompter(live.url, token, budget=1.5)).decide(call)
     assert not outcome.allowed and outcome.resolution is Resolution.TIMED_OUT
     closed = free_socket()
     dead_url = f"http://127.0.0.1:{closed.getsockname()[1]}"
@@ -148,8 +155,23 @@ class _LyingHandler(http.server.BaseHTTPRequestHandler):
             self.send_response(500)
             self.end_headers()
             return
+        digest = input_digest(COMMAND if self.mode == "unconsumed" else {"command": "ls"})
         body = json.dumps(
-            {"id": "appr-x", "status": "allow", "input_sha256": input_digest({"command": "ls"})}
+            {
+                "id": "appr-x",
+                "status": "allow",
+                "tool": "Bash",
+                "input": COMMAND,
+                "input_sha256": digest,
+                "cwd": None,
+                "session": None,
+                "agent": None,
+                "surface": None,
+                "rule": None,
+                "requested_at": 0.0,
+                "expires_at": 2**40,
+                "consumed": False,
+            }
         ).encode()
         self.send_response(201)
         self.send_header("content-type", "application/json")
@@ -163,7 +185,10 @@ class _LyingHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize(("mode", "detail"), [("lie", INPUT_CHANGED), ("fail", UNREACHABLE)])
+@pytest.mark.parametrize(
+    ("mode", "detail"),
+    [("lie", INPUT_CHANGED), ("fail", UNREACHABLE), ("unconsumed", UNREACHABLE)],
+)
 def test_a_lying_or_failing_server_never_approves(mode: str, detail: str) -> None:
     handler = type("Handler", (_LyingHandler,), {"mode": mode})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -85,7 +85,8 @@ def test_decide_with_key_repeat_and_conflict(live: LiveServer, alice) -> None:
     assert again.status_code == 200 and again.json()["status"] == "deny"  # second phone: no error
     other = anon.post(url, params={"k": key}, json={"decision": "allow"})
     assert other.status_code == 409
-    assert other.json()["status"] == "deny" and other.json()["error"] == "already-decided"
+    assert other.json()["approval"]["status"] == "deny"
+    assert other.json()["error"] == "already-decided"
     assert alice.get(f"/v1/approvals/{approval['id']}").json()["status"] == "deny"
 
 
@@ -117,13 +118,15 @@ def test_bad_foreign_and_replayed_keys_are_403(live: LiveServer, alice) -> None:
     replay = anon.post(
         f"/v1/approvals/{two['id']}/decide", params={"k": key_of(two)}, json={"decision": "allow"}
     )
-    assert replay.status_code == 409 and replay.json()["status"] == "deny"
+    assert replay.status_code == 409 and replay.json()["approval"]["status"] == "deny"
     assert alice.get(f"/v1/approvals/{one['id']}").json()["status"] == "pending"
 
 
-def test_other_tenant_sees_404_and_cannot_decide(live: LiveServer, alice) -> None:
+def test_another_user_added_the_default_way_sees_404_and_cannot_decide(
+    live: LiveServer, alice
+) -> None:
     approval = create(alice)
-    mallory = live.client(live.add_user("mallory", tenant="other"))
+    mallory = live.client(live.add_user("mallory"))
     assert mallory.get(f"/v1/approvals/{approval['id']}").status_code == 404
     assert mallory.get(f"/v1/approvals/{approval['id']}?wait=1").status_code == 404
     response = mallory.post(f"/v1/approvals/{approval['id']}/decide", json={"decision": "allow"})
@@ -138,7 +141,7 @@ def test_an_agent_token_cannot_decide(live: LiveServer) -> None:
     live.add_user("bob")
     agent = live.client(live.agent_token("bob"))
     approval = create(agent)
-    assert "card_url" not in approval  # no key handed to the agent side
+    assert approval["card_url"] is None  # no key handed to the agent side
     response = agent.post(f"/v1/approvals/{approval['id']}/decide", json={"decision": "allow"})
     assert response.status_code == 403
     assert agent.get(f"/v1/approvals/{approval['id']}").json()["status"] == "pending"
@@ -166,12 +169,13 @@ def test_abandon_records_timeout_and_stays_decidable(live: LiveServer, alice) ->
     gave_up = alice.post(f"/v1/approvals/{approval['id']}/abandon")
     assert gave_up.status_code == 200 and gave_up.json()["status"] == "timeout"
     late = alice.post(f"/v1/approvals/{approval['id']}/decide", json={"decision": "allow"})
-    assert late.status_code == 200 and late.json()["status"] == "allow"
+    assert late.status_code == 200
+    assert late.json()["status"] == "timeout" and late.json()["late"] == "allow"
     # the identical call, asked again, gets that approval once ...
     again = alice.post(
         "/v1/approvals", json={"tool": "Bash", "input": {"command": "echo hi"}, "session": "s1"}
     )
-    assert again.status_code == 200 and again.json()["status"] == "allow" and again.json()["late"]
+    assert again.status_code == 200 and again.json()["released"] and again.json()["consumed"]
     # ... and only once
     third = alice.post(
         "/v1/approvals", json={"tool": "Bash", "input": {"command": "echo hi"}, "session": "s1"}
@@ -247,7 +251,8 @@ def test_oversized_body_is_413_and_nothing_is_written(live: LiveServer, alice) -
 
 def test_me_and_list(live: LiveServer, alice) -> None:
     me = alice.get("/v1/me").json()
-    assert me["name"] == "alice" and me["tenant"] == "default" and me["enrolled"] is False
+    assert me["name"] == "alice" and me["tenant"] == f"user:{me['id']}"
+    assert me["enrolled"] is False and me["approves"] == []
     first, second = create(alice, "a"), create(alice, "b")
     alice.post(f"/v1/approvals/{first['id']}/decide", json={"decision": "allow"})
     listed = [a["id"] for a in alice.get("/v1/approvals").json()["approvals"]]
@@ -259,7 +264,7 @@ def test_me_and_list(live: LiveServer, alice) -> None:
 def test_sse_carries_the_decision_payload_to_the_tenant_only(live: LiveServer, alice) -> None:
     approval = create(alice)
     token = alice.headers["authorization"].split()[1]
-    other_token = live.add_user("eve", tenant="elsewhere")
+    other_token = live.add_user("eve")
     seen: list[dict[str, Any]] = []
     other_seen: list[str] = []
     opened = threading.Barrier(3, timeout=20)
@@ -319,3 +324,54 @@ def test_approvals_disabled_is_404_approvals_disabled(tmp_path: Path, db_url: st
         response = client.post("/v1/approvals", json={"tool": "T", "input": {}})
         assert response.status_code == 404
         assert response.json()["error"] == "approvals-disabled"
+
+
+BOUNDS = {"tool": 512, "session": 512, "agent": 200, "surface": 64, "cwd": 4096, "rule": 4096}
+
+
+@pytest.mark.parametrize("field", sorted(BOUNDS))
+def test_every_text_field_is_bounded_with_a_400_that_names_it(
+    live: LiveServer, alice, field: str
+) -> None:
+    base = {"tool": "Bash", "input": {"command": "ls"}}
+    # at the bound: stored (the bound lies within the database column, on PostgreSQL too)
+    at = alice.post("/v1/approvals", json={**base, field: "x" * BOUNDS[field]})
+    assert at.status_code == 201, at.text
+    over = alice.post("/v1/approvals", json={**base, field: "x" * (BOUNDS[field] + 1)})
+    assert over.status_code == 400, over.text
+    assert over.json()["error"] == "bad-request" and over.json()["field"] == field
+    nul = alice.post("/v1/approvals", json={**base, field: "a\u0000b"})
+    assert nul.status_code == 400 and nul.json()["field"] == field
+
+
+def test_an_over_long_reason_is_a_400_naming_it(live: LiveServer, alice) -> None:
+    approval = create(alice)
+    response = alice.post(
+        f"/v1/approvals/{approval['id']}/decide", json={"decision": "deny", "reason": "r" * 2001}
+    )
+    assert response.status_code == 400 and response.json()["field"] == "reason"
+    assert alice.get(f"/v1/approvals/{approval['id']}").json()["status"] == "pending"
+
+
+def test_an_over_long_name_is_refused_at_once_and_the_command_does_not_run(
+    live: LiveServer, tmp_path: Path
+) -> None:
+    from askgate.prompters.base import PromptRequest
+    from askgate.prompters.server import ServerPrompter
+
+    token = live.add_user("alice")
+    request = PromptRequest(
+        request_id="r",
+        surface="bash",
+        value="ls",
+        message="m",
+        agent="a" * 500,  # longer than the column: round 1 answered 503 and the hook waited
+        session="s",
+        tool="Bash",
+        tool_input={"command": "ls"},
+        cwd="/w",
+    )
+    started = time.monotonic()
+    reply = ServerPrompter(live.url, token, budget=60).prompt(request)
+    assert not reply.approved and "HTTP 400" in (reply.detail or "")
+    assert time.monotonic() - started < 30  # refused, not waited out (budget 60 s)

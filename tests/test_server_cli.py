@@ -37,7 +37,7 @@ def test_user_add_prints_the_token_alone_on_the_last_line(tmp_path: Path) -> Non
     token = done.stdout.splitlines()[-1]
     assert re.fullmatch(r"agt_[A-Za-z0-9_-]{43}", token)
     listed = askgate("user", "list", "--data-dir", str(data), tmp_path=tmp_path)
-    assert listed.stdout.startswith("alice\tu-") and "tenant=default" in listed.stdout
+    assert listed.stdout.startswith("alice\tu-") and "tenant=user:u-" in listed.stdout
     assert token not in listed.stdout
     rotated = askgate("user", "token", "alice", "--data-dir", str(data), tmp_path=tmp_path)
     assert rotated.returncode == 0 and rotated.stdout.splitlines()[-1] != token
@@ -112,3 +112,19 @@ def test_enroll_prints_the_topic_url_deep_link_and_a_qr_code(tmp_path: Path) -> 
     assert "█" in done.stdout or "▀" in done.stdout  # the terminal QR code
     # derived, never stored: the topic is nowhere in the database
     assert topic.encode() not in (data / "askgate.sqlite3").read_bytes()
+
+
+@pytest.mark.parametrize("word", ["serve", "user", "group", "enroll"])
+def test_a_missing_dependency_is_one_line_never_a_traceback(tmp_path: Path, word: str) -> None:
+    # As in a broken install: the store's database layer cannot be imported.
+    code = (
+        "import sys; sys.modules['sqlalchemy'] = None\n"
+        "from askgate.entry import main\n"
+        f"sys.exit(main([{word!r}, 'list' if {word!r} in ('user', 'group') else 'x', "
+        f"'--data-dir', {str(tmp_path / 'd')!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode in (1, 2), done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("askgate: error:")

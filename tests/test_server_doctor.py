@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from server_support import LiveServer, free_socket
 
 
@@ -44,7 +46,8 @@ def test_the_budget_inequality_holds(tmp_path: Path) -> None:
             ASKGATE_APPROVAL_BUDGET="110",
         )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "ok   budget: approval budget 110s < hook timeout 120s < turn limit 600s" in done.stdout
+    assert "ok   budget: approval budget 110s + 10s <= hook timeout 120s" in done.stdout
+    assert "hook timeout + 10s <= turn limit 600s" in done.stdout
     assert "ok   server:" in done.stdout
 
 
@@ -59,7 +62,7 @@ def test_a_budget_not_below_the_hook_timeout_fails(tmp_path: Path) -> None:
     closed.close()
     done = doctor(tmp_path, ASKGATE_SERVER=url, ASKGATE_TOKEN="agt", ASKGATE_APPROVAL_BUDGET="110")
     assert done.returncode == 1
-    assert "FAIL budget: approval budget 110s < hook timeout 60s" in done.stdout
+    assert "FAIL budget: approval budget 110s + 10s <= hook timeout 60s" in done.stdout
     assert "FAIL server:" in done.stdout and "unreachable" in done.stdout
 
 
@@ -75,6 +78,50 @@ def test_a_turn_limit_below_the_hook_timeout_fails(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "FAIL budget:" in done.stdout and "turn limit 300s" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("budget", "hook", "turn", "drain", "fails"),
+    [
+        ("110", "111", "112", None, True),  # round 1 accepted this: no room for the hook itself
+        ("110", "120", "130", None, False),
+        ("110", "120", "125", None, True),
+        ("110", None, None, None, False),  # against Claude Code's 600 s default
+        ("110", "600", None, "570", True),  # the hook outlives the drain budget
+        ("110", "300", None, "570", False),
+    ],
+)
+def test_the_margin_is_required_at_each_step(
+    tmp_path: Path,
+    budget: str,
+    hook: str | None,
+    turn: str | None,
+    drain: str | None,
+    fails: bool,
+) -> None:
+    args = [*(["--hook-timeout", hook] if hook else []), *(["--turn-limit", turn] if turn else [])]
+    env = {"ASKGATE_DRAIN_BUDGET": drain} if drain else {}
+    done = doctor(
+        tmp_path,
+        *args,
+        ASKGATE_SERVER="http://127.0.0.1:9",
+        ASKGATE_TOKEN="agt",
+        ASKGATE_APPROVAL_BUDGET=budget,
+        **env,
+    )
+    budget_line = next(line for line in done.stdout.splitlines() if " budget:" in line)
+    assert budget_line.startswith("FAIL" if fails else "ok"), budget_line
+
+
+def test_a_budget_over_the_bound_is_refused(tmp_path: Path) -> None:
+    done = doctor(
+        tmp_path,
+        ASKGATE_SERVER="http://127.0.0.1:9",
+        ASKGATE_TOKEN="agt",
+        ASKGATE_APPROVAL_BUDGET="700",  # above Claude Code's 600 s default hook timeout
+    )
+    assert done.returncode == 1
+    assert "FAIL approvals: misconfigured" in done.stdout and "590" in done.stdout
 
 
 def test_database_secret_and_notifier_checks(tmp_path: Path) -> None:

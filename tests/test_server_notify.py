@@ -60,8 +60,7 @@ def message_for(command: str) -> dict[str, Any]:
     return ntfy_message(
         approval(command),
         topic="ag-abc",
-        card_url="https://h/approvals/appr-1?k=K",
-        decide_url="https://h/v1/approvals/appr-1/decide?k=K",
+        card_url="https://h/approvals/appr-1",
         now=0,
     )
 
@@ -69,17 +68,16 @@ def message_for(command: str) -> dict[str, Any]:
 def test_the_approval_notification_shape() -> None:
     body = message_for("git push origin main")
     assert validate(body) is None
-    assert body["priority"] == 4 and body["click"] == "https://h/approvals/appr-1?k=K"
+    assert body["priority"] == 4 and body["click"] == "https://h/approvals/appr-1"
     assert body["tags"] and "approval needed" in body["title"]
     assert "$ git push origin main" in body["message"] and "appr-1" in body["message"]
     approve, deny, details = body["actions"]
-    for action, verdict in ((approve, "allow"), (deny, "deny")):
-        assert action["action"] == "http" and action["method"] == "POST"
-        assert action["url"] == "https://h/v1/approvals/appr-1/decide?k=K"
-        assert json.loads(action["body"]) == {"decision": verdict}
-        assert action["clear"] is True and "Authorization" not in action.get("headers", {})
-    assert (approve["label"], deny["label"], details["label"]) == ("Approve", "Deny", "Details")
-    assert details["action"] == "view" and details["url"] == "https://h/approvals/appr-1?k=K"
+    assert (approve["label"], deny["label"], details["label"]) == ("Approve…", "Deny…", "Details")
+    for action in (approve, deny, details):
+        # only links to the card, where deciding needs the person: the topic decides nothing
+        assert action["action"] == "view" and action["url"].startswith("https://h/approvals/appr-1")
+        assert "k=" not in action["url"] and "headers" not in action and "body" not in action
+    assert "k=" not in json.dumps(body)
 
 
 def test_a_huge_command_is_truncated_with_a_marker_within_4096_bytes() -> None:
@@ -105,7 +103,9 @@ def test_truncation_never_splits_a_utf8_sequence(text: str, limit: int) -> None:
 
 def test_an_invalid_topic_is_refused() -> None:
     with pytest.raises(ValueError):
-        ntfy_message(approval(), topic="has space", card_url="u", decide_url="u")
+        ntfy_message(approval(), topic="has space", card_url="u")
+    with pytest.raises(ValueError):  # a key must never ride in a notification
+        ntfy_message(approval(), topic="ag-x", card_url="https://h/approvals/a?k=K")
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def _enrolled_server(tmp_path: Path, notifier: Notifier) -> tuple[LiveServer, st
     return live, token, user.id
 
 
-def test_the_phone_approves_and_a_second_phone_sees_the_recorded_verdict(
+def test_whoever_reads_the_topic_cannot_decide_and_the_person_can(
     tmp_path: Path, ntfy: NtfyStandIn
 ) -> None:
     live, token, user_id = _enrolled_server(tmp_path, Notifier(ntfy_url=ntfy.url, backoff=FAST))
@@ -136,18 +136,51 @@ def test_the_phone_approves_and_a_second_phone_sees_the_recorded_verdict(
         waiting = Waiting(live, token, "git push origin main")
         message = ntfy.wait()
         assert message["topic"] == keys.ntfy_topic(live.ctx.secret, user_id)
-        assert parse_qs(urlsplit(message["click"]).query)["k"]
-        tapped = NtfyStandIn.perform(message, "Approve")
-        assert tapped.status == 200 and tapped.cleared
+        anyone = live.client(follow_redirects=False)
+        for action in message["actions"]:
+            opened = anyone.get(action["url"].split("#")[0])
+            assert opened.status_code in (302, 303) and "/login" in opened.headers["location"]
+        approval_id = waiting.views[0]["id"]
+        forged = anyone.post(f"/v1/approvals/{approval_id}/decide", json={"decision": "allow"})
+        assert forged.status_code == 401
+        assert live.client(token).get(f"/v1/approvals/{approval_id}").json()["status"] == "pending"
+        # the person, signed in, decides; the waiting agent is released and runs
+        decided = live.client(token).post(
+            f"/v1/approvals/{approval_id}/decide", json={"decision": "allow"}
+        )
+        assert decided.status_code == 200
         assert waiting.result().state.value == "approved"
-        # the same answer from a second phone: 2xx, cleared, no error shown
-        again = NtfyStandIn.perform(message, "Approve")
-        assert again.status == 200 and again.cleared
-        # the other answer from a second phone: refused with the recorded verdict, not cleared
-        other = NtfyStandIn.perform(message, "Deny")
-        assert other.status == 409 and not other.cleared and other.error == "HTTP 409"
     finally:
         live.stop()
+
+
+def test_the_ntfy_server_recorded_at_enrollment_is_the_one_published_to(tmp_path: Path) -> None:
+    configured, private = NtfyStandIn().start(), NtfyStandIn().start()
+    try:
+        notifier = Notifier(ntfy_url=configured.url, ntfy_token="tk_operator", backoff=FAST)
+        with LiveServer(
+            tmp_path / "d", f"sqlite+aiosqlite:///{tmp_path / 'r.db'}", notifier=notifier
+        ) as live:
+            token = live.add_user("alice")
+            user = live.call(lambda: live.ctx.store.user("alice"))
+            assert user is not None
+            store = live.ctx.store
+            live.call(lambda: store.enroll(user.id, private.url, ntfy_token="tk_alice"))
+            live.client(token).post("/v1/approvals", json={"tool": "T", "input": {"a": 1}})
+            first = private.wait()
+            # her own token, to her own server; the operator's token never leaves for it
+            assert private.authorizations == ["Bearer tk_alice"]
+            assert configured.attempts == 0
+            rotated = live.call(lambda: store.rotate_topic(user.id))
+            assert rotated is not None and rotated.topic_epoch == 1
+            private.received.clear()
+            live.client(token).post("/v1/approvals", json={"tool": "T", "input": {"a": 2}})
+            second = private.wait()
+            assert second["topic"] != first["topic"]
+            assert second["topic"] == keys.user_topic(live.ctx.secret, user.id, 1)
+    finally:
+        configured.close()
+        private.close()
 
 
 def test_publishing_is_retried_with_backoff(tmp_path: Path) -> None:

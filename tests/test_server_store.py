@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from askgate.server import keys
-from askgate.server.store import Store, StoreError, approvals, tokens
+from askgate.server.store import Store, StoreError, tokens
 from server_support import db_url, pg_admin_url  # noqa: F401
 
 
@@ -31,10 +31,10 @@ def test_migrations_run_at_open_and_again_do_nothing(db_url: str) -> None:  # no
             version = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).all()
             names = await conn.run_sync(lambda c: sa.inspect(c).get_table_names())
         await store.close()
-        assert [v[0] for v in version] == ["0001"]
+        assert [v[0] for v in version] == ["0003"]
         return sorted(names)
 
-    assert {"approvals", "users", "tokens", "enrollments"} <= set(run(go()))
+    assert {"approvals", "users", "tokens", "enrollments", "approver_groups"} <= set(run(go()))
 
 
 def test_one_thousand_concurrent_deciders_one_winner(db_url: str) -> None:  # noqa: F811
@@ -78,14 +78,15 @@ def test_status_pending_timeout_expired_and_decided(db_url: str) -> None:  # noq
             )
             assert row.status(now) == "pending"
             assert row.status(now + 31) == "expired"
-            assert await store.abandon(row.id, tenant="t")
-            assert not await store.abandon(row.id, tenant="t")  # recorded once
+            assert not await store.abandon(row.id, created_by="someone-else")
+            assert await store.abandon(row.id, created_by="u")
+            assert not await store.abandon(row.id, created_by="u")  # recorded once
             gave_up = await store.get(row.id)
             assert gave_up is not None and gave_up.status() == "timeout"
-            # still decidable until expiry: a late human answer is recorded
+            # still decidable until expiry: a late human answer is recorded as a late answer
             assert await store.decide(row.id, "allow", decided_by="u")
             late = await store.get(row.id)
-            assert late is not None and late.status() == "allow"
+            assert late is not None and late.status() == "timeout" and late.late == "allow"
             # past expiry the guarded update refuses a decision
             old = await store.create(
                 tenant="t", created_by="u", tool="T", input_value={}, expires_in=1, now=now - 10
@@ -98,17 +99,38 @@ def test_status_pending_timeout_expired_and_decided(db_url: str) -> None:  # noq
     run(go())
 
 
-def test_every_read_is_scoped_by_tenant(db_url: str) -> None:  # noqa: F811
+def test_a_user_lists_only_their_own_approvals_and_their_groups(db_url: str) -> None:  # noqa: F811
     async def go() -> None:
         store = await Store.open(db_url)
         try:
+            await store.add_user("alice", user_id="u-alice")
+            await store.add_user("bob", user_id="u-bob")
+            alice = await store.user_for_token(await store.rotate_token("alice"))
+            bob = await store.user_for_token(await store.rotate_token("bob"))
+            assert alice is not None and bob is not None
+            assert alice.tenant != bob.tenant  # each person is their own tenant
             mine = await store.create(
-                tenant="a", created_by="u", tool="T", input_value={}, expires_in=30
+                tenant=alice.tenant, created_by=alice.id, tool="T", input_value={}, expires_in=30
             )
-            assert await store.get(mine.id, tenant="b") is None
-            assert await store.get(mine.id, tenant="a") is not None
-            assert [r.id for r in await store.list(tenant="b")] == []
-            assert not await store.abandon(mine.id, tenant="b")
+            assert [r.id for r in await store.list(user=bob)] == []
+            assert not bob.may_read(mine) and not bob.may_decide_on(mine)
+            assert not await store.abandon(mine.id, created_by=bob.id)
+            assert not await store.consume(mine.id, created_by=bob.id)
+            # sharing is explicit: a group with a named approver
+            await store.create_group("team")
+            await store.file_in("alice", "team")
+            await store.add_approver("team", "bob")
+            alice = await store.user_for_token(await store.rotate_token("alice"))
+            bob = await store.user_for_token(await store.rotate_token("bob"))
+            assert alice is not None and bob is not None and bob.approves == ("group:team",)
+            shared = await store.create(
+                tenant=alice.tenant, created_by=alice.id, tool="T", input_value={}, expires_in=30
+            )
+            assert [r.id for r in await store.list(user=bob)] == [shared.id]
+            assert bob.may_decide_on(shared) and not bob.may_decide_on(mine)
+            assert alice.may_read(shared) and not alice.may_decide_on(shared)  # approvers decide
+            with pytest.raises(StoreError):
+                await store.file_in("alice", "nope")
         finally:
             await store.close()
 
@@ -119,7 +141,7 @@ def test_tokens_are_stored_hashed_and_rotate(db_url: str) -> None:  # noqa: F811
     async def go() -> None:
         store = await Store.open(db_url)
         try:
-            token = await store.add_user("alice", tenant="t", user_id="gh-42")
+            token = await store.add_user("alice", user_id="gh-42")
             async with store.engine.connect() as conn:
                 stored = [r[0] for r in (await conn.execute(sa.select(tokens.c.token_sha256)))]
             assert token not in stored and keys.token_hash(token) in stored
@@ -133,7 +155,7 @@ def test_tokens_are_stored_hashed_and_rotate(db_url: str) -> None:  # noqa: F811
             assert await store.user_for_token(token) is None
             assert await store.user_for_token(new) is not None
             with pytest.raises(StoreError):
-                await store.add_user("alice", tenant="t")
+                await store.add_user("alice")
             with pytest.raises(StoreError):
                 await store.rotate_token("nobody")
         finally:
@@ -142,7 +164,12 @@ def test_tokens_are_stored_hashed_and_rotate(db_url: str) -> None:  # noqa: F811
     run(go())
 
 
-def test_a_late_approval_is_handed_out_once(db_url: str) -> None:  # noqa: F811
+BINDING = {"cwd": "/w/a", "session": "s1", "agent": "claude-code"}
+
+
+def test_a_late_approval_is_handed_out_once_and_only_where_it_was_asked(
+    db_url: str,  # noqa: F811
+) -> None:
     async def go() -> None:
         store = await Store.open(db_url)
         try:
@@ -152,15 +179,23 @@ def test_a_late_approval_is_handed_out_once(db_url: str) -> None:  # noqa: F811
                 tool="Bash",
                 input_value={"command": "make"},
                 expires_in=60,
-                session="s1",
+                wait=0.0,  # the waiter's deadline has already passed
+                **BINDING,
             )
-            digest = row.input_sha256
-            assert await store.abandon(row.id, tenant="t")
             assert await store.decide(row.id, "allow", decided_by="u")
-            args = {"tenant": "t", "session": "s1", "tool": "Bash", "digest": digest}
-            assert await store.consume_late_approval(**{**args, "session": "s2"}) is None
-            assert await store.consume_late_approval(**{**args, "digest": "0" * 64}) is None
-            assert await store.consume_late_approval(**{**args, "tenant": "x"}) is None
+            stored = await store.get(row.id)
+            assert stored is not None and stored.decision == "timeout" and stored.late == "allow"
+            args = {"created_by": "u", "tool": "Bash", "digest": row.input_sha256, **BINDING}
+            for other in (
+                {"cwd": "/w/b"},
+                {"cwd": None},
+                {"session": "s2"},
+                {"agent": "codex"},
+                {"created_by": "v"},
+                {"digest": "0" * 64},
+                {"tool": "Write"},
+            ):
+                assert await store.consume_late_approval(**{**args, **other}) is None, other
             claimed = await asyncio.gather(
                 *[store.consume_late_approval(**args) for _ in range(20)]
             )
@@ -172,29 +207,89 @@ def test_a_late_approval_is_handed_out_once(db_url: str) -> None:  # noqa: F811
     run(go())
 
 
+def test_an_approve_at_the_deadline_is_stored_as_timeout_not_allow(db_url: str) -> None:  # noqa: F811
+    async def go() -> None:
+        store = await Store.open(db_url)
+        try:
+            now = time.time()
+            row = await store.create(
+                tenant="t",
+                created_by="u",
+                tool="T",
+                input_value={},
+                expires_in=60,
+                wait=5,
+                now=now,
+            )
+            assert await store.decide(row.id, "allow", decided_by="h", now=now + 5)  # exactly
+            stored = await store.get(row.id)
+            assert stored is not None
+            assert stored.decision == "timeout" and stored.status() == "timeout"
+            assert not await store.consume(row.id, created_by="u")
+        finally:
+            await store.close()
+
+    run(go())
+
+
+def test_an_allow_is_consumed_exactly_once_by_its_own_call(db_url: str) -> None:  # noqa: F811
+    async def go() -> None:
+        store = await Store.open(db_url)
+        try:
+            row = await store.create(
+                tenant="t", created_by="u", tool="T", input_value={}, expires_in=60, wait=60
+            )
+            assert not await store.consume(row.id, created_by="u")  # nothing decided yet
+            assert not await store.abandon(row.id, created_by="u")  # still inside its wait
+            assert await store.decide(row.id, "allow", decided_by="h")
+            assert not await store.consume(row.id, created_by="v")
+            taken = await asyncio.gather(
+                *[store.consume(row.id, created_by="u") for _ in range(50)]
+            )
+            assert sum(taken) == 1
+            # and it is no late approval for anyone afterwards
+            late = await store.consume_late_approval(
+                created_by="u",
+                tool="T",
+                digest=row.input_sha256,
+                cwd=None,
+                session=None,
+                agent=None,
+            )
+            assert late is None
+        finally:
+            await store.close()
+
+    run(go())
+
+
 def test_a_late_denial_or_an_answered_wait_is_no_pass(db_url: str) -> None:  # noqa: F811
     async def go() -> None:
         store = await Store.open(db_url)
         try:
             denied = await store.create(
-                tenant="t", created_by="u", tool="Bash", input_value={"c": 1}, expires_in=60
+                tenant="t",
+                created_by="u",
+                tool="Bash",
+                input_value={"c": 1},
+                expires_in=60,
+                wait=0.0,
             )
-            await store.abandon(denied.id, tenant="t")
             await store.decide(denied.id, "deny", decided_by="u")
             answered = await store.create(
                 tenant="t", created_by="u", tool="Bash", input_value={"c": 2}, expires_in=60
             )
-            await store.decide(answered.id, "allow", decided_by="u")  # the waiter got it
+            await store.decide(answered.id, "allow", decided_by="u")  # in time: not late
             for row in (denied, answered):
                 late = await store.consume_late_approval(
-                    tenant="t", session=None, tool="Bash", digest=row.input_sha256
+                    created_by="u",
+                    tool="Bash",
+                    digest=row.input_sha256,
+                    cwd=None,
+                    session=None,
+                    agent=None,
                 )
                 assert late is None
-            async with store.engine.connect() as conn:
-                count = (
-                    await conn.execute(sa.select(sa.func.count()).select_from(approvals))
-                ).one()
-            assert count[0] == 2
         finally:
             await store.close()
 

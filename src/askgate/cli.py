@@ -133,6 +133,7 @@ ROUTED: dict[str, str] = {
     "forward": "askgate.forwarding.cli:main",
     "serve": "askgate.server.cli:serve_main",
     "user": "askgate.server.cli:user_main",
+    "group": "askgate.server.cli:group_main",
     "enroll": "askgate.server.cli:enroll_main",
     "doctor": "askgate.cli:doctor_main",
     "daemon": "askgate.daemon.cli:main",
@@ -151,6 +152,7 @@ ROUTED_HELP: dict[str, str] = {
     "forward": "subagent forwarding: serve | status",
     "serve": "run the approval server (web page, phone, HTTP API)",
     "user": "approval server users: add | list | token",
+    "group": "approval server approver groups: create | approver | member | leave | list",
     "enroll": "enroll a phone for a user (ntfy topic, QR code)",
     "doctor": "check the configuration: budgets, database, secret, notifier",
     "daemon": "the resident decider: start | status | stop | sweep",
@@ -201,13 +203,14 @@ def _routed_function(word: str) -> Callable[[list[str]], int]:
         from askgate.forwarding.cli import main as forward
 
         return forward
-    if word in ("serve", "user", "enroll"):
+    if word in ("serve", "user", "enroll", "group"):
         from askgate.server import cli as server_cli
 
         return {
             "serve": server_cli.serve_main,
             "user": server_cli.user_main,
             "enroll": server_cli.enroll_main,
+            "group": server_cli.group_main,
         }[word]
     if word == "doctor":
         return doctor_main

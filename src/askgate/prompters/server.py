@@ -1,12 +1,15 @@
 """Asking through the approval server (seed 003): a web page or a phone answers.
 
-`ServerPrompter.prompt` registers the call (tool and exact input) with the server, which
-notifies the human; then it long-polls within its budget. Before it returns *approved* it
-recomputes the SHA-256 of the canonical input it is about to permit and compares it with the
-digest the server recorded for the approval: a mismatch is refused (logged `input-changed`).
-When the budget ends it tells the server it gave up (the row records `timeout`, still decidable
-until it expires; a later identical ask then gets that late approval once) and returns TIMED_OUT,
-never a human's denial.
+`ServerPrompter.prompt` registers the call (tool, exact input, cwd, session, agent, and how long
+it waits) with the server, which notifies the human; then it long-polls. Every network step runs
+under one deadline, so the call finishes inside its budget whatever the server does. An allow is
+*consumed* (a guarded, once-only write on the server) by this call before it returns approved,
+so one approval releases one execution. Before it returns *approved* it recomputes the SHA-256 of
+the canonical input it is about to permit and compares it with the digest the server recorded: a
+mismatch is refused (logged `input-changed`). At the deadline it returns TIMED_OUT, never a
+human's denial; the server knows the deadline too, so an Approve landing at or after it is
+recorded as `timeout` (a late approval, handed once to the next identical call of the same
+person in the same cwd, session and agent).
 
 Every failure is a refusal, never an approval: unreachable or failing server ->
 `approval-server-unreachable`; approvals disabled -> `approvals-disabled`; a bad token ->
@@ -33,6 +36,7 @@ import msgspec
 
 from askgate.lazylog import LazyLogger
 from askgate.prompt import PromptReply, PromptRequest, PromptState
+from askgate.server.wire import MAX_WAIT_ANNOUNCED, ApprovalView, ErrorBody
 
 if TYPE_CHECKING:
     import httpx
@@ -44,6 +48,9 @@ if TYPE_CHECKING:
 log = LazyLogger("askgate.prompters.server")
 
 DEFAULT_BUDGET = 110.0  # seconds; must stay below the agent's hook timeout (askgate doctor)
+# The longest budget accepted: Claude Code's default hook timeout (600 s) less the margin
+# `askgate doctor` requires between a budget and the hook timeout (askgate.server.doctor).
+MAX_BUDGET = MAX_WAIT_ANNOUNCED
 POLL_SLICE = 50.0  # one long-poll request, under the common 60 s proxy idle limit
 CONNECT_TIMEOUT = 3.0
 REQUEST_TIMEOUT = 10.0
@@ -92,8 +99,11 @@ def _budget(value: object, source: str) -> float:
         budget = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ApprovalConfigError(f"{source}: budget must be a number of seconds") from None
-    if not 0 < budget <= 86400:
-        raise ApprovalConfigError(f"{source}: budget must be in (0, 86400] seconds")
+    if not 0 < budget <= MAX_BUDGET:
+        raise ApprovalConfigError(
+            f"{source}: budget must be in (0, {MAX_BUDGET:g}] seconds (below the agent's "
+            "hook timeout; see askgate doctor)"
+        )
     return budget
 
 
@@ -157,6 +167,10 @@ def _unavailable(detail: str) -> PromptReply:
 
 class _Unreachable(Exception):
     pass
+
+
+class _Spent(Exception):
+    """The budget ran out during a request."""
 
 
 class ServerPrompter:
@@ -227,36 +241,73 @@ class ServerPrompter:
             digest = input_digest(tool_input)
         except CanonicalError as exc:
             return _unavailable(f"the tool input has no canonical JSON form: {exc}")
+        # One deadline for every network step: the hook finishes inside its budget whatever
+        # the server does (answers, hangs, trickles, is frozen mid-wait).
         deadline = time.monotonic() + budget
+        body = {**body, "wait": budget}
         with self._client() as client:
             try:
                 created = self._request(client, "POST", "/v1/approvals", deadline, json=body)
             except _Unreachable as exc:
                 return _unavailable(f"{UNREACHABLE}: {exc}")
-            failure = self._refusal(created)
-            if failure is not None:
-                return failure
-            view = created.json()
-            approval_id = str(view.get("id", ""))
+            view, failure = self._view(created)
+            if failure is not None or view is None:
+                return failure or _unavailable(UNREACHABLE)
             if self.on_registered is not None:
                 with contextlib.suppress(Exception):
-                    self.on_registered(view)
+                    self.on_registered(msgspec.to_builtins(view))
+            if view.released:  # a late approval of exactly this call, consumed for it
+                return self._approved(view, digest, "late approval")
             while True:
-                reply = self._settled(view, digest)
+                if view.status == "allow":
+                    return self._consume(client, view, digest, deadline, budget)
+                reply = self._settled(view, budget)
                 if reply is not None:
                     return reply
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return self._give_up(client, approval_id, budget)
-                path = f"/v1/approvals/{quote(approval_id)}?wait={min(remaining, POLL_SLICE):.3f}"
+                    return _timed_out(budget)
+                path = f"/v1/approvals/{quote(view.id)}?wait={min(remaining, POLL_SLICE):.3f}"
                 try:
-                    polled = self._request(client, "GET", path, deadline, slice_=True)
+                    polled = self._request(client, "GET", path, deadline)
                 except _Unreachable:
-                    return self._give_up(client, approval_id, budget)
-                failure = self._refusal(polled)
-                if failure is not None:
-                    return failure
-                view = polled.json()
+                    return _timed_out(budget)
+                view, failure = self._view(polled)
+                if failure is not None or view is None:
+                    return failure or _unavailable(UNREACHABLE)
+
+    def _consume(
+        self, client: httpx.Client, view: ApprovalView, digest: str, deadline: float, budget: float
+    ) -> PromptReply:
+        """Allowed: take the allow for this call (once, server-side) before running it."""
+        if view.input_sha256 != digest:
+            return self._input_changed(view)
+        try:
+            taken = self._request(
+                client, "POST", f"/v1/approvals/{quote(view.id)}/consume", deadline
+            )
+        except _Unreachable:
+            return _timed_out(budget)
+        if taken.status_code == 409:
+            return _timed_out(budget)  # the deadline passed, or another call took it
+        fresh, failure = self._view(taken)
+        if failure is not None or fresh is None:
+            return failure or _unavailable(UNREACHABLE)
+        return self._approved(fresh, digest, None)
+
+    def _approved(self, view: ApprovalView, digest: str, detail: str | None) -> PromptReply:
+        if view.input_sha256 != digest:
+            return self._input_changed(view)
+        if not view.consumed:
+            return _unavailable(f"{UNREACHABLE}: the server did not record the call taking it")
+        return PromptReply(state=PromptState.APPROVED, detail=detail)
+
+    @staticmethod
+    def _input_changed(view: ApprovalView) -> PromptReply:
+        log.warning(
+            "askgate: %s: approval %s was given for another input; refused", INPUT_CHANGED, view.id
+        )
+        return _unavailable(INPUT_CHANGED)
 
     def _request(
         self,
@@ -264,28 +315,23 @@ class ServerPrompter:
         method: str,
         path: str,
         deadline: float,
-        *,
-        slice_: bool = False,
         **kwargs: Any,
     ) -> httpx.Response:
         """One request, retried on connection failures and 5xx until the deadline (a
-        restarted server is found again by the waiting client)."""
-        import httpx
-
+        restarted server is found again by the waiting client). Each attempt runs under the
+        time that is left, enforced by a watchdog rather than by per-read timeouts alone (a
+        server that trickles bytes would stretch those)."""
         attempt = 0
         while True:
-            remaining = deadline - time.monotonic()
-            read = POLL_SLICE + REQUEST_TIMEOUT if slice_ else REQUEST_TIMEOUT
-            timeout = httpx.Timeout(
-                min(read, max(remaining, 0.5) + 5.0), connect=min(CONNECT_TIMEOUT, remaining + 0.5)
-            )
             why: str
             try:
-                response = client.request(method, self.url + path, timeout=timeout, **kwargs)
+                response = self._bounded(client, method, self.url + path, deadline, **kwargs)
                 if response.status_code < 500:
                     return response
                 why = f"HTTP {response.status_code}"
-            except httpx.HTTPError as exc:
+            except _Spent as exc:
+                raise _Unreachable(str(exc)) from None
+            except Exception as exc:  # httpx.HTTPError and whatever a transport raises
                 why = type(exc).__name__
             delay = RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
             attempt += 1
@@ -293,57 +339,69 @@ class ServerPrompter:
                 raise _Unreachable(why)
             self._pause.wait(delay)
 
-    def _refusal(self, response: httpx.Response) -> PromptReply | None:
-        if response.status_code in (200, 201):
-            try:
-                body = response.json()
-            except ValueError:
-                return _unavailable(f"{UNREACHABLE}: the server sent no JSON")
-            return None if isinstance(body, dict) and body.get("id") else _unavailable(UNREACHABLE)
-        code = ""
-        with contextlib.suppress(ValueError, AttributeError):
-            code = str(response.json().get("error", ""))
-        if code == DISABLED:
-            log.warning("askgate: %s (the approval server takes no approvals)", DISABLED)
-            return _unavailable(DISABLED)
-        if response.status_code in (401, 403):
-            return _unavailable(REJECTED)
-        return _unavailable(f"{UNREACHABLE}: HTTP {response.status_code} {code}".strip())
-
-    def _settled(self, view: dict[str, Any], digest: str) -> PromptReply | None:
-        status = view.get("status")
-        if status == "allow":
-            if view.get("input_sha256") != digest:
-                log.warning(
-                    "askgate: %s: approval %s was given for another input; refused",
-                    INPUT_CHANGED,
-                    view.get("id"),
-                )
-                return _unavailable(INPUT_CHANGED)
-            return PromptReply(
-                state=PromptState.APPROVED, detail="late approval" if view.get("late") else None
-            )
-        if status == "deny":
-            reason = view.get("reason")
-            if isinstance(reason, str) and reason:
-                return PromptReply(state=PromptState.DENIED_WITH_REASON, denial_reason=reason)
-            return PromptReply(state=PromptState.DENIED)
-        if status == "expired":
-            return PromptReply(state=PromptState.TIMED_OUT, detail="the approval expired")
-        if status in ("pending", "timeout"):
-            return None
-        return _unavailable(f"{UNREACHABLE}: unknown status {status!r}"[:200])
-
-    def _give_up(self, client: httpx.Client, approval_id: str, budget: float) -> PromptReply:
+    @staticmethod
+    def _bounded(
+        client: httpx.Client, method: str, url: str, deadline: float, **kwargs: Any
+    ) -> httpx.Response:
         import httpx
 
-        # Best effort: the row expires on its own, and the answer here is the same.
-        with contextlib.suppress(httpx.HTTPError):
-            client.post(
-                f"{self.url}/v1/approvals/{quote(approval_id)}/abandon",
-                timeout=httpx.Timeout(2.0, connect=1.0),
-            )
-        return PromptReply(state=PromptState.TIMED_OUT, detail=f"no answer in {budget:g}s")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Spent("the budget is spent")
+        box: dict[str, Any] = {}
+        done = threading.Event()
+        timeout = httpx.Timeout(remaining, connect=min(CONNECT_TIMEOUT, remaining))
+
+        def run() -> None:
+            try:
+                box["response"] = client.request(method, url, timeout=timeout, **kwargs)
+            except BaseException as exc:
+                box["error"] = exc
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=run, name="askgate-approval-request", daemon=True)
+        worker.start()
+        if not done.wait(max(0.0, deadline - time.monotonic())):
+            # The worker is left to its own timeout; the client is closed under it on return.
+            raise _Spent("no answer within the budget")
+        if "error" in box:
+            raise box["error"]
+        response: httpx.Response = box["response"]
+        return response
+
+    def _view(self, response: httpx.Response) -> tuple[ApprovalView | None, PromptReply | None]:
+        if response.status_code in (200, 201):
+            try:
+                return msgspec.json.decode(response.content, type=ApprovalView), None
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                return None, _unavailable(f"{UNREACHABLE}: not an approval: {exc}"[:300])
+        code = ""
+        with contextlib.suppress(msgspec.ValidationError, msgspec.DecodeError):
+            code = msgspec.json.decode(response.content, type=ErrorBody).error
+        if code == DISABLED:
+            log.warning("askgate: %s (the approval server takes no approvals)", DISABLED)
+            return None, _unavailable(DISABLED)
+        if response.status_code in (401, 403):
+            return None, _unavailable(REJECTED)
+        return None, _unavailable(f"{UNREACHABLE}: HTTP {response.status_code} {code}".strip())
+
+    @staticmethod
+    def _settled(view: ApprovalView, budget: float) -> PromptReply | None:
+        """The reply for a final status other than allow; None while pending."""
+        if view.status == "deny":
+            if view.reason:
+                return PromptReply(state=PromptState.DENIED_WITH_REASON, denial_reason=view.reason)
+            return PromptReply(state=PromptState.DENIED)
+        if view.status == "expired":
+            return PromptReply(state=PromptState.TIMED_OUT, detail="the approval expired")
+        if view.status == "timeout":
+            return _timed_out(budget)
+        return None
+
+
+def _timed_out(budget: float) -> PromptReply:
+    return PromptReply(state=PromptState.TIMED_OUT, detail=f"no answer in {budget:g}s")
 
 
 class MisconfiguredPrompter:

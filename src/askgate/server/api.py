@@ -1,11 +1,15 @@
-"""The `/v1` HTTP API: create, long-poll, decide, abandon and list approvals; `/v1/me`;
-`/v1/events` (Server-Sent Events); `/healthz`; `/openapi.json`.
+"""The `/v1` HTTP API: create, long-poll, consume, decide, abandon and list approvals; `/v1/me`;
+`/v1/events` (Server-Sent Events); `/healthz`; `/openapi.json`. Bodies are the Structs of
+`askgate.server.wire`.
 
-Status codes (contract): 401 no credential; 403 a bad, expired or foreign key, or a token that
-may not decide; 404 an unknown id or one owned by another tenant; 409 a conflicting decision
-(body: the recorded verdict); 410 past expiry; 413 a body over the cap; 400 a malformed body;
-503 the database is unavailable. Repeating the recorded decision answers 200 (ntfy shows any
-non-2xx as a failed action on the second phone).
+Who sees what: a caller reads their own approvals and those filed in a group they approve; a
+person decides their own personal approvals, and in a group only its approvers decide.
+
+Status codes (contract): 400 a malformed body or a field over its bound (`field` names it); 401
+no credential; 403 a bad, expired or foreign key, or a token that may not decide; 404 an unknown
+id or one the caller may not read; 409 a conflicting decision or a consume that cannot be taken
+(body: the recorded approval); 410 past expiry; 413 a body over the cap; 503 the database is
+unavailable. Repeating the recorded decision answers 200.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any
 
-import msgspec
 from litestar import Request, Response, get, post
+from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
@@ -26,37 +30,62 @@ from litestar.response.sse import ServerSentEventMessage
 from askgate.server import keys
 from askgate.server.context import ServerContext, approval_view, user_view
 from askgate.server.store import Approval, User
+from askgate.server.wire import (
+    ApprovalList,
+    ApprovalView,
+    CreateApproval,
+    DecideApproval,
+    DecisionConflict,
+    ErrorBody,
+    Health,
+    Me,
+)
 
 TOKEN_COOKIE = "askgate_token"
-MAX_TEXT = 4096
 SSE_KEEPALIVE = 15.0
+# Taken off the waiting call's announced wait (at most a tenth of it) for the server's own
+# deadline, so that an allow the server hands out (consumed) before its deadline reaches the
+# call before the call's own deadline: the call never runs out of time holding an allow it took.
+DEADLINE_RESERVE = 1.0
 
 
-class CreateApproval(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Body of POST /v1/approvals."""
-
-    tool: str
-    input: dict[str, Any]
-    cwd: str | None = None
-    session: str | None = None
-    agent: str | None = None
-    surface: str | None = None
-    rule: str | None = None
-    expires_in: int | None = None
-
-
-class DecideApproval(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Body of POST /v1/approvals/{id}/decide."""
-
-    decision: Literal["allow", "deny"]
-    reason: str | None = None
+def _errors(*codes: int) -> dict[int, ResponseSpec]:
+    described = {
+        400: "a malformed body or parameter; `field` names it",
+        401: "no credential",
+        403: "a bad, expired or foreign key, or a token that may not do this",
+        404: "an unknown id, or one that is not the caller's (never told apart)",
+        413: "a body over the size cap",
+        503: "the database is unavailable (nothing half-written)",
+    }
+    return {
+        code: ResponseSpec(
+            data_container=ErrorBody, description=described[code], generate_examples=False
+        )
+        for code in codes
+    }
 
 
-def error(status: int, code: str, detail: str | None = None, **extra: Any) -> Response[Any]:
-    body: dict[str, Any] = {"error": code}
-    if detail:
-        body["detail"] = detail
-    body.update(extra)
+def _conflicts() -> dict[int, ResponseSpec]:
+    return {
+        409: ResponseSpec(
+            DecisionConflict,
+            description="another answer was recorded first",
+            generate_examples=False,
+        ),
+        410: ResponseSpec(
+            DecisionConflict, description="past expiry; recorded expired", generate_examples=False
+        ),
+    }
+
+
+def error(
+    status: int, code: str, detail: str | None = None, field: str | None = None
+) -> Response[Any]:
+    return Response(content=ErrorBody(error=code, detail=detail, field=field), status_code=status)
+
+
+def _conflict(status: int, body: DecisionConflict) -> Response[Any]:
     return Response(content=body, status_code=status)
 
 
@@ -76,35 +105,47 @@ async def caller(request: Request[Any, Any, Any], *, cookie: bool = False) -> Us
     return await context(request).store.user_for_token(token)
 
 
-def _text_ok(value: str | None, limit: int = MAX_TEXT) -> bool:
-    return value is None or (len(value) <= limit and "\x00" not in value)
-
-
-@post("/v1/approvals", status_code=201, summary="Register an approval (before notifying)")
+@post(
+    "/v1/approvals",
+    status_code=201,
+    summary="Register an approval (before notifying)",
+    responses={
+        200: ResponseSpec(
+            ApprovalView,
+            description="answered by a late approval (released)",
+            generate_examples=False,
+        ),
+        **_errors(400, 401, 404, 413, 503),
+    },
+)
 async def create_approval(
     request: Request[Any, Any, Any], data: JSONBody[CreateApproval]
-) -> Response[Any]:
+) -> Response[ApprovalView]:
     ctx = context(request)
     user = await caller(request)
     if user is None:
         return error(401, "unauthorized", "a bearer token is required")
     if not ctx.config.approvals_enabled:
         return error(404, "approvals-disabled", "this server does not take approvals")
-    fields = (data.tool, data.cwd, data.session, data.agent, data.surface, data.rule)
-    if not data.tool or not all(_text_ok(v) for v in fields):
-        return error(400, "bad-request", "text fields must be short and NUL-free; tool non-empty")
     expires_in = data.expires_in if data.expires_in is not None else ctx.config.default_expires_in
-    if not 1 <= expires_in <= 7 * 24 * 3600:
-        return error(400, "bad-request", "expires_in must be between 1 and 604800 seconds")
     try:
-        digest = keys.input_digest(data.input)
+        canonical = keys.canonical_json(data.input)
     except keys.CanonicalError as exc:
-        return error(400, "bad-request", f"input has no canonical JSON form: {exc}")
+        return error(400, "bad-request", f"input has no canonical JSON form: {exc}", "input")
+    if len(canonical) > ctx.config.max_input:
+        why = f"input is longer than {ctx.config.max_input} bytes in canonical form"
+        return error(400, "bad-request", why, "input")
     late = await ctx.store.consume_late_approval(
-        tenant=user.tenant, session=data.session, tool=data.tool, digest=digest
+        created_by=user.id,
+        tool=data.tool,
+        digest=keys.digest_of_canonical(canonical),
+        cwd=data.cwd,
+        session=data.session,
+        agent=data.agent,
     )
-    if late is not None:  # a human allowed exactly this call after its waiter gave up
-        return Response(content=approval_view(late, extra={"late": True}), status_code=200)
+    if late is not None:  # a human approved exactly this call after its waiter gave up
+        return Response(content=approval_view(late, released=True), status_code=200)
+    wait = None if data.wait is None else data.wait - min(DEADLINE_RESERVE, data.wait / 10)
     approval = await ctx.store.create(
         tenant=user.tenant,
         created_by=user.id,
@@ -116,20 +157,26 @@ async def create_approval(
         surface=data.surface,
         cwd=data.cwd,
         rule=data.rule,
+        wait=wait,
     )
-    await ctx.notify_created(approval)
-    extra = {"card_url": ctx.card_url(approval)} if user.may_decide else None
-    return Response(content=approval_view(approval, extra=extra), status_code=201)
+    ctx.notify_created(approval)
+    card = ctx.card_url(approval) if user.may_decide_on(approval) else None
+    return Response(content=approval_view(approval, card_url=card), status_code=201)
 
 
 async def _await_decision(ctx: ServerContext, approval: Approval, wait: float) -> Approval:
-    """Sleep until a decision wakes us, the wait ends or the approval expires; no polling."""
-    deadline = min(time.monotonic() + wait, time.monotonic() + approval.expires_at - time.time())
+    """Sleep until a decision wakes us, the wait ends, the waiter's deadline passes or the
+    approval expires; no polling."""
+    now_wall, now = time.time(), time.monotonic()
+    ends = [now + wait, now + approval.expires_at - now_wall]
+    if approval.wait_until is not None:
+        ends.append(now + approval.wait_until - now_wall)
+    deadline = min(ends)
     with ctx.waker.waiter(approval.id) as woken:
         while True:
             fresh = woken.row if woken.is_set() and woken.row is not None else None
             if fresh is None:  # the waker had no row (first pass, or a lost NOTIFY)
-                fresh = await ctx.store.get(approval.id, tenant=approval.tenant)
+                fresh = await ctx.store.get(approval.id)
             if fresh is None or fresh.decided_at is not None:
                 return fresh or approval
             remaining = deadline - time.monotonic()
@@ -141,21 +188,70 @@ async def _await_decision(ctx: ServerContext, approval: Approval, wait: float) -
                 await asyncio.wait_for(woken.wait(), remaining)
 
 
-@get("/v1/approvals/{approval_id:str}", summary="Read an approval; ?wait=N long-polls")
-async def read_approval(
-    request: Request[Any, Any, Any], approval_id: FromPath[str], wait: FromQuery[float] = 0.0
-) -> Response[Any]:
-    ctx = context(request)
+async def _readable(
+    request: Request[Any, Any, Any], approval_id: str
+) -> tuple[User | None, Approval | None, Response[Any] | None]:
     user = await caller(request)
     if user is None:
-        return error(401, "unauthorized", "a bearer token is required")
-    approval = await ctx.store.get(approval_id, tenant=user.tenant)
-    if approval is None:
-        return error(404, "not-found")
+        return None, None, error(401, "unauthorized", "a bearer token is required")
+    approval = await context(request).store.get(approval_id)
+    if approval is None or not user.may_read(approval):
+        return user, None, error(404, "not-found")
+    return user, approval, None
+
+
+@get(
+    "/v1/approvals/{approval_id:str}",
+    summary="Read an approval; ?wait=N long-polls",
+    responses=_errors(400, 401, 404, 503),
+)
+async def read_approval(
+    request: Request[Any, Any, Any], approval_id: FromPath[str], wait: FromQuery[float] = 0.0
+) -> Response[ApprovalView]:
+    ctx = context(request)
+    _user, approval, failure = await _readable(request, approval_id)
+    if failure is not None or approval is None:
+        return failure or error(404, "not-found")
     wait = max(0.0, min(float(wait), float(ctx.config.max_wait)))
-    if wait > 0 and approval.decided_at is None and approval.status() != "expired":
+    if wait > 0 and approval.decided_at is None and approval.status() == "pending":
         approval = await _await_decision(ctx, approval, wait)
     return Response(content=approval_view(approval), status_code=200)
+
+
+@post(
+    "/v1/approvals/{approval_id:str}/consume",
+    status_code=200,
+    summary="The call that executes takes its allow, exactly once",
+    responses={
+        409: ResponseSpec(
+            DecisionConflict,
+            description="not an allow, or already consumed",
+            generate_examples=False,
+        ),
+        **_errors(400, 401, 404, 503),
+    },
+)
+async def consume_approval(
+    request: Request[Any, Any, Any], approval_id: FromPath[str]
+) -> Response[ApprovalView]:
+    ctx = context(request)
+    user, approval, failure = await _readable(request, approval_id)
+    if failure is not None or approval is None or user is None:
+        return failure or error(404, "not-found")
+    if approval.created_by != user.id:  # only the asking call may run it
+        return error(404, "not-found")
+    won = await ctx.store.consume(approval.id, created_by=user.id)
+    fresh = await ctx.store.get(approval.id) or approval
+    if not won:
+        return _conflict(
+            409,
+            DecisionConflict(
+                error="not-consumable",
+                detail="only an unconsumed allow, before the waiter's deadline, can be taken",
+                approval=approval_view(fresh),
+            ),
+        )
+    return Response(content=approval_view(fresh), status_code=200)
 
 
 async def _decider(
@@ -183,10 +279,12 @@ async def _decider(
     user = user or await caller(request)
     if user is None:
         return None, error(401, "unauthorized", "a bearer token or a ?k= key is required")
-    if approval is None or approval.tenant != user.tenant:
+    if approval is None or not user.may_read(approval):
         return None, error(404, "not-found")
     if not user.may_decide:
         return None, error(403, "forbidden", "an agent token cannot decide approvals")
+    if not user.may_decide_on(approval):
+        return None, error(403, "forbidden", "only the group's approvers decide this approval")
     return user.id, None
 
 
@@ -198,11 +296,13 @@ async def decide(
     key: str | None,
     *,
     user: User | None = None,
-) -> tuple[int, dict[str, Any]]:
-    """Shared by the API and the page's form: (status code, body)."""
+) -> tuple[int, Any]:
+    """Shared by the API and the page's form: (status code, body Struct)."""
     ctx = context(request)
-    if reason is not None and not _text_ok(reason, 2000):
-        return 400, {"error": "bad-request", "detail": "reason is too long or holds NUL"}
+    if reason is not None and (len(reason) > 2000 or "\x00" in reason):
+        return 400, ErrorBody(
+            error="bad-request", detail="reason is too long or holds NUL", field="reason"
+        )
     approval = await ctx.store.get(approval_id)
     decided_by, failure = await _decider(request, approval, key, user)
     if failure is not None or approval is None or decided_by is None:
@@ -213,7 +313,7 @@ async def decide(
     if approval.decided_at is None and now >= approval.expires_at:
         await ctx.record_decision(approval, "expired", decided_by="askgate", reason=None)
         fresh = await ctx.store.get(approval.id)
-        return 410, {"error": "expired", **approval_view(fresh or approval)}
+        return 410, DecisionConflict(error="expired", approval=approval_view(fresh or approval))
     won = approval.decided_at is None and await ctx.record_decision(
         approval, decision, decided_by=decided_by, reason=reason
     )
@@ -222,65 +322,86 @@ async def decide(
         await ctx.announce_decision(fresh)
         return 200, approval_view(fresh)
     recorded = fresh.status()
-    if recorded == decision:
+    if recorded == decision or (recorded == "timeout" and fresh.late == decision):
         return 200, approval_view(fresh)
     if recorded == "expired":
-        return 410, {"error": "expired", **approval_view(fresh)}
-    return 409, {"error": "already-decided", **approval_view(fresh)}
+        return 410, DecisionConflict(error="expired", approval=approval_view(fresh))
+    return 409, DecisionConflict(error="already-decided", approval=approval_view(fresh))
 
 
-@post("/v1/approvals/{approval_id:str}/decide", summary="Record allow or deny (once)")
+@post(
+    "/v1/approvals/{approval_id:str}/decide",
+    status_code=200,
+    summary="Record allow or deny (once); at or after the waiter's deadline it is recorded "
+    "as timeout, the answer kept as `late`",
+    responses={**_conflicts(), **_errors(400, 401, 403, 404, 503)},
+)
 async def decide_approval(
     request: Request[Any, Any, Any],
     approval_id: FromPath[str],
     data: JSONBody[DecideApproval],
     k: FromQuery[str | None] = None,
-) -> Response[Any]:
+) -> Response[ApprovalView]:
     status, body = await decide(request, approval_id, data.decision, data.reason, k)
     return Response(content=body, status_code=status)
 
 
-@post("/v1/approvals/{approval_id:str}/abandon", summary="The waiter gave up: record timeout")
+@post(
+    "/v1/approvals/{approval_id:str}/abandon",
+    status_code=200,
+    summary="The waiter gave up (honoured only at or after its announced deadline)",
+    responses=_errors(400, 401, 404, 503),
+)
 async def abandon_approval(
     request: Request[Any, Any, Any], approval_id: FromPath[str]
-) -> Response[Any]:
+) -> Response[ApprovalView]:
     ctx = context(request)
-    user = await caller(request)
-    if user is None:
-        return error(401, "unauthorized", "a bearer token is required")
-    approval = await ctx.store.get(approval_id, tenant=user.tenant)
-    if approval is None:
-        return error(404, "not-found")
-    await ctx.store.abandon(approval.id, tenant=user.tenant)
-    fresh = await ctx.store.get(approval.id, tenant=user.tenant) or approval
+    user, approval, failure = await _readable(request, approval_id)
+    if failure is not None or approval is None or user is None:
+        return failure or error(404, "not-found")
+    await ctx.store.abandon(approval.id, created_by=user.id)
+    fresh = await ctx.store.get(approval.id) or approval
     return Response(content=approval_view(fresh), status_code=200)
 
 
-@get("/v1/approvals", summary="Pending and recent approvals of the caller's tenant")
+@get(
+    "/v1/approvals",
+    summary="Pending and recent approvals the caller may read",
+    responses=_errors(400, 401, 503),
+)
 async def list_approvals(
-    request: Request[Any, Any, Any], pending: FromQuery[bool] = False, limit: FromQuery[int] = 100
-) -> Response[Any]:
+    request: Request[Any, Any, Any],
+    pending: FromQuery[bool] = False,
+    limit: FromQuery[int] = 100,
+) -> Response[ApprovalList]:
     ctx = context(request)
     user = await caller(request)
     if user is None:
         return error(401, "unauthorized", "a bearer token is required")
-    rows = await ctx.store.list(
-        tenant=user.tenant, limit=max(1, min(limit, 500)), pending_only=pending
-    )
-    return Response(content={"approvals": [approval_view(r) for r in rows]}, status_code=200)
+    rows = await ctx.store.list(user=user, limit=max(1, min(limit, 500)), pending_only=pending)
+    return Response(content=ApprovalList(approvals=[approval_view(r) for r in rows]))
 
 
-@get("/v1/me", summary="Who the token belongs to, and the enrollment state")
-async def me(request: Request[Any, Any, Any]) -> Response[Any]:
+@get(
+    "/v1/me",
+    summary="Who the token belongs to, and the enrollment state",
+    responses=_errors(401, 503),
+)
+async def me(request: Request[Any, Any, Any]) -> Response[Me]:
     ctx = context(request)
     user = await caller(request)
     if user is None:
         return error(401, "unauthorized", "a bearer token is required")
     enrolled = await ctx.store.enrollment(user.id)
-    return Response(content={**user_view(user), "enrolled": enrolled is not None}, status_code=200)
+    return Response(content=user_view(user, enrolled=enrolled is not None))
 
 
-@get("/v1/events", summary="Server-Sent Events: permissions:decision for the caller's tenant")
+@get(
+    "/v1/events",
+    summary="Server-Sent Events: permissions:decision and approval:requested for what the "
+    "caller may read",
+    responses=_errors(401, 503),
+)
 async def events(request: Request[Any, Any, Any]) -> Response[Any] | ServerSentEvent:
     ctx = context(request)
     user = await caller(request, cookie=True)
@@ -288,7 +409,7 @@ async def events(request: Request[Any, Any, Any]) -> Response[Any] | ServerSentE
         return error(401, "unauthorized", "a bearer token or the sign-in cookie is required")
 
     async def stream() -> AsyncIterator[ServerSentEventMessage]:
-        async with ctx.waker.subscription(user.tenant) as queue:
+        async with ctx.waker.subscription(user.tenants) as queue:
             yield ServerSentEventMessage(comment="askgate events", retry=2000)
             while True:
                 try:
@@ -304,14 +425,14 @@ async def events(request: Request[Any, Any, Any]) -> Response[Any] | ServerSentE
     return ServerSentEvent(stream())
 
 
-@get("/healthz", summary="Liveness and database reachability")
-async def healthz(request: Request[Any, Any, Any]) -> Response[Any]:
+@get("/healthz", summary="Liveness and database reachability", responses=_errors(503))
+async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
     ctx = context(request)
     try:
         await ctx.store.ping()
     except Exception as exc:
         return error(503, "database-unavailable", type(exc).__name__)
-    return Response(content={"ok": True, "waiting": ctx.waker.waiting}, status_code=200)
+    return Response(content=Health(ok=True, waiting=ctx.waker.waiting), status_code=200)
 
 
 @get("/openapi.json", include_in_schema=False)
@@ -323,6 +444,7 @@ async def openapi_json(request: Request[Any, Any, Any]) -> Response[Any]:
 HANDLERS = [
     create_approval,
     read_approval,
+    consume_approval,
     decide_approval,
     abandon_approval,
     list_approvals,

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import logging
 import os
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +23,7 @@ from askgate.server.context import ServerConfig, ServerContext
 from askgate.server.notify import Notifier
 from askgate.server.store import Store
 from askgate.server.wake import PostgresListener
+from askgate.server.wire import ErrorBody
 
 log = logging.getLogger("askgate.server")
 
@@ -67,19 +69,41 @@ def _database_unavailable(_request: Request[Any, Any, Any], exc: Exception) -> R
     orig = getattr(exc, "orig", None) or exc
     statement = " ".join(str(getattr(exc, "statement", "") or "").split())[:200]
     log.error("askgate: database unavailable: %s: %s [%s]", type(orig).__name__, orig, statement)
-    return Response(
-        content={"error": "database-unavailable", "detail": type(exc).__name__}, status_code=503
-    )
+    body = ErrorBody(error="database-unavailable", detail=type(exc).__name__)
+    return Response(content=body, status_code=503)
+
+
+_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]{1,100})`")
+
+
+def _problem_text(message: str) -> str:
+    if "matching regex" in message:
+        return "must not contain NUL characters"
+    return message[:300]
 
 
 def _bad_request(_request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
-    # Litestar's detail names the URL, which may carry a ?k= key: keep it out of the body.
+    """400 naming the field at fault. Litestar's own detail names the URL, which may carry a
+    ?k= key: it stays out of the body."""
+    problems = exc.extra if isinstance(exc.extra, list) else []
+    for problem in problems:
+        if not isinstance(problem, dict):
+            continue
+        message = str(problem.get("message", ""))
+        key = str(problem.get("key") or "")
+        unknown = _UNKNOWN_FIELD.search(message)
+        if unknown:
+            key = unknown.group(1)
+        if key and key != "data":
+            body = ErrorBody(
+                error="bad-request", detail=f"{key}: {_problem_text(message)}", field=key
+            )
+            return Response(content=body, status_code=400)
+        if message:
+            body = ErrorBody(error="bad-request", detail=_problem_text(message))
+            return Response(content=body, status_code=400)
     detail = "malformed request body or parameters"
-    extra = exc.extra if isinstance(exc.extra, list | dict) else None
-    body: dict[str, Any] = {"error": "bad-request", "detail": detail[:500]}
-    if extra:
-        body["problems"] = extra
-    return Response(content=body, status_code=400)
+    return Response(content=ErrorBody(error="bad-request", detail=detail), status_code=400)
 
 
 def _http_error(_request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
@@ -92,7 +116,7 @@ def _http_error(_request: Request[Any, Any, Any], exc: HTTPException) -> Respons
         413: "too-large",
     }.get(exc.status_code, "error")
     return Response(
-        content={"error": code, "detail": str(exc.detail)[:500]},
+        content=ErrorBody(error=code, detail=str(exc.detail)[:500]),
         status_code=exc.status_code,
         headers=exc.headers,
     )
@@ -100,7 +124,7 @@ def _http_error(_request: Request[Any, Any, Any], exc: HTTPException) -> Respons
 
 def _internal_error(_request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     log.exception("askgate: internal error", exc_info=exc)
-    return Response(content={"error": "internal-error"}, status_code=500)
+    return Response(content=ErrorBody(error="internal-error"), status_code=500)
 
 
 def create_app(
@@ -112,6 +136,7 @@ def create_app(
     """The application. With `ctx` the caller owns the context (opened before, closed after);
     without, the app opens it at startup and closes it at shutdown."""
     from askgate.server.pages import PAGE_HANDLERS
+    from askgate.server.signin import SIGNIN_HANDLERS
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -127,7 +152,7 @@ def create_app(
             await close_context(own)
 
     return Litestar(
-        route_handlers=[*HANDLERS, *PAGE_HANDLERS],
+        route_handlers=[*HANDLERS, *PAGE_HANDLERS, *SIGNIN_HANDLERS],
         lifespan=[lifespan],
         request_max_body_size=config.max_body,
         # The ntfy web app performs Approve/Deny with a cross-origin fetch. Credentials are
@@ -143,6 +168,7 @@ def create_app(
             title="askgate approval server",
             version="1",
             path="/schema",
+            create_examples=False,
             description="Ask a human to approve one tool call, bound to its exact input.",
         ),
         exception_handlers={

@@ -6,8 +6,9 @@ asyncio sockets (one request per connection), so the numbers are the server's, n
 pool's. Nothing is asserted: numbers only.
 
 * ``sqlite`` on one SQLite server: R decisions -> long-polling waiter released (ns samples) and
-  R/10 for a client that polls every second (the peer); T approvals created, waited on and
-  decided by 32 concurrent workers; W concurrent long-polls, the server's RSS before and with
+  R/10 for a client that polls every second (the peer); T approvals created, waited on,
+  decided and consumed (the executing call takes its allow) by 32 concurrent workers;
+  W concurrent long-polls, the server's RSS before and with
   them parked, and the time until one decision released them all.
 * ``pg-release``: two servers on one PostgreSQL database; created and waited on one, decided on
   the other (LISTEN/NOTIFY).
@@ -145,7 +146,8 @@ async def _raw_get(url: str, path: str, token: str, body: bytes | None = None) -
 
 
 def _body() -> dict[str, Any]:
-    return {"tool": "Bash", "input": {"command": f"make {random.random()}"}}
+    # as the gate's prompter registers a call: with how long it waits
+    return {"tool": "Bash", "input": {"command": f"make {random.random()}"}, "wait": 110}
 
 
 def _client(token: str, connections: int = 100) -> httpx.AsyncClient:
@@ -189,6 +191,9 @@ async def throughput(n: int, url: str, token: str) -> dict[str, Any]:
             waiter = asyncio.create_task(_raw_get(url, f"{path}?wait=30", token))
             await _raw_get(url, f"{path}/decide", token, b'{"decision":"allow"}')
             assert b'"status":"allow"' in await waiter
+            # the call that executes takes its allow, once (as the gate's prompter does)
+            taken = await _raw_get(url, f"{path}/consume", token, b"")
+            assert b'"consumed":true' in taken
 
     started = time.perf_counter_ns()
     await asyncio.gather(*[worker() for _ in range(32)])

@@ -186,7 +186,12 @@ def user_main(argv: Sequence[str]) -> int:
     sub = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
     add = sub.add_parser("add", help="create a user and print its token (shown once)")
     add.add_argument("name")
-    add.add_argument("--tenant", default="default", help="tenant (default: default)")
+    add.add_argument(
+        "--group",
+        default=None,
+        help="file this user's approvals in GROUP (decided by its approvers); "
+        "default: the user is their own tenant",
+    )
     add.add_argument(
         "--id",
         dest="user_id",
@@ -213,13 +218,12 @@ def user_main(argv: Sequence[str]) -> int:
                 raise UsageError("askgate user add: NAME must be 1-200 characters")
 
             async def add_user(store: Any) -> str:
-                token: str = await store.add_user(
-                    args.name, tenant=args.tenant, user_id=args.user_id
-                )
+                token: str = await store.add_user(args.name, group=args.group, user_id=args.user_id)
                 return token
 
             secret = asyncio.run(_with_store(data_dir, add_user))
-            print(f"user {args.name} added (tenant {args.tenant}); its token, shown once:")
+            where = f"approvals filed in group {args.group}" if args.group else "own tenant"
+            print(f"user {args.name} added ({where}); its token, shown once:")
             print(secret)
             return 0
         if args.action == "token":
@@ -245,6 +249,61 @@ def user_main(argv: Sequence[str]) -> int:
     return _guard(run)
 
 
+# --- approver groups ---------------------------------------------------------------------
+
+
+def group_main(argv: Sequence[str]) -> int:
+    parser = _Parser(
+        prog="askgate group",
+        description="Share approvals: a named group whose approvers decide its members' asks.",
+    )
+    sub = parser.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    create = sub.add_parser("create", help="create a group")
+    create.add_argument("group")
+    approver = sub.add_parser("approver", help="let USER read and decide the group's approvals")
+    approver.add_argument("group")
+    approver.add_argument("user")
+    approver.add_argument("--remove", action="store_true", help="take the right away")
+    member = sub.add_parser("member", help="file USER's approvals in the group from now on")
+    member.add_argument("group")
+    member.add_argument("user")
+    leave = sub.add_parser("leave", help="file USER's approvals in their own tenant again")
+    leave.add_argument("user")
+    listing = sub.add_parser("list", help="groups and their approvers")
+    for each in (create, approver, member, leave, listing):
+        _data_dir_option(each)
+
+    def run() -> int:
+        args = parser.parse_args(list(argv))
+        data_dir = _data_dir(args)
+
+        async def work(store: Any) -> Any:
+            if args.action == "create":
+                await store.create_group(args.group)
+                return f"group {args.group} created; add approvers: askgate group approver"
+            if args.action == "approver" and args.remove:
+                await store.remove_approver(args.group, args.user)
+                return f"{args.user} no longer decides group {args.group}'s approvals"
+            if args.action == "approver":
+                await store.add_approver(args.group, args.user)
+                return f"{args.user} now reads and decides group {args.group}'s approvals"
+            if args.action == "member":
+                await store.file_in(args.user, args.group)
+                return f"{args.user}'s new approvals are filed in group {args.group}"
+            if args.action == "leave":
+                await store.file_in(args.user, None)
+                return f"{args.user}'s new approvals are filed in their own tenant"
+            groups = await store.groups()
+            return "\n".join(f"{g}\tapprovers={','.join(a) or '-'}" for g, a in groups.items())
+
+        text = asyncio.run(_with_store(data_dir, work))
+        if text:
+            print(text)
+        return 0
+
+    return _guard(run)
+
+
 # --- enrollment --------------------------------------------------------------------------
 
 
@@ -259,11 +318,17 @@ def enroll_main(argv: Sequence[str]) -> int:
         default=None,
         help=f"ntfy server (default: $ASKGATE_NTFY_URL or {DEFAULT_NTFY})",
     )
+    parser.add_argument(
+        "--ntfy-token",
+        default=None,
+        help="this user's access token on a private ntfy server (tk_…): published with it",
+    )
     parser.add_argument("--no-qr", action="store_true", help="print no QR code")
     _data_dir_option(parser)
 
     def run() -> int:
-        from askgate.server.keys import load_or_create_secret, ntfy_topic
+        from askgate.server.keys import load_or_create_secret, user_topic
+        from askgate.server.notify import public_server_warning
 
         args = parser.parse_args(list(argv))
         data_dir = _data_dir(args)
@@ -276,13 +341,16 @@ def enroll_main(argv: Sequence[str]) -> int:
             user = await store.user(args.name)
             if user is None:
                 return None
-            await store.enroll(user.id, ntfy)
-            return user
+            return user, await store.enroll(user.id, ntfy, ntfy_token=args.ntfy_token)
 
-        user = asyncio.run(_with_store(data_dir, enroll))
-        if user is None:
+        found = asyncio.run(_with_store(data_dir, enroll))
+        if found is None:
             raise UsageError(f"askgate enroll: no user named {args.name!r} (askgate user add)")
-        topic = ntfy_topic(load_or_create_secret(os.path.join(data_dir, "secret")), user.id)
+        user, enrollment = found
+        secret = load_or_create_secret(os.path.join(data_dir, "secret"))
+        topic = user_topic(secret, user.id, enrollment.topic_epoch)
+        for line in public_server_warning(ntfy, has_token=bool(args.ntfy_token)):
+            print(line, file=sys.stderr)
         topic_url = f"{ntfy}/{topic}"
         deep = f"ntfy://{parts.netloc}{parts.path}/{topic}"
         if parts.scheme == "http":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -15,8 +14,9 @@ import sqlalchemy as sa
 
 from askgate.server import keys
 from askgate.server.notify import Notifier, ntfy_message
-from askgate.server.store import Approval, Store, User
+from askgate.server.store import Approval, Store, User, personal_tenant
 from askgate.server.wake import CHANNEL, PostgresListener, Waker, notify_payload
+from askgate.server.wire import ApprovalView, Me
 
 log = logging.getLogger("askgate.server")
 
@@ -24,6 +24,7 @@ DEFAULT_EXPIRES_IN = 3600
 MAX_EXPIRES_IN = 7 * 24 * 3600
 MAX_WAIT = 120
 MAX_BODY = 1024 * 1024
+MAX_INPUT = 256 * 1024  # canonical bytes of one tool input
 
 
 @dataclass
@@ -36,11 +37,19 @@ class ServerConfig:
     default_expires_in: int = DEFAULT_EXPIRES_IN
     max_wait: int = MAX_WAIT
     max_body: int = MAX_BODY
+    max_input: int = MAX_INPUT
     ntfy_url: str | None = None
     ntfy_token: str | None = None
     webhook_url: str | None = None
     webhook_secret: str | None = None
     secure_cookies: bool = False
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = None
+    github_client_id: str | None = None
+    github_client_secret: str | None = None
+    github_url: str = "https://github.com"
+    github_api_url: str = "https://api.github.com"
 
     @classmethod
     def from_env(
@@ -59,6 +68,11 @@ class ServerConfig:
             "ntfy_token": env.get("ASKGATE_NTFY_TOKEN") or None,
             "webhook_url": env.get("ASKGATE_WEBHOOK_URL") or None,
             "webhook_secret": env.get("ASKGATE_WEBHOOK_SECRET") or None,
+            "oidc_issuer": env.get("ASKGATE_OIDC_ISSUER") or None,
+            "oidc_client_id": env.get("ASKGATE_OIDC_CLIENT_ID") or None,
+            "oidc_client_secret": env.get("ASKGATE_OIDC_CLIENT_SECRET") or None,
+            "github_client_id": env.get("ASKGATE_GITHUB_CLIENT_ID") or None,
+            "github_client_secret": env.get("ASKGATE_GITHUB_CLIENT_SECRET") or None,
         }
         if env.get("ASKGATE_PUBLIC_URL"):
             values["public_url"] = env["ASKGATE_PUBLIC_URL"]
@@ -74,6 +88,7 @@ class ServerContext:
     waker: Waker = field(default_factory=Waker)
     notifier: Notifier = field(default_factory=Notifier)
     listener: PostgresListener | None = None
+    caches: dict[Any, Any] = field(default_factory=dict)  # e.g. OIDC discovery documents
 
     # --- links -------------------------------------------------------------------------
 
@@ -94,32 +109,34 @@ class ServerContext:
         base = self.config.public_url.rstrip("/")
         return f"{base}/v1/approvals/{approval.id}/decide?k={quote(self.key_for(approval))}"
 
-    def ntfy_topic(self, user_id: str) -> str:
-        return keys.ntfy_topic(self.secret, user_id)
+    def ntfy_topic(self, user_id: str, epoch: int = 0) -> str:
+        return keys.user_topic(self.secret, user_id, epoch)
 
     # --- after a write -----------------------------------------------------------------
 
-    async def notify_created(self, approval: Approval) -> None:
-        """Register before notifying (the row exists), notify before waiting (in background)."""
-        self.waker.broadcast(approval.tenant, {"event": "approval:requested", "id": approval.id})
-        if not self.notifier.configured:
-            return
+    def notify_created(self, approval: Approval) -> None:
+        """Register before notifying (the row exists), notify before waiting: the event
+        stream now, the phone and webhook in the background (off the request path)."""
+        self.broadcast(approval, {"event": "approval:requested", "id": approval.id})
+        self.notifier.spawn(self._notify(approval))
+
+    async def _notify(self, approval: Approval) -> None:
         try:
-            if self.notifier.ntfy_url and await self.store.enrollment(approval.created_by):
-                topic = self.ntfy_topic(approval.created_by)
+            enrolled = await self.store.enrollment_cached(approval.created_by)
+            if enrolled is not None:  # to the server recorded at enrollment, on its topic
+                topic = self.ntfy_topic(approval.created_by, enrolled.topic_epoch)
                 self.notifier.publish_ntfy(
                     ntfy_message(
-                        approval,
-                        topic=topic,
-                        card_url=self.card_url(approval),
-                        decide_url=self.decide_url(approval),
-                    )
+                        approval, topic=topic, card_url=self.card_url(approval, with_key=False)
+                    ),
+                    server=enrolled.ntfy_server,
+                    user_token=enrolled.ntfy_token,
                 )
             if self.notifier.webhook_url:
                 self.notifier.publish_webhook(
                     {
                         "type": "approval.requested",
-                        "approval": approval_view(approval),
+                        "approval": msgspec.to_builtins(approval_view(approval)),
                         "card_url": self.card_url(approval),
                         "decide_url": self.decide_url(approval),
                     }
@@ -127,12 +144,17 @@ class ServerContext:
         except Exception:  # a notifier must never undo or block an approval
             log.exception("askgate: cannot queue the notification for %s", approval.id)
 
+    def broadcast(self, approval: Approval, payload: dict[str, Any]) -> None:
+        """To the approval's tenant and to its creator (who hears their own approvals even
+        when they are filed in a group they do not approve)."""
+        self.waker.broadcast({approval.tenant, personal_tenant(approval.created_by)}, payload)
+
     async def announce_decision(self, approval: Approval) -> None:
         """Wake local waiters now; on SQLite also tell local SSE subscribers (on PostgreSQL
         every replica, this one included, does that when the NOTIFY arrives)."""
         self.waker.wake(approval.id, approval)
         if self.listener is None:
-            self.waker.broadcast(approval.tenant, decision_payload(approval))
+            self.broadcast(approval, decision_payload(approval))
 
     async def on_remote_decision(self, tenant: str, approval_id: str) -> None:
         try:
@@ -143,7 +165,7 @@ class ServerContext:
             return
         self.waker.wake(approval_id, approval)
         if approval is not None:
-            self.waker.broadcast(tenant, decision_payload(approval))
+            self.broadcast(approval, decision_payload(approval))
 
     async def record_decision(
         self, approval: Approval, decision: str, *, decided_by: str, reason: str | None
@@ -160,34 +182,37 @@ class ServerContext:
 
 
 def approval_view(
-    approval: Approval, *, now: float | None = None, extra: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The JSON an API caller sees for one approval."""
-    now = time.time() if now is None else now
-    view: dict[str, Any] = {
-        "id": approval.id,
-        "status": approval.status(now),
-        "tool": approval.tool,
-        "input": json.loads(approval.input_json),
-        "input_sha256": approval.input_sha256,
-        "cwd": approval.cwd,
-        "session": approval.session,
-        "agent": approval.agent,
-        "surface": approval.surface,
-        "rule": approval.rule,
-        "requested_at": approval.requested_at,
-        "expires_at": approval.expires_at,
-    }
-    if approval.decided_at is not None:
-        view["decided_at"] = approval.decided_at
-        view["decided_by"] = approval.decided_by
-        if approval.reason:
-            view["reason"] = approval.reason
-    if approval.waiter_gave_up_at is not None:
-        view["waiter_gave_up_at"] = approval.waiter_gave_up_at
-    if extra:
-        view.update(extra)
-    return view
+    approval: Approval,
+    *,
+    now: float | None = None,
+    card_url: str | None = None,
+    released: bool = False,
+) -> ApprovalView:
+    """What an API caller sees for one approval."""
+    status = approval.status(now)
+    late = approval.late if approval.late in ("allow", "deny") else None
+    return ApprovalView(
+        id=approval.id,
+        status=status,  # type: ignore[arg-type]
+        tool=approval.tool,
+        input=json.loads(approval.input_json),
+        input_sha256=approval.input_sha256,
+        cwd=approval.cwd,
+        session=approval.session,
+        agent=approval.agent,
+        surface=approval.surface,
+        rule=approval.rule,
+        requested_at=approval.requested_at,
+        expires_at=approval.expires_at,
+        wait_until=approval.wait_until,
+        decided_at=approval.decided_at,
+        decided_by=approval.decided_by,
+        reason=approval.reason or None,
+        late=late,  # type: ignore[arg-type]
+        consumed=approval.consumed_at is not None,
+        released=released,
+        card_url=card_url,
+    )
 
 
 def decision_payload(approval: Approval) -> dict[str, Any]:
@@ -221,5 +246,12 @@ def _value_of(approval: Approval) -> str:
     return approval.tool
 
 
-def user_view(user: User) -> dict[str, Any]:
-    return {"id": user.id, "name": user.name, "tenant": user.tenant, "scope": user.scope}
+def user_view(user: User, *, enrolled: bool) -> Me:
+    return Me(
+        id=user.id,
+        name=user.name,
+        tenant=user.tenant,
+        scope=user.scope,  # type: ignore[arg-type]
+        approves=list(user.approves),
+        enrolled=enrolled,
+    )

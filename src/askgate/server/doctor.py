@@ -2,11 +2,14 @@
 
 Checks, each printed as one line (`ok`, `FAIL` or `skip`):
 
-* budget inequality: approval budget < hook timeout < the agent's turn limit. A hook the agent
-  kills for running too long is a non-blocking error in Claude Code: the tool would run
-  unapproved. The hook timeout is read from the Claude Code settings that register
-  `askgate hook claude-code` (600 s when the entry sets none), or given with --hook-timeout;
-  the turn limit with --turn-limit or ASKGATE_TURN_LIMIT.
+* budget inequality: approval budget + margin <= hook timeout, and hook timeout + margin <= the
+  agent's turn limit and the worker's drain budget (margin: MARGIN, 10 s, justified below). A
+  hook the agent kills for running too long is a non-blocking error in Claude Code: the tool
+  would run unapproved. The hook timeout is read from the Claude Code settings that register
+  `askgate hook claude-code` (600 s when the entry sets none, or when none is found), or given
+  with --hook-timeout; the turn limit with --turn-limit or ASKGATE_TURN_LIMIT; the drain budget
+  with --drain-budget or ASKGATE_DRAIN_BUDGET. The budget itself is bounded at load
+  (askgate.prompters.server.MAX_BUDGET, 590 s).
 * the approval server: reachable, and the token accepted (GET /v1/me).
 * the database (ASKGATE_DATABASE_URL or the data dir's SQLite): opens, migrates, answers.
 * the server secret: present and readable by its owner only.
@@ -28,6 +31,12 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 CLAUDE_DEFAULT_HOOK_TIMEOUT = 600.0
+# Required between an approval budget and the hook timeout (and between the hook timeout and
+# a turn limit or drain budget). The hook's run is its interpreter start and policy load (under
+# 1 s here, measured up to ~3 s on two loaded cores), then at most the budget: every network
+# step runs under one deadline, enforced by a watchdog (askgate.prompters.server), and the
+# server releases the wait a little before it. 10 s is over three times the worst start seen.
+MARGIN = 10.0
 
 
 @dataclass(frozen=True)
@@ -75,18 +84,35 @@ def _settings_files(env: Mapping[str, str], cwd: str) -> list[str]:
     ]
 
 
-def budget_check(budget: float | None, hook_timeout: float | None, turn: float | None) -> Check:
+def budget_check(
+    budget: float | None,
+    hook_timeout: float | None,
+    turn: float | None,
+    drain: float | None = None,
+    *,
+    hook_source: str = "",
+) -> Check:
+    """budget + margin <= hook timeout, and hook timeout + margin <= the turn limit and the
+    drain budget (each when known). A hook timeout that no settings file names is Claude
+    Code's default, 600 s."""
     if budget is None:
         return Check("budget", "skip", "no approval server configured (asks stay local)")
-    shown = f"approval budget {budget:g}s < hook timeout "
-    shown += f"{hook_timeout:g}s" if hook_timeout is not None else "?"
-    shown += f" < turn limit {turn:g}s" if turn is not None else " < turn limit (not set)"
-    if hook_timeout is not None and not budget < hook_timeout:
-        return Check("budget", "FAIL", shown + ": the agent would kill the hook first")
-    if turn is not None and hook_timeout is not None and not hook_timeout < turn:
-        return Check("budget", "FAIL", shown + ": the turn ends before the hook does")
-    if turn is not None and not budget < turn:
-        return Check("budget", "FAIL", shown + ": the turn ends before the approval budget")
+    if hook_timeout is None:
+        hook_timeout, hook_source = CLAUDE_DEFAULT_HOOK_TIMEOUT, " (Claude Code's default)"
+    shown = f"approval budget {budget:g}s + {MARGIN:g}s <= hook timeout {hook_timeout:g}s"
+    shown += hook_source
+    for name, limit in (("turn limit", turn), ("drain budget", drain)):
+        if limit is not None:
+            shown += f"; hook timeout + {MARGIN:g}s <= {name} {limit:g}s"
+    if budget + MARGIN > hook_timeout:
+        return Check(
+            "budget",
+            "FAIL",
+            shown + ": the agent could kill the hook first (the tool would then run unapproved)",
+        )
+    for name, limit in (("turn limit", turn), ("drain budget", drain)):
+        if limit is not None and hook_timeout + MARGIN > limit:
+            return Check("budget", "FAIL", shown + f": the {name} ends before the hook does")
     return Check("budget", "ok", shown)
 
 
@@ -150,13 +176,25 @@ def run_checks(args: argparse.Namespace, env: Mapping[str, str]) -> list[Check]:
     if hook_timeout is None:
         found = claude_hook_timeouts(_settings_files(env, args.cwd))
         hook_timeout = min((t for _, t in found), default=None)
-    turn = args.turn_limit
-    if turn is None and env.get("ASKGATE_TURN_LIMIT"):
-        try:
-            turn = float(env["ASKGATE_TURN_LIMIT"])
-        except ValueError:
-            checks.append(Check("budget", "FAIL", "ASKGATE_TURN_LIMIT is not a number"))
-    checks.append(budget_check(settings.budget if settings else None, hook_timeout, turn))
+    hook_source = " (--hook-timeout)" if args.hook_timeout is not None else ""
+    if args.hook_timeout is None and hook_timeout is not None:
+        hook_source = " (Claude Code settings)"
+    limits: dict[str, float | None] = {"turn": args.turn_limit, "drain": args.drain_budget}
+    for key, var in (("turn", "ASKGATE_TURN_LIMIT"), ("drain", "ASKGATE_DRAIN_BUDGET")):
+        if limits[key] is None and env.get(var):
+            try:
+                limits[key] = float(env[var])
+            except ValueError:
+                checks.append(Check("budget", "FAIL", f"{var} is not a number"))
+    checks.append(
+        budget_check(
+            settings.budget if settings else None,
+            hook_timeout,
+            limits["turn"],
+            limits["drain"],
+            hook_source=hook_source,
+        )
+    )
     if settings is not None:
         checks.append(reachable_check("server", f"{settings.url}/v1/me", settings.token))
     data_dir = args.data_dir or default_data_dir(env)
@@ -175,6 +213,12 @@ def main(argv: Sequence[str]) -> int:
     parser = _Parser(prog="askgate doctor", description=__doc__.splitlines()[0])
     parser.add_argument("--hook-timeout", type=float, default=None, help="seconds")
     parser.add_argument("--turn-limit", type=float, default=None, help="seconds")
+    parser.add_argument(
+        "--drain-budget",
+        type=float,
+        default=None,
+        help="seconds a worker may take to drain before it is stopped (ASKGATE_DRAIN_BUDGET)",
+    )
     parser.add_argument("--data-dir", default=None, help="the approval server's data dir")
     parser.add_argument("--cwd", default=os.getcwd(), help="project whose .claude/ to read")
     args = parser.parse_args(list(argv))

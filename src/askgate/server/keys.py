@@ -52,6 +52,11 @@ def input_digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
+def digest_of_canonical(canonical: bytes) -> str:
+    """`input_digest` of a value whose canonical bytes are already at hand."""
+    return hashlib.sha256(canonical).hexdigest()
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
@@ -95,6 +100,15 @@ def ntfy_topic(secret: bytes, user_key: str) -> str:
     """
     mac = hmac.new(secret, f"ntfy|{user_key}".encode(), hashlib.sha256).digest()
     return f"{TOPIC_PREFIX}-{base64.b32encode(mac).decode('ascii')[:26].lower()}"
+
+
+def user_topic(secret: bytes, user_id: str, epoch: int = 0) -> str:
+    """A user's topic at a rotation epoch (0: the first, as `askgate enroll` always made)."""
+    return ntfy_topic(secret, user_id if epoch == 0 else json_pair(user_id, epoch))
+
+
+def json_pair(user_id: str, epoch: int) -> str:
+    return canonical_json([user_id, epoch]).decode()
 
 
 def token_hash(token: str) -> str:

@@ -2,9 +2,10 @@
 
 The message builders are pure (approval in, JSON out) and follow ntfy's documented limits: a
 message of at most 4,096 bytes, at most three actions, topics matching ``^[-_A-Za-z0-9]{1,64}$``.
-An approval notification has its own shape: Approve and Deny are ``http`` POSTs to the decide
-endpoint carrying the ``?k=`` key (the phone app performs them and clears the notification only on
-a 2xx), Details is a ``view`` of the card.
+An approval notification has its own shape and carries no capability (the topic is not a decide
+capability, seed 003 #899): Approve…, Deny… and Details are ``view`` actions opening the card,
+where a decision needs the person signed in (their session cookie); nobody who merely reads the
+topic can decide.
 
 Delivery runs in background tasks with retries and backoff; a notifier that fails or hangs never
 touches the approval, which stays decidable on the web page.
@@ -20,12 +21,13 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from askgate.server import display
 from askgate.server.store import Approval
 
 log = logging.getLogger("askgate.server.notify")
@@ -48,69 +50,83 @@ def truncate_utf8(text: str, limit: int, marker: str) -> str:
     return data[:room].decode("utf-8", "ignore") + marker
 
 
+def card(approval: Approval) -> display.Card:
+    return display.card_of(
+        approval.tool,
+        approval.input_json,
+        agent=approval.agent,
+        cwd=approval.cwd,
+        session=approval.session,
+        rule=approval.rule,
+    )
+
+
 def shown_input(approval: Approval) -> str:
-    """What the human is asked about: the command for a shell tool, else the input JSON."""
-    try:
-        value = json.loads(approval.input_json)
-    except ValueError:
-        return approval.input_json
-    if isinstance(value, dict) and isinstance(value.get("command"), str):
-        return "$ " + value["command"]
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, indent=None)
+    """What the human is asked about: every field of the input, neutralised, flags first."""
+    return display.plain_text(card(approval))
 
 
 def ntfy_message(
-    approval: Approval, *, topic: str, card_url: str, decide_url: str, now: float | None = None
+    approval: Approval, *, topic: str, card_url: str, now: float | None = None
 ) -> dict[str, Any]:
-    """The JSON body published to the ntfy root URL for one approval."""
+    """The JSON body published to the ntfy root URL for one approval. `card_url` must carry
+    no key: the notification is readable by whoever reads the topic."""
+    if "k=" in card_url.partition("?")[2]:
+        raise ValueError("a notification must not carry an approval key")
     if not TOPIC_RE.fullmatch(topic):
         raise ValueError(f"not an ntfy topic: {topic!r}")
     now = time.time() if now is None else now
     minutes = max(0, int((approval.expires_at - now) // 60))
-    who = approval.agent or "agent"
-    tail_lines = [
-        f"👤 {who}" + (f" · session {approval.session[:40]}" if approval.session else ""),
-        f"⏳ expires in {minutes}m",
-        f"📎 {approval.id}",
-    ]
-    if approval.rule:
-        tail_lines.insert(0, f"📜 {approval.rule[:200]}")
-    head = f"{approval.tool} — needs your approval\n"
+    shown = card(approval)
+    who = display.neutralise(approval.agent or "agent").text[:60]
+    tail_lines = [f"👤 {r.label} (reported): {r.value.text[:200]}" for r in shown.reported]
+    tail_lines += [f"⏳ expires in {minutes}m", f"📎 {approval.id}"]
+    head = f"{shown.tool.text[:200]} — needs your approval\n"
     tail = "\n" + "\n".join(tail_lines)
     marker = f" … [truncated; sha256 {approval.input_sha256[:12]}]"
     room = MESSAGE_LIMIT - len(head.encode()) - len(tail.encode())
     message = head + truncate_utf8(shown_input(approval), room, marker) + tail
-    json_headers = {"Content-Type": "application/json"}
+    # No capability rides in a notification: whoever reads the topic (on a public server,
+    # anyone who learns its name) gets links that open the card, where deciding needs the
+    # person signed in. Approve / Deny jump to the card's buttons.
     actions = [
-        {
-            "action": "http",
-            "label": "Approve",
-            "url": decide_url,
-            "method": "POST",
-            "headers": json_headers,
-            "body": '{"decision":"allow"}',
-            "clear": True,
-        },
-        {
-            "action": "http",
-            "label": "Deny",
-            "url": decide_url,
-            "method": "POST",
-            "headers": json_headers,
-            "body": '{"decision":"deny"}',
-            "clear": True,
-        },
+        {"action": "view", "label": "Approve…", "url": f"{card_url}#approve", "clear": True},
+        {"action": "view", "label": "Deny…", "url": f"{card_url}#deny", "clear": True},
         {"action": "view", "label": "Details", "url": card_url},
     ]
     return {
         "topic": topic,
-        "title": f"🔐 approval needed · {who}"[:200],
+        "title": f"🔐 approval needed · {who} (reported)"[:200],
         "message": message,
         "priority": PRIORITY,
         "tags": ["lock", "askgate"],
         "click": card_url,
         "actions": actions,
     }
+
+
+PUBLIC_NTFY_HOSTS = ("ntfy.sh", "www.ntfy.sh")
+
+
+def is_public_ntfy(url: str) -> bool:
+    """ntfy.sh, where anyone who learns a topic's name reads it."""
+    from urllib.parse import urlsplit
+
+    return (urlsplit(url).hostname or "").lower() in PUBLIC_NTFY_HOSTS
+
+
+def public_server_warning(url: str, *, has_token: bool) -> list[str]:
+    """The loud warning for a topic on a public server (seed 003 #899)."""
+    if not is_public_ntfy(url):
+        return []
+    return [
+        "askgate: WARNING: this topic lives on the PUBLIC ntfy server "
+        f"{url}: anyone who learns its name reads every approval request sent to it "
+        "(the command, the working directory).",
+        "askgate: WARNING: the topic is not a decide capability (Approve needs the person "
+        "signed in), but for private commands run your own ntfy server with access control "
+        "and enroll with --ntfy-url https://ntfy.internal --ntfy-token tk_… (docs/server.md).",
+    ] + ([] if not has_token else ["askgate: (a token on ntfy.sh does not make a topic private)"])
 
 
 def webhook_signature(secret: bytes, timestamp: int, body: bytes) -> str:
@@ -140,17 +156,27 @@ class Notifier:
     transport: httpx.AsyncBaseTransport | None = None
     on_result: Callable[[str, bool], None] | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _client: httpx.AsyncClient | None = None
 
     @property
     def configured(self) -> bool:
         return bool(self.ntfy_url or self.webhook_url)
 
-    def publish_ntfy(self, body: dict[str, Any]) -> None:
-        if not self.ntfy_url:
+    def publish_ntfy(
+        self, body: dict[str, Any], *, server: str | None = None, user_token: str | None = None
+    ) -> None:
+        """Publish to `server` (the one the user enrolled with; default the configured one).
+        Credentials: the user's own ntfy token, else the server's ASKGATE_NTFY_TOKEN — and
+        that one only to the server it was configured for, never to another."""
+        target = (server or self.ntfy_url or "").rstrip("/")
+        if not target:
             return
-        headers = {"Authorization": f"Bearer {self.ntfy_token}"} if self.ntfy_token else {}
+        token = user_token
+        if token is None and self.ntfy_token and target == (self.ntfy_url or "").rstrip("/"):
+            token = self.ntfy_token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         data = json.dumps(body, ensure_ascii=False).encode()
-        self._spawn("ntfy", self.ntfy_url.rstrip("/") + "/", data, headers)
+        self._spawn("ntfy", target + "/", data, headers)
 
     def publish_webhook(self, payload: dict[str, Any]) -> None:
         if not self.webhook_url:
@@ -162,30 +188,42 @@ class Notifier:
         }
         self._spawn("webhook", self.webhook_url, data, headers)
 
-    def _spawn(self, kind: str, url: str, data: bytes, headers: dict[str, str]) -> None:
-        task = asyncio.create_task(self._deliver(kind, url, data, headers))
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` in the background, tracked for drain() and close()."""
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _spawn(self, kind: str, url: str, data: bytes, headers: dict[str, str]) -> None:
+        self.spawn(self._deliver(kind, url, data, headers))
+
+    def _pool(self) -> httpx.AsyncClient:
+        """One pooled client for every delivery (connections reused, made on first use)."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self.attempt_timeout,
+                transport=self.transport,
+                limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
+            )
+        return self._client
+
     async def _deliver(self, kind: str, url: str, data: bytes, headers: dict[str, str]) -> None:
         delays = (0.0, *self.backoff)
-        async with httpx.AsyncClient(
-            timeout=self.attempt_timeout, transport=self.transport
-        ) as client:
-            for attempt, delay in enumerate(delays, 1):
-                if delay:
-                    await asyncio.sleep(delay)
-                try:
-                    response = await client.post(url, content=data, headers=headers)
-                    if response.is_success:
-                        self._report(kind, True)
-                        return
-                    why = f"HTTP {response.status_code}"
-                    if 400 <= response.status_code < 500 and response.status_code != 429:
-                        break  # the message itself is refused: retrying cannot help
-                except httpx.HTTPError as exc:
-                    why = type(exc).__name__
-                log.warning("askgate: %s delivery attempt %d failed: %s", kind, attempt, why)
+        client = self._pool()
+        for attempt, delay in enumerate(delays, 1):
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                response = await client.post(url, content=data, headers=headers)
+                if response.is_success:
+                    self._report(kind, True)
+                    return
+                why = f"HTTP {response.status_code}"
+                if 400 <= response.status_code < 500 and response.status_code != 429:
+                    break  # the message itself is refused: retrying cannot help
+            except httpx.HTTPError as exc:
+                why = type(exc).__name__
+            log.warning("askgate: %s delivery attempt %d failed: %s", kind, attempt, why)
         log.error("askgate: %s delivery gave up; the approval stays decidable on its page", kind)
         self._report(kind, False)
 
@@ -203,3 +241,7 @@ class Notifier:
             task.cancel()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=1.0)
+        if self._client is not None:
+            client, self._client = self._client, None
+            with contextlib.suppress(Exception):
+                await client.aclose()

@@ -25,6 +25,8 @@ from litestar.response import Redirect
 
 from askgate.server import keys
 from askgate.server.api import TOKEN_COOKIE, context, decide
+from askgate.server.display import neutralise
+from askgate.server.notify import card as card_of_approval
 from askgate.server.notify import shown_input
 from askgate.server.store import Approval, User
 
@@ -105,7 +107,7 @@ async def card_page(
             expires_at=approval.expires_at,
         )
     )
-    if approval is None or (not key_ok and (user is None or user.tenant != approval.tenant)):
+    if approval is None or (not key_ok and (user is None or not user.may_read(approval))):
         if user is None and not k:
             return Redirect(f"/login?next={quote('/approvals/' + approval_id)}")
         http_status = 403 if k and approval is not None else 404
@@ -113,12 +115,12 @@ async def card_page(
             "Not available", "This approval does not exist or is not yours.", http_status
         )
     status = approval.status()
-    may_decide = key_ok or (user is not None and user.may_decide)
+    may_decide = key_ok or (user is not None and user.may_decide_on(approval))
     return render(
         "card.html",
         a=approval,
         status=status,
-        shown=shown_input(approval),
+        card=card_of_approval(approval),
         requested=_when(approval.requested_at),
         expires=_when(approval.expires_at),
         decidable=may_decide and approval.decided_at is None and status != "expired",
@@ -149,7 +151,7 @@ async def card_decide(request: Request[Any, Any, Any], approval_id: FromPath[str
     else:
         status, body = await decide(request, approval_id, decision, reason, key)
     if status >= 400 and status not in (409, 410):
-        return message("Not recorded", str(body.get("detail") or body.get("error")), status)
+        return message("Not recorded", str(body.detail or body.error), status)
     target = f"/approvals/{approval_id}" + (f"?k={quote(key)}" if key else "")
     return Redirect(target, status_code=303)
 
@@ -160,23 +162,24 @@ async def list_page(request: Request[Any, Any, Any]) -> Response[Any]:
     user, token = await _cookie_user(request)
     if user is None:
         return Redirect("/login")
-    rows = await ctx.store.list(tenant=user.tenant, limit=100)
+    rows = await ctx.store.list(user=user, limit=100)
     now = time.time()
 
     def item(row: Approval) -> dict[str, Any]:
         return {
             "id": row.id,
-            "tool": row.tool,
+            "tool": neutralise(row.tool).text,
             "status": row.status(now),
             "shown": shown_input(row)[:600],
-            "agent": row.agent,
+            "agent": neutralise(row.agent).text if row.agent else None,
             "decided_by": row.decided_by,
             "expires": _when(row.expires_at),
+            "open": row.decided_at is None and row.status(now) != "expired",
         }
 
     items = [item(r) for r in rows]
-    pending = [i for i in items if i["status"] in ("pending", "timeout")]
-    recent = [i for i in items if i["status"] not in ("pending", "timeout")][:30]
+    pending = [i for i in items if i["open"]]
+    recent = [i for i in items if not i["open"]][:30]
     return render(
         "list.html",
         user=user,
@@ -191,8 +194,17 @@ def _safe_next(target: str | None) -> str:
 
 
 @get("/login", include_in_schema=False)
-async def login_page(next: FromQuery[str | None] = None) -> Response[Any]:
-    return render("login.html", problem=None, next=_safe_next(next))
+async def login_page(
+    request: Request[Any, Any, Any], next: FromQuery[str | None] = None
+) -> Response[Any]:
+    config = context(request).config
+    return render(
+        "login.html",
+        problem=None,
+        next=_safe_next(next),
+        oidc=bool(config.oidc_issuer and config.oidc_client_id),
+        github=bool(config.github_client_id),
+    )
 
 
 @post("/login", include_in_schema=False)
@@ -206,13 +218,22 @@ async def login(
     token = str(form.get("token", "")).strip()
     user = await ctx.store.user_for_token(token) if 0 < len(token) <= 200 else None
     if user is None:
-        return render("login.html", 401, problem="That token is not valid.", next=_safe_next(next))
+        return render(
+            "login.html",
+            401,
+            problem="That token is not valid.",
+            next=_safe_next(next),
+            oidc=bool(ctx.config.oidc_issuer and ctx.config.oidc_client_id),
+            github=bool(ctx.config.github_client_id),
+        )
     target = _safe_next(next)
     cookie = Cookie(
         key=TOKEN_COOKIE,
         value=token,
         httponly=True,
-        samesite="strict",
+        # Lax: a link from the phone's ntfy app is a cross-site top-level navigation, and must
+        # open the card signed in; every state-changing form is CSRF- and Origin-checked.
+        samesite="lax",
         secure=ctx.config.secure_cookies or ctx.config.public_url.startswith("https:"),
         path="/",
         max_age=30 * 24 * 3600,
@@ -228,7 +249,7 @@ async def logout(request: Request[Any, Any, Any]) -> Response[Any]:
         sent = str(form.get("csrf", "")).encode()
         if not hmac.compare_digest(sent, csrf_token(context(request).secret, token).encode()):
             return message("Refused", "Reload the page and try again.", 403)
-    gone = Cookie(key=TOKEN_COOKIE, value="", max_age=0, path="/", httponly=True, samesite="strict")
+    gone = Cookie(key=TOKEN_COOKIE, value="", max_age=0, path="/", httponly=True, samesite="lax")
     return Redirect("/login", status_code=303, cookies=[gone])
 
 

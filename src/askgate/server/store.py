@@ -53,6 +53,27 @@ approvals = sa.Table(
     sa.Column("reason", sa.Text),
     sa.Column("waiter_gave_up_at", sa.Float),
     sa.Column("consumed_at", sa.Float),
+    # When the waiting call stops waiting (the server's clock): an Approve at or after it is
+    # recorded as `timeout` with late = "allow", never as allow for a call already refused.
+    sa.Column("wait_until", sa.Float),
+    sa.Column("late", sa.String(8)),
+)
+
+approver_groups = sa.Table(
+    "approver_groups",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+group_approvers = sa.Table(
+    "group_approvers",
+    metadata,
+    sa.Column(
+        "group_name", sa.String(100), sa.ForeignKey("approver_groups.name"), primary_key=True
+    ),
+    sa.Column("user_id", sa.String(200), sa.ForeignKey("users.id"), primary_key=True),
+    sa.Column("added_at", sa.Float, nullable=False),
 )
 
 users = sa.Table(
@@ -82,11 +103,28 @@ enrollments = sa.Table(
     sa.Column("user_id", sa.String(200), sa.ForeignKey("users.id"), primary_key=True),
     sa.Column("enrolled_at", sa.Float, nullable=False),
     sa.Column("ntfy_server", sa.Text, nullable=False),
+    # Bumped by a rotation: the topic is derived from (user id, epoch), never stored.
+    sa.Column("topic_epoch", sa.Integer, nullable=False, server_default="0"),
+    # A per-user access token for a private ntfy server (publishing as that user).
+    sa.Column("ntfy_token", sa.Text),
+)
+
+identities = sa.Table(
+    "identities",
+    metadata,
+    # provider: the OpenID Connect issuer URL, or "github"; subject: `sub` / the numeric id.
+    sa.Column("provider", sa.String(300), primary_key=True),
+    sa.Column("subject", sa.String(255), primary_key=True),
+    sa.Column("user_id", sa.String(200), sa.ForeignKey("users.id"), nullable=False),
+    sa.Column("display", sa.String(200)),  # the login or e-mail, shown only, never a key
+    sa.Column("created_at", sa.Float, nullable=False),
 )
 
 DATABASE_URL_ENV = "ASKGATE_DATABASE_URL"
 BUSY_TIMEOUT_ENV = "ASKGATE_SQLITE_BUSY_MS"
 DEFAULT_BUSY_MS = 5000
+TOKEN_CACHE_SECONDS = 2.0
+TOKEN_CACHE_SIZE = 10_000
 
 
 class StoreError(Exception):
@@ -115,15 +153,26 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None
     waiter_gave_up_at: float | None
     consumed_at: float | None
+    wait_until: float | None = None
+    late: str | None = None
 
     def status(self, now: float | None = None) -> str:
         """pending | allow | deny | timeout | expired (a decided row keeps its verdict)."""
         now = time.time() if now is None else now
-        if self.decided_at is not None and self.decision in ("allow", "deny", "expired"):
+        if self.decided_at is not None and self.decision in DECISIONS:
+            if (
+                self.decision == "allow"
+                and self.consumed_at is None
+                and self.wait_until is not None
+                and now >= self.wait_until
+            ):
+                return "timeout"  # allowed in time, but the call never took it: it was refused
             return self.decision
         if now >= self.expires_at:
             return "expired"
-        if self.waiter_gave_up_at is not None:
+        if self.waiter_gave_up_at is not None or (
+            self.wait_until is not None and now >= self.wait_until
+        ):
             return "timeout"
         return "pending"
 
@@ -132,19 +181,60 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
         return self.expires_at
 
 
+DECISIONS = ("allow", "deny", "expired", "timeout")
+
+
+def personal_tenant(user_id: str) -> str:
+    """Each person is their own tenant unless placed in a named group."""
+    return f"user:{user_id}"
+
+
+def group_tenant(name: str) -> str:
+    return f"group:{name}"
+
+
 class User(msgspec.Struct, frozen=True, kw_only=True):
     id: str  # durable key (for a GitHub identity: "gh-<numeric id>", never the login)
     name: str
-    tenant: str
+    tenant: str  # where this user's approvals are filed: personal, or a group's
     created_at: float
     scope: str = "user"  # of the token that authenticated this caller
+    approves: tuple[str, ...] = ()  # group tenants whose approvals this user may decide
 
     @property
     def may_decide(self) -> bool:
         return self.scope == "user"
 
+    @property
+    def tenants(self) -> tuple[str, ...]:
+        """Event streams this user hears: their own approvals, and the groups they approve."""
+        own = personal_tenant(self.id)
+        return (own, *(t for t in self.approves if t != own))
+
+    def may_read(self, approval: Approval) -> bool:
+        if approval.created_by == self.id:
+            return True
+        return self.may_decide and approval.tenant in self.approves
+
+    def may_decide_on(self, approval: Approval) -> bool:
+        """A person decides their own personal approvals; in a group only its approvers do."""
+        if not self.may_decide:
+            return False
+        if approval.tenant in self.approves:
+            return True
+        return approval.created_by == self.id and approval.tenant == personal_tenant(self.id)
+
 
 SCOPES = ("user", "agent")
+
+
+class Enrollment(msgspec.Struct, frozen=True, kw_only=True):
+    ntfy_server: str
+    topic_epoch: int = 0
+    ntfy_token: str | None = None
+
+
+GROUP_NAME_MAX = 100
 
 
 def _approval(row: Any) -> Approval:
@@ -153,6 +243,7 @@ def _approval(row: Any) -> Approval:
 
 # Inside Store, `list` names its method `Store.list`: its annotations use this alias.
 UserList = list[User]
+Names = list[str]
 
 
 def _user(row: Any) -> User:
@@ -220,6 +311,8 @@ class Store:
         # SQLite's busy handler, keeps a write lock from being held while its commit waits
         # for the event loop, and keeps the busy timeout for other processes.
         self._write_lock: asyncio.Lock | None = None if is_postgres(url) else asyncio.Lock()
+        self._tokens: dict[str, tuple[float, User]] = {}
+        self._enrolled: dict[str, tuple[float, Enrollment | None]] = {}
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
@@ -277,9 +370,11 @@ class Store:
         surface: str | None = None,
         cwd: str | None = None,
         rule: str | None = None,
+        wait: float | None = None,
         now: float | None = None,
     ) -> Approval:
-        """Insert a pending approval (raises keys.CanonicalError for a non-canonical input)."""
+        """Insert a pending approval (raises keys.CanonicalError for a non-canonical input).
+        `wait`: seconds the creating call waits; after that its answer is `timeout`."""
         now = time.time() if now is None else now
         canonical = keys.canonical_json(input_value)
         values: dict[str, Any] = {
@@ -293,7 +388,7 @@ class Store:
             "cwd": cwd,
             "rule": rule,
             "input_json": canonical.decode("utf-8"),
-            "input_sha256": keys.input_digest(input_value),
+            "input_sha256": keys.digest_of_canonical(canonical),
             "requested_at": now,
             "expires_at": int(now) + int(expires_in),
             "decided_at": None,
@@ -302,6 +397,8 @@ class Store:
             "reason": None,
             "waiter_gave_up_at": None,
             "consumed_at": None,
+            "wait_until": None if wait is None else now + wait,
+            "late": None,
         }
         async with self.write() as conn:
             await conn.execute(approvals.insert().values(**values))
@@ -326,82 +423,141 @@ class Store:
         now: float | None = None,
         conn: AsyncConnection | None = None,
     ) -> bool:
-        """The once-only write: True when this call recorded the decision."""
+        """The once-only write: True when this call recorded the decision.
+
+        An answer that lands at or after the waiter's deadline (or after it gave up) is
+        recorded as `timeout`, the human's answer kept in `late`: the call it was asked for
+        has already been refused, so it is never stored as allow. Decided in the one UPDATE,
+        so no read-then-write race can put an allow past the deadline."""
         if decision not in ("allow", "deny", "expired"):
             raise ValueError(f"not a decision: {decision!r}")
         now = time.time() if now is None else now
         query = approvals.update().where(
             approvals.c.id == approval_id, approvals.c.decided_at.is_(None)
         )
-        if decision != "expired":
+        if decision == "expired":
+            values: dict[str, Any] = {"decision": decision}
+        else:
             query = query.where(approvals.c.expires_at > now)
-        query = query.values(
-            decided_at=now, decision=decision, decided_by=decided_by, reason=reason
-        )
+            past = sa.or_(
+                approvals.c.waiter_gave_up_at.is_not(None),
+                sa.and_(approvals.c.wait_until.is_not(None), approvals.c.wait_until <= now),
+            )
+            values = {
+                "decision": sa.case((past, sa.literal("timeout")), else_=sa.literal(decision)),
+                "late": sa.case((past, sa.literal(decision)), else_=sa.null()),
+            }
+        query = query.values(decided_at=now, decided_by=decided_by, reason=reason, **values)
         if conn is not None:
             return (await conn.execute(query)).rowcount == 1
         async with self.write() as own:
             changed = (await own.execute(query)).rowcount == 1
         return changed
 
-    async def abandon(self, approval_id: str, *, tenant: str, now: float | None = None) -> bool:
-        """The waiter gave up: record `timeout`; the row stays decidable until it expires."""
+    async def abandon(self, approval_id: str, *, created_by: str, now: float | None = None) -> bool:
+        """The waiter gave up. Refused (False) before the deadline the waiter announced: a
+        call may not cancel a wait that is still running (its hook would be released by the
+        next Approve while that Approve also became a late approval)."""
         now = time.time() if now is None else now
         query = (
             approvals.update()
             .where(
                 approvals.c.id == approval_id,
-                approvals.c.tenant == tenant,
+                approvals.c.created_by == created_by,
                 approvals.c.decided_at.is_(None),
                 approvals.c.waiter_gave_up_at.is_(None),
+                sa.or_(approvals.c.wait_until.is_(None), approvals.c.wait_until <= now),
             )
-            .values(waiter_gave_up_at=now, decision="timeout")
+            .values(waiter_gave_up_at=now)
+        )
+        async with self.write() as conn:
+            return (await conn.execute(query)).rowcount == 1
+
+    async def consume(self, approval_id: str, *, created_by: str, now: float | None = None) -> bool:
+        """The call that executes takes its allow, once: a guarded UPDATE that succeeds for
+        one caller only, only for an allow, only before the waiter's deadline and expiry."""
+        now = time.time() if now is None else now
+        query = (
+            approvals.update()
+            .where(
+                approvals.c.id == approval_id,
+                approvals.c.created_by == created_by,
+                approvals.c.decision == "allow",
+                approvals.c.consumed_at.is_(None),
+                approvals.c.expires_at > now,
+                sa.or_(approvals.c.wait_until.is_(None), approvals.c.wait_until > now),
+            )
+            .values(consumed_at=now)
         )
         async with self.write() as conn:
             return (await conn.execute(query)).rowcount == 1
 
     async def consume_late_approval(
-        self, *, tenant: str, session: str | None, tool: str, digest: str, now: float | None = None
+        self,
+        *,
+        created_by: str,
+        tool: str,
+        digest: str,
+        cwd: str | None,
+        session: str | None,
+        agent: str | None,
+        now: float | None = None,
     ) -> Approval | None:
-        """A human allowed this exact call after its waiter gave up: hand out that approval
-        once (guarded like a decision), or None."""
+        """A human approved this exact call after its waiter's deadline: hand that approval
+        to the next identical call of the same person, in the same working directory,
+        session and agent, once (a guarded UPDATE), or None."""
         now = time.time() if now is None else now
-        session_match = (
-            approvals.c.session.is_(None) if session is None else approvals.c.session == session
-        )
+        c = approvals.c
         candidates = (
-            sa.select(approvals.c.id)
+            sa.select(c.id)
             .where(
-                approvals.c.tenant == tenant,
-                session_match,
-                approvals.c.tool == tool,
-                approvals.c.input_sha256 == digest,
-                approvals.c.decision == "allow",
-                approvals.c.waiter_gave_up_at.is_not(None),
-                approvals.c.consumed_at.is_(None),
-                approvals.c.expires_at > now,
+                c.created_by == created_by,
+                c.tool == tool,
+                c.input_sha256 == digest,
+                c.cwd.is_not_distinct_from(cwd),
+                c.session.is_not_distinct_from(session),
+                c.agent.is_not_distinct_from(agent),
+                # answered late, or allowed in time but never taken by its call (it gave up
+                # first: the two deadlines differ by the request's transit time)
+                sa.or_(
+                    sa.and_(c.decision == "timeout", c.late == "allow"),
+                    sa.and_(c.decision == "allow", c.wait_until.is_not(None), c.wait_until <= now),
+                ),
+                c.consumed_at.is_(None),
+                c.expires_at > now,
             )
-            .order_by(approvals.c.decided_at)
+            .order_by(c.decided_at)
             .limit(5)
         )
         async with self.write() as conn:
             for (approval_id,) in (await conn.execute(candidates)).all():
                 claim = (
                     approvals.update()
-                    .where(approvals.c.id == approval_id, approvals.c.consumed_at.is_(None))
+                    .where(
+                        c.id == approval_id,
+                        c.consumed_at.is_(None),
+                        sa.or_(c.late == "allow", c.decision == "allow"),
+                    )
                     .values(consumed_at=now)
                 )
                 if (await conn.execute(claim)).rowcount == 1:
                     row = (
-                        await conn.execute(approvals.select().where(approvals.c.id == approval_id))
+                        await conn.execute(approvals.select().where(c.id == approval_id))
                     ).first()
                     return None if row is None else _approval(row)
         return None
 
     async def list(
-        self, *, tenant: str, limit: int = 100, pending_only: bool = False
+        self, *, user: User, limit: int = 100, pending_only: bool = False
     ) -> list[Approval]:
-        query = approvals.select().where(approvals.c.tenant == tenant)
+        """What `user` may read: their own approvals and those of the groups they approve."""
+        mine = approvals.c.created_by == user.id
+        where = (
+            sa.or_(mine, approvals.c.tenant.in_(user.approves))
+            if user.may_decide and (user.approves)
+            else mine
+        )
+        query = approvals.select().where(where)
         if pending_only:
             query = query.where(approvals.c.decided_at.is_(None))
         query = query.order_by(approvals.c.requested_at.desc()).limit(limit)
@@ -411,15 +567,21 @@ class Store:
 
     # --- users, tokens, enrollments ----------------------------------------------------
 
-    async def add_user(self, name: str, *, tenant: str, user_id: str | None = None) -> str:
-        """Create a user with a first bearer token; returns the token (shown once)."""
+    async def add_user(
+        self, name: str, *, group: str | None = None, user_id: str | None = None
+    ) -> str:
+        """Create a user with a first bearer token; returns the token (shown once). The user
+        is their own tenant, or files approvals in `group` (which must exist)."""
         now = time.time()
         user_id = user_id or f"u-{os.urandom(8).hex()}"
+        tenant = personal_tenant(user_id) if group is None else group_tenant(group)
         token = keys.new_token()
         async with self.write() as conn:
             existing = (await conn.execute(users.select().where(users.c.name == name))).first()
             if existing is not None:
                 raise StoreError(f"user {name!r} exists (rotate its token: askgate user token)")
+            if group is not None:
+                await self._group_row(conn, group)
             await conn.execute(
                 users.insert().values(id=user_id, name=name, tenant=tenant, created_at=now)
             )
@@ -435,6 +597,7 @@ class Store:
 
     async def rotate_token(self, name: str, *, scope: str = "user") -> str:
         """Revoke the user's tokens of `scope` and issue a new one (shown once)."""
+        self.forget_tokens()
         if scope not in SCOPES:
             raise StoreError(f"unknown token scope {scope!r}")
         now = time.time()
@@ -463,14 +626,123 @@ class Store:
         return token
 
     async def user_for_token(self, token: str) -> User | None:
+        """The token's user with the groups they approve for (one round trip), remembered for
+        TOKEN_CACHE_SECONDS: every API call authenticates, and on SQLite that lookup was a
+        third of an approval's cost. A revocation or group change made through this process
+        applies at once; one made on another replica within TOKEN_CACHE_SECONDS."""
+        digest = keys.token_hash(token)
+        now = time.monotonic()
+        cached = self._tokens.get(digest)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        user = await self._user_for_token(digest)
+        if user is not None:
+            if len(self._tokens) >= TOKEN_CACHE_SIZE:
+                self._tokens.clear()
+            self._tokens[digest] = (now + TOKEN_CACHE_SECONDS, user)
+        return user
+
+    def forget_tokens(self) -> None:
+        self._tokens.clear()
+
+    async def _user_for_token(self, digest: str) -> User | None:
         query = (
-            sa.select(users, tokens.c.scope)
+            sa.select(users, tokens.c.scope, group_approvers.c.group_name)
             .join(tokens, tokens.c.user_id == users.c.id)
-            .where(tokens.c.token_sha256 == keys.token_hash(token), tokens.c.revoked_at.is_(None))
+            .outerjoin(group_approvers, group_approvers.c.user_id == users.c.id)
+            .where(tokens.c.token_sha256 == digest, tokens.c.revoked_at.is_(None))
         )
         async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
-        return None if row is None else _user(row)
+            rows = (await conn.execute(query)).all()
+        if not rows:
+            return None
+        fields = dict(rows[0]._mapping)
+        fields.pop("group_name", None)
+        approves = tuple(sorted({group_tenant(r.group_name) for r in rows if r.group_name}))
+        return User(**fields, approves=approves)
+
+    # --- approver groups ---------------------------------------------------------------
+
+    async def _group_row(self, conn: AsyncConnection, name: str) -> Any:
+        query = approver_groups.select().where(approver_groups.c.name == name)
+        row = (await conn.execute(query)).first()
+        if row is None:
+            raise StoreError(f"no group named {name!r} (askgate group create {name})")
+        return row
+
+    async def _user_row(self, conn: AsyncConnection, name: str) -> Any:
+        row = (await conn.execute(users.select().where(users.c.name == name))).first()
+        if row is None:
+            raise StoreError(f"no user named {name!r}")
+        return row
+
+    async def create_group(self, name: str) -> None:
+        if (
+            not name
+            or len(name) > GROUP_NAME_MAX
+            or not name.replace("-", "").replace("_", "").isalnum()
+        ):
+            raise StoreError("a group name is 1-100 letters, digits, '-' or '_'")
+        async with self.write() as conn:
+            exists = approver_groups.select().where(approver_groups.c.name == name)
+            if (await conn.execute(exists)).first() is not None:
+                raise StoreError(f"group {name!r} exists")
+            await conn.execute(approver_groups.insert().values(name=name, created_at=time.time()))
+
+    async def add_approver(self, group: str, user_name: str) -> None:
+        """`user_name` may read and decide every approval filed in `group`."""
+        self.forget_tokens()
+        async with self.write() as conn:
+            await self._group_row(conn, group)
+            user = await self._user_row(conn, user_name)
+            already = group_approvers.select().where(
+                group_approvers.c.group_name == group, group_approvers.c.user_id == user.id
+            )
+            if (await conn.execute(already)).first() is None:
+                await conn.execute(
+                    group_approvers.insert().values(
+                        group_name=group, user_id=user.id, added_at=time.time()
+                    )
+                )
+
+    async def remove_approver(self, group: str, user_name: str) -> None:
+        self.forget_tokens()
+        async with self.write() as conn:
+            user = await self._user_row(conn, user_name)
+            await conn.execute(
+                group_approvers.delete().where(
+                    group_approvers.c.group_name == group, group_approvers.c.user_id == user.id
+                )
+            )
+
+    async def file_in(self, user_name: str, group: str | None) -> None:
+        """Where `user_name`'s new approvals are filed: `group`, or (None) their own tenant."""
+        self.forget_tokens()
+        async with self.write() as conn:
+            user = await self._user_row(conn, user_name)
+            tenant = personal_tenant(user.id)
+            if group is not None:
+                await self._group_row(conn, group)
+                tenant = group_tenant(group)
+            await conn.execute(users.update().where(users.c.id == user.id).values(tenant=tenant))
+
+    async def groups(self) -> dict[str, Names]:
+        """Each group with the names of its approvers."""
+        query = (
+            sa.select(approver_groups.c.name, users.c.name.label("user"))
+            .select_from(approver_groups)
+            .outerjoin(group_approvers, group_approvers.c.group_name == approver_groups.c.name)
+            .outerjoin(users, users.c.id == group_approvers.c.user_id)
+            .order_by(approver_groups.c.name, users.c.name)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        found: dict[str, Names] = {}
+        for group_name, user_name in rows:
+            found.setdefault(group_name, [])
+            if user_name:
+                found[group_name].append(user_name)
+        return found
 
     async def user(self, name: str) -> User | None:
         async with self.engine.connect() as conn:
@@ -487,22 +759,136 @@ class Store:
             rows = (await conn.execute(users.select().order_by(users.c.name))).all()
         return [_user(r) for r in rows]
 
-    async def enroll(self, user_id: str, ntfy_server: str) -> None:
+    async def enroll(
+        self, user_id: str, ntfy_server: str, *, ntfy_token: str | None = None
+    ) -> Enrollment:
+        """Record (or re-record) the ntfy server a user's phone listens on; keeps the topic
+        epoch, so enrolling again does not move the topic."""
         now = time.time()
+        self._enrolled.clear()
         async with self.write() as conn:
+            old = (
+                await conn.execute(enrollments.select().where(enrollments.c.user_id == user_id))
+            ).first()
+            epoch = int(old.topic_epoch) if old is not None else 0
             await conn.execute(enrollments.delete().where(enrollments.c.user_id == user_id))
             await conn.execute(
                 enrollments.insert().values(
-                    user_id=user_id, enrolled_at=now, ntfy_server=ntfy_server
+                    user_id=user_id,
+                    enrolled_at=now,
+                    ntfy_server=ntfy_server,
+                    topic_epoch=epoch,
+                    ntfy_token=ntfy_token,
                 )
             )
+        return Enrollment(ntfy_server=ntfy_server, topic_epoch=epoch, ntfy_token=ntfy_token)
 
-    async def enrollment(self, user_id: str) -> str | None:
-        """The ntfy server a user enrolled with, or None."""
-        query = sa.select(enrollments.c.ntfy_server).where(enrollments.c.user_id == user_id)
+    async def rotate_topic(self, user_id: str) -> Enrollment | None:
+        """A new topic for the user (the old one hears nothing more); None if not enrolled."""
+        self._enrolled.clear()
+        async with self.write() as conn:
+            changed = await conn.execute(
+                enrollments.update()
+                .where(enrollments.c.user_id == user_id)
+                .values(topic_epoch=enrollments.c.topic_epoch + 1, enrolled_at=time.time())
+            )
+            if changed.rowcount != 1:
+                return None
+        return await self.enrollment(user_id)
+
+    async def enrollment_cached(self, user_id: str) -> Enrollment | None:
+        """`enrollment`, remembered for TOKEN_CACHE_SECONDS (read for every notification)."""
+        now = time.monotonic()
+        cached = self._enrolled.get(user_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        found = await self.enrollment(user_id)
+        if len(self._enrolled) >= TOKEN_CACHE_SIZE:
+            self._enrolled.clear()
+        self._enrolled[user_id] = (now + TOKEN_CACHE_SECONDS, found)
+        return found
+
+    async def enrollment(self, user_id: str) -> Enrollment | None:
+        """Where and how a user's phone is reached, or None."""
+        query = sa.select(
+            enrollments.c.ntfy_server, enrollments.c.topic_epoch, enrollments.c.ntfy_token
+        ).where(enrollments.c.user_id == user_id)
         async with self.engine.connect() as conn:
             row = (await conn.execute(query)).first()
-        return None if row is None else str(row[0])
+        if row is None:
+            return None
+        return Enrollment(
+            ntfy_server=str(row[0]), topic_epoch=int(row[1] or 0), ntfy_token=row[2] or None
+        )
+
+    # --- sign-in identities ------------------------------------------------------------
+
+    async def user_for_identity(
+        self, provider: str, subject: str, *, display: str, create: bool
+    ) -> User | None:
+        """The user signed in as (provider, subject): the durable key is the subject (an
+        OpenID Connect `sub`, a GitHub numeric id), never a login or e-mail. With `create`, a
+        first sign-in makes a new user, their own tenant."""
+        query = (
+            sa.select(users)
+            .join(identities, identities.c.user_id == users.c.id)
+            .where(identities.c.provider == provider, identities.c.subject == subject)
+        )
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        if row is not None:
+            return _user(row)
+        if not create:
+            return None
+        user_id = f"u-{os.urandom(8).hex()}"
+        name = f"{display[:150]}@{os.urandom(3).hex()}" if display else user_id
+        now = time.time()
+        async with self.write() as conn:
+            await conn.execute(
+                users.insert().values(
+                    id=user_id, name=name, tenant=personal_tenant(user_id), created_at=now
+                )
+            )
+            await conn.execute(
+                identities.insert().values(
+                    provider=provider,
+                    subject=subject,
+                    user_id=user_id,
+                    display=display[:200],
+                    created_at=now,
+                )
+            )
+        return await self.user_by_id(user_id)
+
+    async def user_by_id(self, user_id: str) -> User | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(users.select().where(users.c.id == user_id))).first()
+        return None if row is None else _user(row)
+
+    async def issue_token(self, user_id: str, *, scope: str = "user") -> str:
+        """A further token for the user (a browser session), without revoking the others."""
+        if scope not in SCOPES:
+            raise StoreError(f"unknown token scope {scope!r}")
+        token = keys.new_token()
+        async with self.write() as conn:
+            await conn.execute(
+                tokens.insert().values(
+                    token_sha256=keys.token_hash(token),
+                    user_id=user_id,
+                    scope=scope,
+                    created_at=time.time(),
+                )
+            )
+        return token
+
+    async def revoke_token(self, token: str) -> None:
+        self.forget_tokens()
+        async with self.write() as conn:
+            await conn.execute(
+                tokens.update()
+                .where(tokens.c.token_sha256 == keys.token_hash(token))
+                .values(revoked_at=time.time())
+            )
 
 
 def _env_int(name: str, default: int) -> int:

@@ -67,20 +67,29 @@ class Waker:
                 event.set()
 
     @contextlib.asynccontextmanager
-    async def subscription(self, tenant: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+    async def subscription(
+        self, tenants: tuple[str, ...]
+    ) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+        """One queue hearing every tenant given (each payload once per tenant it was sent
+        to; a sender names each tenant once)."""
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(SUBSCRIBER_QUEUE)
-        self._subscribers.setdefault(tenant, set()).add(queue)
+        for tenant in tenants:
+            self._subscribers.setdefault(tenant, set()).add(queue)
         try:
             yield queue
         finally:
-            queues = self._subscribers.get(tenant)
-            if queues is not None:
-                queues.discard(queue)
-                if not queues:
-                    del self._subscribers[tenant]
+            for tenant in tenants:
+                queues = self._subscribers.get(tenant)
+                if queues is not None:
+                    queues.discard(queue)
+                    if not queues:
+                        del self._subscribers[tenant]
 
-    def broadcast(self, tenant: str, payload: dict[str, Any]) -> None:
-        for queue in list(self._subscribers.get(tenant, ())):
+    def broadcast(self, tenant: str | set[str], payload: dict[str, Any]) -> None:
+        """To every subscriber of the tenant(s), once each."""
+        tenants = {tenant} if isinstance(tenant, str) else tenant
+        queues = {q for t in tenants for q in self._subscribers.get(t, ())}
+        for queue in queues:
             with contextlib.suppress(asyncio.QueueFull):  # a stalled reader loses events
                 queue.put_nowait(payload)
 
