@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 
 from askgate.policy.lazy_regex import lazy_compile
+from askgate.policy.shell.jqprogram import JQ_NAMES, jq_floor
 from askgate.policy.shell.words import Word
 
 # Interpreter -> (options whose value is code, option letters taking a value).
@@ -92,6 +93,7 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
     code: list[str] = []
     operands: list[Word] = []
     in_place = False
+    suffix = ""
     index = 0
     while index < len(args):
         word = args[index]
@@ -119,6 +121,7 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
             for position, letter in enumerate(letters):
                 if letter == "i" and key in ("perl", "ruby"):
                     in_place = True
+                    suffix = letters[position + 1 :]
                     break  # -i takes the rest of the cluster as its suffix
                 if "-" + letter in code_options:
                     rest = letters[position + 1 :]
@@ -151,9 +154,20 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
             continue
         if key in ("perl", "ruby"):
             (result.writes if in_place else result.reads).append(word.text)
+            if in_place and suffix:
+                result.writes.append(backup_name(key, word.text, suffix))
         else:
             result.operands.append(word.text)
     return result
+
+
+def backup_name(key: str, path: str, suffix: str) -> str:
+    """Where `perl -iSUFFIX` keeps the original of `path`: each `*` in the suffix is the
+    file's name (`-i'.git/hooks/*'` copies `pre-commit` into `.git/hooks/`); without one,
+    the suffix is appended (`-irc` on `.env` writes `.envrc`). ruby only appends."""
+    if key == "perl" and "*" in suffix:
+        return suffix.replace("*", path)
+    return path + suffix
 
 
 def awk_paths(program: str) -> tuple[list[str], list[str]]:
@@ -229,6 +243,9 @@ _SCRIPT_FROM_STDIN = {  # program -> options whose value `-` (or /dev/stdin) is 
     "mawk": ("-f",),
     "nawk": ("-f",),
     "jq": ("-f", "--from-file"),
+    "gojq": ("-f", "--from-file"),
+    "jaq": ("-f", "--from-file"),
+    "yq": ("-f", "--from-file"),
 }
 _STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
 
@@ -238,6 +255,10 @@ def command_language_floor(name: str, args: Sequence[Word], stdin: bool) -> str 
 
     `stdin`: its standard input is a pipe, heredoc, here-string or file.
     """
+    if name in JQ_NAMES:
+        reason = jq_floor(name, args)
+        if reason:
+            return reason
     if stdin and _reads_commands_from_stdin(name, args):
         return f"{name} reads commands from its standard input, which may run programs"
     if name in _INTERACTIVE:
