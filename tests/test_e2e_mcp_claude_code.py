@@ -156,7 +156,7 @@ def test_claude_code_through_the_gateway_cannot_read_credentials_but_writes(
     assert len(results) == 2, (offered, stderr[-3000:])
     refused, wrote = (tool_result_text(r) for r in results)
     assert SECRET not in json.dumps(fake_api.requests[-1].body)  # never reached the model
-    assert results[0].get("is_error") is True and "cloud credentials" in refused
+    assert results[0].get("is_error") is True and "credentials" in refused
     assert results[1].get("is_error") is not True, wrote
     assert written.read_text() == "all good\n"
     records = [json.loads(line) for line in review.read_text().splitlines()]
