@@ -29,7 +29,6 @@ SESSION = [
     ("denied: the read deny on ~/.ssh init writes", "cat ~/.ssh/id_ed25519"),
     ("asked: git-local profile asks before a push", "git push origin main"),
 ]
-BUDGET = 24 * 3600.0  # the demo's ask waits as long as the server keeps it
 
 
 def _say(text: str = "") -> None:
@@ -89,6 +88,7 @@ def main() -> int:
     from askgate.gate import Gate
     from askgate.outcome import ToolRequest
     from askgate.policy.engine import Policy
+    from askgate.prompters.server import MAX_BUDGET as BUDGET  # the longest wait allowed
     from askgate.prompters.server import ServerPrompter
 
     exit_after_ready = os.environ.get("ASKGATE_DEMO_EXIT_AFTER_READY") == "1"
