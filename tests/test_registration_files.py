@@ -112,8 +112,11 @@ def test_yolo_and_a_deny_keep_their_meaning(tmp_path: Path) -> None:
 
 def test_ordinary_files_beside_them_follow_the_policy(world) -> None:
     policy, project, home = world
-    for path in (".claude/commands/x.md", f"{home}/.claude/projects/x.jsonl", "src/a.py"):
+    for path in (f"{home}/.claude/projects/x.jsonl", "src/a.py", ".claude/notes.md"):
         assert policy.decide(Surface.WRITE, path, cwd=str(project)).action is Action.ALLOW
+    # Agent commands steer the next session: a persistence ask (not a deny, not an allow).
+    steering = policy.decide(Surface.WRITE, ".claude/commands/x.md", cwd=str(project))
+    assert steering.action is Action.ASK
 
 
 def test_askgate_secrets_are_not_readable_by_an_agent(world) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -66,10 +67,10 @@ def test_the_daemon_binds_in_a_private_directory_when_tmp_is_taken() -> None:
     its socket is not in the shared directory."""
 
     def check(scratch: Path) -> None:
-        shared = Path(f"/tmp/askgate-{os.getuid()}")
-        if shared.exists():
-            pytest.skip(f"{shared} exists on this machine: not touching it")
-        shared.mkdir()
+        # A fresh stand-in for /tmp/askgate-<uid> (the real one may be in use by another
+        # test's daemon): made at 0755, as another user or an old install could leave it.
+        shared = Path(tempfile.mkdtemp(prefix=f"askgate-{os.getuid()}-", dir="/tmp"))
+        locations._shared_tmp_runtime_dir = lambda: str(shared)  # this child only
         try:
             shared.chmod(0o755)
             env = {"HOME": str(scratch), "PATH": "/usr/bin:/bin"}
