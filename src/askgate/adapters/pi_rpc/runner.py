@@ -91,6 +91,26 @@ class StopRequest:
         return self.event.is_set()
 
 
+def run_error(
+    error: str | None,
+    *,
+    stopped: bool,
+    stop: StopRequest | None,
+    model_error: str | None,
+    status: int | None,
+) -> str | None:
+    """Why a run failed, in order of precedence: stopped from outside, the worker's own
+    error, the model call's, a non-zero exit (None: it did not fail). One rule for both
+    transports."""
+    if stopped:
+        return f"stopped: {stop.reason if stop is not None else 'requested'}"
+    if error is None and model_error is not None:
+        return f"the model call failed: {model_error}"
+    if error is None and status not in (0, None):
+        return f"worker exited with status {status}"
+    return error
+
+
 async def until_stopped(work: Any, stop: StopRequest | None) -> bool:
     """Await `work` (a coroutine) unless `stop` is requested first: then cancel it.
     True when it was stopped."""
@@ -252,12 +272,9 @@ class WorkerRun:
             error = str(exc)
         finally:
             status = await self.stop()
-        if stopped:
-            error = f"stopped: {stop.reason if stop is not None else 'requested'}"
-        if error is None and self.model_error is not None:
-            error = f"the model call failed: {self.model_error}"
-        if error is None and status not in (0, None):
-            error = f"worker exited with status {status}"
+        error = run_error(
+            error, stopped=stopped, stop=stop, model_error=self.model_error, status=status
+        )
         return RunSummary(
             ok=error is None,
             final_text=self.last_text,

@@ -23,6 +23,7 @@ from askgate.adapters.pi_rpc.runner import (
     RunSummary,
     StopRequest,
     assistant_text,
+    run_error,
     until_stopped,
 )
 
@@ -78,12 +79,9 @@ class StdioWorkerRun:
             error = str(exc)
         finally:
             status = await self.client.stop(self.stop_grace)
-        if stopped:
-            error = f"stopped: {stop.reason if stop is not None else 'requested'}"
-        if error is None and self.model_error is not None:
-            error = f"the model call failed: {self.model_error}"
-        if error is None and status not in (0, None):
-            error = f"worker exited with status {status}"
+        error = run_error(
+            error, stopped=stopped, stop=stop, model_error=self.model_error, status=status
+        )
         return RunSummary(
             ok=error is None,
             final_text=self.last_text,
