@@ -8,12 +8,20 @@ can start from its own processes (this one, else the system's python3 of the sam
 version with this one's import path) and a directory outside /tmp it owns — asserts that
 it passed there, and returns True (the caller returns); as anybody else it returns False
 and the test does its check in-process. `outside_scratch_dir()` finds that directory.
+
+A checkout in a private directory (a 0700 parent, a 0750 home) or an interpreter under
+/root cannot be reached by `nobody`. The rerun then runs in a private mount namespace
+(`unshare --mount`, as root) in which each such path stays at its own absolute path but
+its topmost untraversable ancestor is covered by a tmpfs holding only that path, bound
+back: `nobody` sees the checkout, its virtualenv and the interpreter, and nothing else of
+the private directory. The real filesystem is unchanged and nothing is made readable.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -57,6 +65,54 @@ def _drop_privileges(user: pwd.struct_passwd) -> list[str]:
         return [runuser, "-u", user.pw_name, "--"]
     _unavailable("neither setpriv nor runuser is installed")
     return []
+
+
+def _private_ancestor(path: str) -> str | None:
+    """The topmost ancestor of `path` (or `path` itself) that others cannot traverse."""
+    real = os.path.realpath(path)
+    parts = real.strip("/").split("/")
+    for depth in range(1, len(parts) + 1):
+        ancestor = "/" + "/".join(parts[:depth])
+        try:
+            if not os.stat(ancestor).st_mode & 0o001:
+                return ancestor
+        except OSError:
+            return None
+    return None
+
+
+def _private_view(paths: list[str], staging: str) -> list[str]:
+    """A command prefix that runs its argument in a fresh private mount namespace where
+    every path of `paths` is reachable by others at its own absolute path (see the module
+    docstring); [] when all of them are reachable already or `unshare` is missing."""
+    reals = sorted({os.path.realpath(p) for p in paths})
+    reals = [p for p in reals if not any(p.startswith(q + "/") for q in reals)]
+    covers = {p: a for p in reals if (a := _private_ancestor(p)) is not None}
+    unshare = shutil.which("unshare")
+    if not covers or unshare is None:
+        return []
+    tops = sorted({a for a in covers.values()}, key=len)
+    tops = [a for a in tops if not any(a != t and a.startswith(t + "/") for t in tops)]
+    script: list[str] = []
+    for index, path in enumerate(covers):
+        stage = os.path.join(staging, str(index))
+        os.mkdir(stage, 0o755)
+        script.append(f"mount --rbind {shlex.quote(path)} {shlex.quote(stage)}")
+    script += [f"mount -t tmpfs -o mode=0755 askgate-view {shlex.quote(a)}" for a in tops]
+    for index, path in enumerate(covers):
+        stage = shlex.quote(os.path.join(staging, str(index)))
+        script.append(f"mkdir -p {shlex.quote(path)} && mount --rbind {stage} {shlex.quote(path)}")
+    script.append('exec "$@"')
+    body = " && ".join(script)
+    return [unshare, "--mount", "--propagation", "private", "sh", "-c", body, "sh"]
+
+
+def _remove_staging(staging: str) -> None:
+    """rmdir only, never rmtree: outside the namespace the staging points are empty, and
+    if a bind ever leaked a recursive delete would go through it into the checkout."""
+    for name in os.listdir(staging):
+        os.rmdir(os.path.join(staging, name))
+    os.rmdir(staging)
 
 
 def _probe(command: list[str], request: pytest.FixtureRequest, scratch: str) -> None:
@@ -136,8 +192,11 @@ def rerun_as_nobody(
     if os.geteuid() != 0:
         return False
     user = _nobody()
-    command = _drop_privileges(user)
     scratch = tempfile.mkdtemp(prefix="askgate-unprivileged-")
+    staging = tempfile.mkdtemp(prefix="askgate-view-", dir="/run")
+    os.chmod(staging, 0o755)
+    reachable = [str(request.config.rootpath), sys.prefix, sys.base_prefix, sys.executable]
+    command = _private_view(reachable, staging) + _drop_privileges(user)
     handed = outside_scratch_dir("askgate-nobody-") if outside else None
     try:
         os.chown(scratch, user.pw_uid, user.pw_gid)
@@ -179,6 +238,7 @@ def rerun_as_nobody(
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        _remove_staging(staging)
         if handed is not None:
             shutil.rmtree(handed, ignore_errors=True)
     output = result.stdout + result.stderr
