@@ -732,17 +732,38 @@ def test_the_relay_imports_almost_nothing(tmp_path: Path, running: Running) -> N
         "loaded = sorted(m for m in heavy if m in sys.modules)\n"
         "print(json.dumps({'code': code, 'loaded': loaded}), file=sys.stderr)\n"
     )
-    env = {**os.environ, **running.daemon.env}
+    # Exactly the daemon's environment: whatever else the caller's holds (CI exports
+    # ASKGATE_TEST_DATABASE_URL, a pinned name) would have the daemon refuse the call.
+    env = dict(running.daemon.env)
+    ready = relay.exchange(paths.socket_path(env), protocol.encode_request(b"ping", []), 30.0)
+    assert isinstance(ready, tuple) and ready[0] == 0  # listening: the real readiness signal
     proc = subprocess.run(
         [sys.executable, "-c", script, payload(tmp_path, "rm -rf x").decode()],
         capture_output=True,
         env=env,
         timeout=60,
     )
+    assert (running.daemon.refused, running.daemon.last_refusal) == (0, "")
     report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
     assert report == {"code": 0, "loaded": []}
     assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert running.daemon.requests == 1
+
+
+def test_a_hook_with_another_pinned_variable_is_refused_visibly(
+    tmp_path: Path, running: Running
+) -> None:
+    """The relay's silent fallback (CI: ASKGATE_TEST_DATABASE_URL set for the hook, not the
+    daemon): still decided, in-process, and `askgate daemon status` says why."""
+    env = {**running.daemon.env, "ASKGATE_TEST_DATABASE_URL": "postgresql://elsewhere"}
+    proc = hook_process(env, payload(tmp_path, "rm -rf x"))
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert running.daemon.requests == 0  # not decided with the daemon's environment
+    assert running.daemon.refused == 1
+    assert "ASKGATE_TEST_DATABASE_URL" in running.daemon.last_refusal
+    status = daemon_cli(running.daemon.env, "status")
+    assert "1 hook calls were refused" in status.stdout
+    assert "ASKGATE_TEST_DATABASE_URL differs" in status.stdout
 
 
 # --- the daemon as a confused deputy (issue 20, class 3) ---------------------------------

@@ -78,6 +78,12 @@ def _print_status(status: dict[str, str]) -> None:
         f" up {status.get('uptime')} s, {status.get('requests')} requests,"
         f" idle exit {status.get('idle_exit')}"
     )
+    if status.get("refused", "0") not in ("", "0"):
+        print(
+            f"askgate daemon: warning: {status['refused']} hook calls were refused and decided"
+            f" in the hook's own process (last: {status.get('last_refused') or '?'});"
+            " run the agent with the daemon's environment"
+        )
     if status.get("http_error"):
         print(f"askgate daemon: warning: no http listener ({status['http_error']})")
 

@@ -224,6 +224,10 @@ class Daemon:
         self.last_request = time.monotonic()
         self.started = time.time()
         self.requests = 0
+        # Relay requests refused so the hook decided in its own process (slower, and easy to
+        # miss: the answer is the same); `askgate daemon status` shows the count and why.
+        self.refused = 0
+        self.last_refusal = ""
         self.version = claude_code_version()
         self.secret = ""
         self.control = ""  # made at bind(): `stop` and `sweep` must carry it
@@ -400,6 +404,12 @@ class Daemon:
             if request is not None:
                 return request
 
+    def _refuse(self, why: str) -> protocol.ProtocolError:
+        """Count a refused decide request (the hook then decides in-process) and say why."""
+        self.refused += 1
+        self.last_refusal = why
+        return protocol.ProtocolError(why)
+
     def _relay_reply(self, op: bytes, raw_fields: list[bytes], body: bytes) -> tuple[bytes, bool]:
         """(the reply frame, whether to stop after sending it)."""
         fields = protocol.fields_of(raw_fields)
@@ -416,18 +426,18 @@ class Daemon:
             # Another askgate than ours: let it decide in-process, and make room for a
             # daemon of its version.
             self.stopping.set()
-            raise protocol.ProtocolError("version mismatch")
+            raise self._refuse("version mismatch")
         sent: dict[str, str] = {}
         for item in fields.get(b"env", []):
             key, _, value = item.partition(b"=")
             sent[os.fsdecode(key)] = os.fsdecode(value)
-        if request_env.mismatch(sent, self.env) is not None:
+        if (differs := request_env.mismatch(sent, self.env)) is not None:
             # Decided with another environment than ours: the hook decides in its own
             # process instead. Nothing of the request's environment is used.
-            raise protocol.ProtocolError("environment differs from the daemon's")
+            raise self._refuse(f"the hook's {differs} differs from the daemon's")
         agent = fields.get(b"agent", [b""])[0].decode("ascii", "replace")
         if agent not in registry.NAMES:
-            raise protocol.ProtocolError(f"no adapter {agent!r}")
+            raise self._refuse(f"no adapter {agent!r}")
         cwd = fields.get(b"cwd")
         reply = self.decide(
             agent,
@@ -487,6 +497,7 @@ class Daemon:
             f"uptime={time.time() - self.started:.0f}\nrequests={self.requests}\n"
             f"policies_loaded={self.cache.loads}\nhttp_error={self.http_error}\n"
             f"idle_exit={'never' if self.idle_exit_s is None else f'{self.idle_exit_s:g}'}\n"
+            f"refused={self.refused}\nlast_refused={' '.join(self.last_refusal.split())}\n"
         )
 
 

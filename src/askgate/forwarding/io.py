@@ -235,10 +235,48 @@ def remove_at(dir_fd: int, name: str) -> None:
         os.unlink(name, dir_fd=dir_fd)
 
 
+# Every party removes the session's directories once they are empty (pi's children do it
+# after every exchange, and so do ours: `cleanup_empty`). So a directory can be removed
+# between a writer opening it and creating its file there; the create then fails with
+# ENOENT inside a directory that no longer exists. A writer that sees that re-opens (and
+# so re-creates) the directory and writes again; a few rounds bound a pathological loop.
+_REMOVED_UNDER_US_RETRIES = 16
+
+
+def _directory_removed(dir_fd: int) -> bool:
+    """True when the open directory has been unlinked (rmdir'd) since it was opened."""
+    try:
+        return os.fstat(dir_fd).st_nlink == 0
+    except OSError:
+        return False
+
+
 def write_in(root: Path, parts: Sequence[str], name: str, data: bytes) -> None:
-    """Atomically write `root/parts…/name`, creating the directories 0700."""
-    with opened_directory(root, parts, create=True) as directory:
-        atomic_write_at(directory, name, data)
+    """Atomically write `root/parts…/name`, creating the directories 0700 (again, when
+    another party's cleanup removed one while we were about to write into it)."""
+    for attempt in range(_REMOVED_UNDER_US_RETRIES):
+        with opened_directory(root, parts, create=True) as directory:
+            try:
+                atomic_write_at(directory, name, data)
+                return
+            except FileNotFoundError:
+                if attempt + 1 == _REMOVED_UNDER_US_RETRIES or not _directory_removed(directory):
+                    raise
+
+
+def write_below(parent_fd: int, subdirectory: str, where: Path, name: str, data: bytes) -> None:
+    """`write_in` for `subdirectory/name` below an open directory: the subdirectory is
+    created 0700 when missing, and re-created when removed under us."""
+    for attempt in range(_REMOVED_UNDER_US_RETRIES):
+        directory = open_subdirectory(parent_fd, subdirectory, where, create=True)
+        try:
+            atomic_write_at(directory, name, data)
+            return
+        except FileNotFoundError:
+            if attempt + 1 == _REMOVED_UNDER_US_RETRIES or not _directory_removed(directory):
+                raise
+        finally:
+            os.close(directory)
 
 
 def read_in(root: Path, parts: Sequence[str], name: str, limit: int) -> bytes:

@@ -32,6 +32,7 @@ from askgate.forwarding.io import (
     read_limited_at,
     remove_at,
     session_parts,
+    write_below,
 )
 from askgate.forwarding.protocol import (
     DEFAULT_TIMEOUT,
@@ -328,13 +329,9 @@ class ForwardingServer:
                     if not exists_at(requests, name):
                         logger.info("request %s was withdrawn before its answer", action.request_id)
                         return
-                    responses = open_subdirectory(
-                        session, "responses", session_dir / "responses", create=True
-                    )
-                    try:
-                        atomic_write_at(responses, name, action.data)
-                    finally:
-                        os.close(responses)
+                    # A sibling child's cleanup may remove the empty responses/ at any
+                    # moment: write_below re-creates it rather than losing the answer.
+                    write_below(session, "responses", session_dir / "responses", name, action.data)
                     remove_at(requests, name)
                 finally:
                     os.close(requests)
