@@ -523,6 +523,10 @@ class _Builder:
                 f"the sandbox cannot list every path {source.pattern!r} covers "
                 f"({expansion.over_budget}; {source.why})"
             )
+        for tree in expansion.unsearched:  # a data tree past its own budget (expand.py)
+            note = f"not searched for {source.pattern!r} to the end (a data tree): {tree}"
+            if note not in self.notes:
+                self.notes.append(note)
         return [(path, expansion.whole_tree) for path in expansion.paths]
 
     # --- fail-closed checks ------------------------------------------------------------

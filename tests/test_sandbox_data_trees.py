@@ -1,0 +1,139 @@
+"""Data trees (node_modules, site-packages, .git/objects, build output) in the sandbox
+plan's search for anywhere-patterns: they must not make the plan incomplete (every command
+asked), and what the search can reach in them is still hidden."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from askgate.policy.engine import Policy
+from askgate.policy.sandbox_table import SandboxSettings
+from askgate.sandbox import expand as expand_module
+from askgate.sandbox.plan import SandboxPlan, build_plan
+from conftest import make_rule
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "proj"
+    (project / ".git" / "objects" / "ab").mkdir(parents=True)
+    (project / ".git" / "config").write_text("")
+    (project / "src").mkdir()
+    (project / ".env").write_text("TOKEN=root")
+    return project
+
+
+def _node_modules(project: Path, packages: int, files: int = 20) -> None:
+    for package in range(packages):
+        lib = project / "node_modules" / f"pkg{package}" / "lib"
+        lib.mkdir(parents=True)
+        for index in range(files):
+            (lib / f"f{index}.js").write_text("")
+
+
+def _plan(tmp_path: Path, project: Path) -> SandboxPlan:
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "ASKGATE_RUNTIME_DIR": str(tmp_path / "run"),
+        "ASKGATE_AUDIT_LOG": "off",
+        "ASKGATE_MANAGED_POLICY": str(tmp_path / "managed.toml"),
+    }
+    rules = [make_rule("read", "**/.env*", "deny", base_dir=str(project))]
+    policy = Policy(rules, project_root=str(project), env=env)
+    return build_plan(policy, SandboxSettings(), cwd=str(project))
+
+
+def _hidden(plan: SandboxPlan) -> set[str]:
+    return {e.path for e in plan.read_denies if e.pattern == "**/.env*"}
+
+
+@pytest.fixture
+def small_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real budgets scaled down: a tree of a few hundred files stands for 60,000."""
+    monkeypatch.setattr(expand_module, "MAX_VISITED", 100)
+    monkeypatch.setattr(expand_module, "MAX_DATA_VISITED", 60)
+
+
+def test_a_huge_node_modules_does_not_make_every_command_ask(tmp_path, small_budgets) -> None:
+    project = _project(tmp_path)
+    _node_modules(project, packages=30)  # 600+ entries, past both budgets
+    plan = _plan(tmp_path, project)
+    assert plan.ask_reason is None and plan.startable
+    assert str(project / ".env") in _hidden(plan)
+    assert any("a data tree" in n and "node_modules" in n for n in plan.notes)
+
+
+def test_the_same_tree_outside_a_data_tree_still_makes_the_plan_ask(
+    tmp_path, small_budgets
+) -> None:
+    project = _project(tmp_path)
+    _node_modules(project, packages=30)
+    os.rename(project / "node_modules", project / "my_modules")  # the user's own files
+    plan = _plan(tmp_path, project)
+    assert plan.ask_reason is not None and "entries searched" in plan.ask_reason
+    assert not plan.startable
+
+
+def test_a_secret_copied_to_the_top_of_a_build_tree_is_hidden(tmp_path, small_budgets) -> None:
+    project = _project(tmp_path)
+    for package in range(20):  # a deep tree past the data budget
+        deep = project / "dist" / "assets" / f"chunk{package}"
+        deep.mkdir(parents=True)
+        for index in range(10):
+            (deep / f"c{index}.js").write_text("")
+    (project / "dist" / ".env").write_text("TOKEN=copied-by-a-build")
+    plan = _plan(tmp_path, project)
+    assert plan.startable
+    assert str(project / "dist" / ".env") in _hidden(plan)  # breadth first: shallow first
+
+
+def test_a_secret_inside_a_small_data_tree_is_hidden(tmp_path) -> None:
+    project = _project(tmp_path)
+    _node_modules(project, packages=3, files=2)
+    secret = project / "node_modules" / "pkg1" / "lib" / ".env.local"
+    secret.write_text("TOKEN=deep")
+    venv = project / ".venv" / "lib" / "python3.12" / "site-packages" / "x"
+    venv.mkdir(parents=True)
+    (venv / ".env").write_text("TOKEN=venv")
+    plan = _plan(tmp_path, project)
+    assert {str(secret), str(venv / ".env")} <= _hidden(plan)
+    assert not any("a data tree" in n for n in plan.notes)
+
+
+def test_an_unlistable_directory_inside_a_data_tree_still_asks(tmp_path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root lists every directory")
+    project = _project(tmp_path)
+    _node_modules(project, packages=2, files=1)
+    locked = project / "node_modules" / "pkg0" / "locked"
+    locked.mkdir()
+    (locked / ".env").write_text("TOKEN=hidden-name")
+    locked.chmod(0o311)
+    try:
+        plan = _plan(tmp_path, project)
+    finally:
+        locked.chmod(0o755)
+    assert plan.ask_reason is not None and "entered but not listed" in plan.ask_reason
+
+
+def test_a_directory_named_objects_outside_git_is_not_a_data_tree(tmp_path) -> None:
+    project = _project(tmp_path)
+    nested = project / "src" / "objects" / "deep"
+    nested.mkdir(parents=True)
+    (nested / ".env").write_text("TOKEN=user")
+    found = expand_module.expand_all(["**/.env*"], [str(project)])["**/.env*"]
+    assert str(nested / ".env") in found.paths and found.unsearched == ()
+    assert expand_module.is_data_tree(str(project / ".git" / "objects"))
+    assert not expand_module.is_data_tree(str(project / "src" / "objects"))
+
+
+def test_data_tree_examples_are_checked_at_load(monkeypatch) -> None:
+    wrong = expand_module.DataTree("build", "build output", examples=("builds",))
+    monkeypatch.setattr(expand_module, "DATA_TREES", (*expand_module.DATA_TREES, wrong))
+    with pytest.raises(ValueError, match="does not match"):
+        expand_module._check_data_trees()
