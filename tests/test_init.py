@@ -239,8 +239,9 @@ def test_init_and_doctor_warn_about_a_secret_git_tracks(tmp_path: Path) -> None:
 
 
 def test_init_warns_when_the_sandbox_plan_cannot_search_the_project(tmp_path: Path) -> None:
-    """A tree past the plan's search budget (a Node project's node_modules) makes the hook
-    ask about every sandboxed command: init says so instead of leaving it to be found."""
+    """A tree of the user's own past the plan's search budget makes the hook ask about
+    every sandboxed command: init says so instead of leaving it to be found. The same
+    tree as a data tree (node_modules) is searched on its own budget: no warning."""
     from sandbox_world import require_bwrap
 
     require_bwrap()
@@ -252,6 +253,11 @@ def test_init_warns_when_the_sandbox_plan_cannot_search_the_project(tmp_path: Pa
     first.touch()
     for index in range(50_100):  # names of one file: entries to search, cheap to make
         os.link(first, deps / f"f{index}.js")
+    data_tree = cli.run("init", "--yes", "--cwd", str(root))
+    assert data_tree.returncode == 0, data_tree
+    assert "will ask" not in data_tree.stderr, data_tree
+    os.rename(root / "node_modules", root / "generated")
+    (root / ".askgate" / "policy.toml").unlink()  # else "already up to date": no plan
     result = cli.run("init", "--yes", "--cwd", str(root))
     assert result.returncode == 0, result
     assert "every sandboxed command here will ask" in result.stderr, result
