@@ -90,6 +90,13 @@ class Conversion:
     profiles_why: str = "Claude Code's built-in read-only commands ask nothing"
     rule_prefix: str = "Claude Code rule "  # a deny's reason: prefix + the source rule
 
+    def add(self, result: list[Converted] | Skipped | None) -> None:
+        """What converting one source rule gave: its rules, or why it was left out."""
+        if isinstance(result, Skipped):
+            self.skipped.append(result)
+        elif result:
+            self.rules.extend(result)
+
 
 class ImportError_(Exception):
     """One line for the user; exit 2."""
@@ -190,11 +197,7 @@ def convert_settings(
         if not isinstance(entries, list):
             raise ImportError_(f"{source}: 'permissions.{action}' is not a JSON array")
         for entry in entries:
-            result = convert_rule(entry, action, source)
-            if isinstance(result, Skipped):
-                conversion.skipped.append(result)
-            else:
-                conversion.rules.extend(result)
+            conversion.add(convert_rule(entry, action, source))
     for directory in permissions.get("additionalDirectories", []) or []:
         if isinstance(directory, str) and directory not in conversion.extra_directories:
             conversion.extra_directories.append(directory)
