@@ -137,3 +137,16 @@ def test_data_tree_examples_are_checked_at_load(monkeypatch) -> None:
     monkeypatch.setattr(expand_module, "DATA_TREES", (*expand_module.DATA_TREES, wrong))
     with pytest.raises(ValueError, match="does not match"):
         expand_module._check_data_trees()
+
+
+def test_one_huge_directory_in_a_data_tree_is_bounded_too(tmp_path, monkeypatch) -> None:
+    """A single directory of many files (a flat `node_modules/pkg/lib`) costs the data
+    budget, not the plan's time: the walks after it keep theirs."""
+    monkeypatch.setattr(expand_module, "MAX_DATA_VISITED", 10)
+    project = _project(tmp_path)
+    _node_modules(project, packages=1, files=200)
+    (project / "node_modules" / ".env").write_text("TOKEN=shallow")
+    found = expand_module.expand_all(["**/.env*"], [str(project)])["**/.env*"]
+    assert found.over_budget is None
+    assert found.unsearched == (str(project / "node_modules"),)
+    assert str(project / "node_modules" / ".env") in found.paths

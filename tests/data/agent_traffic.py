@@ -9,9 +9,10 @@ Codex's `bash -lc`, `timeout`/env prefixes, inline `python - <<EOF` scripts, her
 edits), project kinds (Python, Node, Go, Rust, monorepos), reads of sibling checkouts and
 system headers, the project's own scripts, localhost calls to a dev server, network
 fetches and package installs, more agents' habits (Cline, Cursor, Aider, OpenHands),
-a Node monorepo with workspaces and a repository with submodules. `workload(kind, root, home)` gives the mix for one project
-kind with `{root}` and `{home}` filled in; the counts per class are kept near the shares
-the real set showed, not chosen to reach a number.
+a Node monorepo with workspaces and a repository with submodules. `workload(kind, root,
+home)` gives the mix for one project kind with `{root}` and `{home}` filled in; the
+counts per class are kept near the shares the real set showed, not chosen to reach a
+number.
 """
 
 from __future__ import annotations
@@ -499,7 +500,7 @@ MORE_AGENT_STYLES = [
     "cd {root} && git log -1 --format=%H",
     "GIT_PAGER=cat git log --oneline -3",
     "PAGER=cat git diff --stat",
-    "echo \"$(date)\" >> docs/notes.md",
+    'echo "$(date)" >> docs/notes.md',
     "cd {root} && cat .gitignore | grep -v '^#'",
 ]
 

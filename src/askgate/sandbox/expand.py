@@ -18,9 +18,10 @@ its fixed prefix (the leading segments without `*` or `?`) and the rest:
 `.git/objects`, `target/`, `dist/`, `build/`, caches ...) hold what a registry, a compiler
 or git made, often tens of thousands of files. They do not count against the budget: the
 walk leaves them for last and searches them breadth first (shallow names such as
-`dist/.env` first) within a budget of their own (`MAX_DATA_VISITED` entries, and what is
-left of the time). What that budget does not reach is *unsearched*, named in
-`Expansion.unsearched`, and does not make the expansion incomplete — the tradeoff is in
+`dist/.env` first) within a budget of their own (`MAX_DATA_VISITED` entries, even in one
+huge directory, and `MAX_DATA_SECONDS` of the plan's time). What that budget does not
+reach is *unsearched*, named in `Expansion.unsearched`, and does not make the expansion
+incomplete — the tradeoff is in
 docs/sandbox.md ("Data trees"): a secret deep inside such a tree is not hidden by the
 kernel (an agent's own read of it is still denied by the rules, a sandboxed command cannot
 have copied one there since it cannot read the secrets, and what came from a registry is
@@ -30,6 +31,7 @@ public); an unlistable directory inside one still makes the expansion incomplete
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import re
 import time
@@ -44,6 +46,7 @@ MAX_VISITED = 50_000
 MAX_MATCHES = 256
 MAX_SECONDS = 1.0
 MAX_DATA_VISITED = 5_000  # entries of all data trees together, per walk
+MAX_DATA_SECONDS = 0.2  # and at most this long (within the plan's MAX_SECONDS)
 _GLOB = frozenset("*?")
 
 
@@ -268,13 +271,15 @@ class _Walk:
                 stack.append((root, self.every - root_hits, ""))
         return stack
 
-    def listing(self, directory: str) -> list[os.DirEntry[str]] | None:
-        """The entries of `directory`, or None (not listed; `over` says if that matters)."""
+    def listing(self, directory: str, limit: int | None = None) -> list[os.DirEntry[str]] | None:
+        """The entries of `directory` (at most `limit` + 1 of them: one more says there are
+        more), or None (not listed; `over` says if that matters)."""
         if directory in self.seen:
             return None
         self.seen.add(directory)
         try:
-            return list(os.scandir(directory))
+            with os.scandir(directory) as found:
+                return list(found if limit is None else itertools.islice(found, limit + 1))
         except OSError as error:
             if _unlistable(directory, error):
                 self.over = f"{directory} can be entered but not listed"
@@ -343,27 +348,31 @@ class _Walk:
         """Breadth first, the data trees, within their own budget: what it does not reach
         is recorded as unsearched (not incomplete)."""
         queue: deque[_Pending] = deque(self.data)
-        visited = 0
+        left = self.budget.data_visited
+        # Its own slice of the plan's time: the walks after this one keep theirs.
+        deadline = min(self.budget.deadline, time.monotonic() + MAX_DATA_SECONDS)
         self.in_data = True
         while queue and self.over is None:
-            if (
-                visited >= self.budget.data_visited
-                or time.monotonic() > self.budget.deadline
-                or self.too_many_matches
-            ):
+            if left <= 0 or time.monotonic() > deadline or self.too_many_matches:
                 for _directory, active, tree in queue:
-                    for i in active:
-                        self.unsearched[i].add(tree)
+                    self.leave(active, tree)
                 return
             directory, active, tree = queue.popleft()
-            entries = self.listing(directory)
+            entries = self.listing(directory, limit=left)  # one huge directory: bounded too
             if entries is None:
                 continue
-            visited += len(entries)
+            if len(entries) > left:
+                entries = entries[:left]
+                self.leave(active, tree)
+            left -= len(entries)
             queue.extend((path, rest, tree) for path, rest in self.descend(entries, active))
             if self.too_many_matches:
-                for i in active:
-                    self.unsearched[i].add(tree)
+                self.leave(active, tree)
+
+    def leave(self, active: frozenset[int], tree: str) -> None:
+        """`tree` is not searched to the end for the patterns in `active`."""
+        for i in active:
+            self.unsearched[i].add(tree)
 
     def result(self) -> dict[str, Expansion]:
         if self.over is not None:
