@@ -94,7 +94,7 @@ def _markers_below(root: str) -> list[tuple[str, str]]:
 def detect_profiles(root: str, *, sandboxed: bool = False) -> list[tuple[str, str]]:
     """(profile, the marker that suggested it) for `root`, in a stable order: markers at
     the root first (in MARKERS order), then those found below it."""
-    always = ALWAYS_SANDBOXED if sandboxed else ALWAYS
+    always: tuple[str, ...] = ALWAYS_SANDBOXED if sandboxed else ALWAYS
     if sandboxed and network_policy_supported():
         always = (*always, SANDBOXED_FETCH)  # with the [net] host list init writes
     found: list[tuple[str, str]] = [(name, "always") for name in always]
