@@ -150,3 +150,26 @@ def test_one_huge_directory_in_a_data_tree_is_bounded_too(tmp_path, monkeypatch)
     assert found.over_budget is None
     assert found.unsearched == (str(project / "node_modules"),)
     assert str(project / "node_modules" / ".env") in found.paths
+
+
+def test_in_the_real_sandbox_a_huge_node_modules_runs_and_hides_a_shallow_secret(
+    tmp_path,
+) -> None:
+    """End to end through `askgate sandbox` (bwrap) with the real budgets: a node_modules
+    past the 50,000-entry search budget no longer refuses the command; the project's
+    `.env` and a copy at the top of node_modules read as empty, the rest as usual."""
+    from sandbox_world import ENV_SECRET, World, require_bwrap
+
+    require_bwrap()
+    world = World(tmp_path)
+    lib = world.project / "node_modules" / "pkg" / "lib"
+    lib.mkdir(parents=True)
+    first = lib / "index.js"
+    first.write_text("module.exports=1\n")
+    for index in range(expand_module.MAX_VISITED + 100):  # names of one file: cheap to make
+        os.link(first, lib / f"f{index}.js")
+    (world.project / "node_modules" / ".env").write_text(ENV_SECRET + "\n")
+    ran = world.sandbox("bash", "-c", "cat .env node_modules/.env; cat node_modules/pkg/lib/f7.js")
+    assert ran.returncode == 0, ran
+    assert "hunter2" not in ran.stdout, ran
+    assert "module.exports=1" in ran.stdout, ran
