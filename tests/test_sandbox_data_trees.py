@@ -173,3 +173,28 @@ def test_in_the_real_sandbox_a_huge_node_modules_runs_and_hides_a_shallow_secret
     assert ran.returncode == 0, ran
     assert "hunter2" not in ran.stdout, ran
     assert "module.exports=1" in ran.stdout, ran
+
+
+def test_a_pattern_that_must_search_data_trees_whole_still_makes_the_plan_incomplete(
+    tmp_path, small_budgets
+) -> None:
+    """For a caller to whom a match left in a data tree is not acceptable (a write hole
+    whose miss would be an escape), the old rule holds: past the budget, incomplete."""
+    project = _project(tmp_path)
+    _node_modules(project, packages=30)
+    patterns = ["**/.env*", "**/*.pth"]
+    found = expand_module.expand_all(
+        patterns, [str(project)], whole_data_trees=frozenset(["**/*.pth"])
+    )
+    assert found["**/*.pth"].over_budget is not None
+    small = tmp_path / "small"
+    small.mkdir()
+    _node_modules(small, packages=2, files=2)
+    (small / "node_modules" / "pkg1" / "lib" / "evil.pth").write_text("import os")
+    (small / "node_modules" / "pkg1" / "lib" / ".env").write_text("TOKEN=x")
+    found = expand_module.expand_all(
+        patterns, [str(small)], whole_data_trees=frozenset(["**/*.pth"])
+    )
+    assert found["**/*.pth"].paths == (str(small / "node_modules/pkg1/lib/evil.pth"),)
+    assert found["**/.env*"].paths == (str(small / "node_modules/pkg1/lib/.env"),)
+    assert all(e.over_budget is None and not e.unsearched for e in found.values())

@@ -177,12 +177,15 @@ def expand_all(
     max_matches: int | None = None,
     deadline: float | None = None,
     final: Callable[[str, str], bool] | None = None,
+    whole_data_trees: frozenset[str] = frozenset(),
 ) -> dict[str, Expansion]:
     """`expand` for several patterns at once: the patterns that search the same roots
     share one walk (a project is read once, not once per `**/…` rule). The budgets hold
     per walk; `deadline` (a `time.monotonic()` value, default now + `MAX_SECONDS`) for
     all of them. `final(pattern, path)`: will this match be masked (so what is below
-    needs no search)? Default: yes."""
+    needs no search)? Default: yes. `whole_data_trees`: patterns that must search the
+    data trees like any directory, on the main budget (past it: incomplete), for a
+    caller to whom a match left in a data tree is not acceptable."""
     budget = _Budget(
         MAX_VISITED if max_visited is None else max_visited,
         MAX_MATCHES if max_matches is None else max_matches,
@@ -200,7 +203,8 @@ def expand_all(
         else:
             walks.setdefault((prefix,) if prefix else tuple(search_roots), []).append(pattern)
     for roots, group in walks.items():
-        results.update(_walk(group, roots, budget, final))
+        whole = frozenset(i for i, pattern in enumerate(group) if pattern in whole_data_trees)
+        results.update(_walk(group, roots, budget, final, whole))
     return results
 
 
@@ -243,8 +247,10 @@ class _Walk:
         patterns: Sequence[str],
         budget: _Budget,
         final: Callable[[str, str], bool] | None,
+        whole: frozenset[int] = frozenset(),
     ) -> None:
         compiled = [compile_pattern("path", pattern) for pattern in patterns]
+        self.whole = whole  # patterns that search data trees on the main budget
         self.patterns = patterns
         self.matchers = [pattern.match for pattern in compiled]
         self.any_of = _any_of(compiled)
@@ -337,7 +343,13 @@ class _Walk:
             else:
                 for path, rest in self.descend(entries, active):
                     # Only a directory named like a data tree pays for the full check.
-                    if path.rpartition("/")[2] in _DATA_TREE_PARENTS and is_data_tree(path):
+                    # A data tree is left for last — unless a pattern that must search it
+                    # whole is looking there: then all of them search it now (one listing).
+                    if (
+                        path.rpartition("/")[2] in _DATA_TREE_PARENTS
+                        and not rest & self.whole
+                        and is_data_tree(path)
+                    ):
                         self.data.append((path, rest, path))
                     else:
                         stack.append((path, rest, ""))
@@ -391,11 +403,12 @@ def _walk(
     roots: Sequence[str],
     budget: _Budget,
     final: Callable[[str, str], bool] | None,
+    whole: frozenset[int] = frozenset(),
 ) -> dict[str, Expansion]:
     """One walk from `roots` for all `patterns`. Below a directory a pattern matched (and
     `final` confirms will be masked), that pattern stops looking (its mount covers the
     rest); the others go on. The data trees are searched last, on their own budget."""
-    walk = _Walk(patterns, budget, final)
+    walk = _Walk(patterns, budget, final, whole)
     walk.main(walk.start(roots))
     walk.data_trees()
     return walk.result()
