@@ -524,7 +524,7 @@ class _Builder:
                 f"({expansion.over_budget}; {source.why})"
             )
         for tree in expansion.unsearched:  # a data tree past its own budget (expand.py)
-            note = f"not searched for {source.pattern!r} to the end (a data tree): {tree}"
+            note = f"a data tree not searched to the end (its own budget ran out): {tree}"
             if note not in self.notes:
                 self.notes.append(note)
         return [(path, expansion.whole_tree) for path in expansion.paths]
