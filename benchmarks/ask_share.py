@@ -29,7 +29,11 @@ from benchmarks.harness import AreaReport, Figure, Row
 NAME = "ask_share"
 TITLE = "ask share of `askgate init --yes` on a stand-in for agent traffic"
 TARGET = 0.25
-KINDS = ("python", "node", "go", "rust", "monorepo")
+KINDS = ("python", "node", "workspaces", "go", "rust", "monorepo", "submodules")
+# How the policy init wrote is measured: as written (the sandbox where the probe finds it,
+# with `network = "policy"` and the `[net]` host list), the sandbox without the host list
+# (no network inside, every network command decided by the rules alone), and no sandbox.
+MODES = ("sandbox + net", "sandbox, no net", "no sandbox")
 # A Node project as it is after `npm install`: node_modules holds tens of thousands of
 # files, and the sandbox plan searches the project for the anywhere-patterns (`**/.env*`).
 BIG_TREE_FILES = 60_000
@@ -62,6 +66,23 @@ FILES: dict[str, tuple[str, ...]] = {
     "node": ("package.json", "src/index.ts", "src/app.test.ts", "tsconfig.json"),
     "go": ("go.mod", "main.go", "internal/parse/parse.go", "cmd/server/main.go"),
     "rust": ("Cargo.toml", "src/main.rs", "src/lib.rs"),
+    "workspaces": (
+        "package.json",
+        "pnpm-workspace.yaml",
+        "turbo.json",
+        "packages/ui/package.json",
+        "packages/ui/src/index.ts",
+        "packages/api/package.json",
+        "packages/api/src/server.ts",
+        "apps/web/package.json",
+        "apps/web/src/main.tsx",
+    ),
+    "submodules": (
+        "pyproject.toml",
+        "src/app/__init__.py",
+        "src/app/main.py",
+        "tests/test_main.py",
+    ),
     "monorepo": (
         "docker-compose.yml",
         "frontend/package.json",
@@ -144,7 +165,38 @@ def build_project(base: str, kind: str) -> str:
         path.write_text("x = 1\n")
     env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(home), "PATH": os.environ["PATH"]}
     subprocess.run(["git", "init", "-q", str(root)], check=True, env=env, timeout=60)
+    if kind == "submodules":
+        add_submodule(home, root, env)
     return str(root)
+
+
+def add_submodule(home: Path, root: Path, env: Mapping[str, str]) -> None:
+    """`third_party/bar`: a real submodule (its git directory in `.git/modules/`), cloned
+    from a local repository."""
+    upstream = home / "src" / "bar"
+    (upstream / "bar").mkdir(parents=True, exist_ok=True)
+    (upstream / "bar" / "core.py").write_text("def bar_init():\n    return 1\n")
+    (upstream / "Makefile").write_text("all:\n\ttrue\n")
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    steps = [
+        [*git, "init", "-q", str(upstream)],
+        [*git, "-C", str(upstream), "add", "-A"],
+        [*git, "-C", str(upstream), "commit", "-qm", "bar"],
+        [
+            *git,
+            "-C",
+            str(root),
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            str(upstream),
+            "third_party/bar",
+        ],
+    ]
+    for argv in steps:
+        subprocess.run(argv, check=True, env=dict(env), timeout=60, capture_output=True)
 
 
 def init(root: str, env: Mapping[str, str], sandbox: str) -> None:
@@ -156,11 +208,35 @@ def init(root: str, env: Mapping[str, str], sandbox: str) -> None:
         raise RuntimeError(f"askgate init failed: {done.stderr.decode()[-500:]}")
 
 
+def without_host_list(root: str, env: Mapping[str, str]) -> None:
+    """The policy init wrote, less `network = "policy"` and the `[net]` table (trusted
+    again: an edited project file is not trusted until the user says so)."""
+    path = Path(root) / ".askgate" / "policy.toml"
+    kept: list[str] = []
+    in_net = False
+    for line in path.read_text().splitlines():
+        if line.startswith("["):
+            in_net = line.strip() == "[net]"
+        if not in_net and not line.startswith("network ="):
+            kept.append(line)
+    path.write_text("\n".join(kept) + "\n")
+    argv = [sys.executable, "-m", "askgate", "trust", root]
+    done = subprocess.run(argv, capture_output=True, env=dict(env), timeout=60, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"askgate trust failed: {done.stderr.decode()[-500:]}")
+
+
 def measure(
-    kind: str, *, sandbox: str = "auto", base: str | None = None, big_tree: bool = False
+    kind: str,
+    *,
+    sandbox: str = "auto",
+    base: str | None = None,
+    big_tree: bool = False,
+    host_list: bool = True,
 ) -> dict[str, Any]:
-    """Decide the workload of `kind` under the policy `init --yes --sandbox SANDBOX` wrote.
-    Returns totals, per-class counts, the asked commands and whether the sandbox is on."""
+    """Decide the workload of `kind` under the policy `init --yes --sandbox SANDBOX` wrote
+    (without its `[net]` host list unless `host_list`). Returns totals, per-class counts,
+    the asked commands and whether the sandbox is on."""
     from askgate.policy.engine import Policy
     from askgate.policy.model import Action
 
@@ -172,6 +248,8 @@ def measure(
         if big_tree:
             add_dependency_tree(root)
         init(root, env, sandbox)
+        if not host_list:
+            without_host_list(root, env)
         policy = Policy.load(root, env=env)
         if policy.errors:
             raise RuntimeError(f"the init policy does not load: {policy.errors[0]}")
@@ -201,6 +279,7 @@ def measure(
         return {
             "kind": kind,
             "sandboxed": policy.sandbox.bash == "required",
+            "network": str(policy.sandbox.network),
             "plan_ask_reason": plan_reason,
             "total": total,
             "asks": len(asked),
@@ -220,6 +299,27 @@ def _allowed(policy: Any, command: str, root: str) -> bool:
     return bool(policy.decide("bash", command, cwd=root).action is Action.ALLOW)
 
 
+def _mode_arguments(mode: str) -> dict[str, Any]:
+    if mode == "no sandbox":
+        return {"sandbox": "off"}
+    return {"sandbox": "auto", "host_list": mode == "sandbox + net"}
+
+
+def _row(measured: str, found: dict[str, Any]) -> Row:
+    share = f"{found['share']:.1%} ({found['asks']} of {found['total']})"
+    return Row(
+        measured=measured,
+        ours=Figure(name="askgate", note=share),
+        target=f"<= {TARGET:.0%}" if found["sandboxed"] else "",
+    )
+
+
+def _label(kind: str, mode: str, found: dict[str, Any]) -> str:
+    if mode != "no sandbox" and not found["sandboxed"]:
+        mode = "no sandbox (the probe failed here)"
+    return f"{kind} project, {mode}"
+
+
 def run(quick: bool) -> AreaReport:
     import time
 
@@ -227,39 +327,29 @@ def run(quick: bool) -> AreaReport:
     rows: list[Row] = []
     notes: list[str] = []
     for kind in KINDS[:2] if quick else KINDS:
-        for sandbox in ("auto",) if quick else ("auto", "off"):
-            found = measure(kind, sandbox=sandbox)
-            mode = "sandbox required" if found["sandboxed"] else "no sandbox"
-            share = f"{found['share']:.1%} ({found['asks']} of {found['total']})"
-            rows.append(
-                Row(
-                    measured=f"{kind} project, {mode}",
-                    ours=Figure(name="askgate", note=share),
-                    target=f"<= {TARGET:.0%}" if found["sandboxed"] else "",
-                )
-            )
-            if sandbox == "auto":
+        for mode in MODES[:1] if quick else MODES:
+            found = measure(kind, **_mode_arguments(mode))
+            rows.append(_row(_label(kind, mode, found), found))
+            if mode == MODES[0]:
                 by_class = ", ".join(
                     f"{name} {asks}/{count}" for name, (asks, count) in found["per_class"].items()
                 )
                 notes.append(f"{kind} ({mode}) asks per class: {by_class}")
-                if found["wrongly_allowed"]:
-                    notes.append(f"{kind}: ALLOWED what must not be: {found['wrongly_allowed']}")
+            if found["wrongly_allowed"]:
+                notes.append(
+                    f"{kind}, {mode}: ALLOWED what must not be: {found['wrongly_allowed']}"
+                )
     if not quick:
-        found = measure("node", big_tree=True)
-        share = f"{found['share']:.1%} ({found['asks']} of {found['total']})"
-        rows.append(
-            Row(
-                measured=f"node project with {BIG_TREE_FILES} files in node_modules",
-                ours=Figure(name="askgate", note=share),
-                target=f"<= {TARGET:.0%}",
+        for mode in MODES[:2]:
+            found = measure("node", big_tree=True, **_mode_arguments(mode))
+            rows.append(
+                _row(f"node project with {BIG_TREE_FILES} files in node_modules, {mode}", found)
             )
-        )
-        if found["plan_ask_reason"]:
-            notes.append(f"node_modules: every allowed command asks: {found['plan_ask_reason']}")
-    notes.append(
-        "stand-in, not a replay: real traffic repeats few commands many times and reads more"
-    )
+            if found["plan_ask_reason"]:
+                notes.append(
+                    f"node_modules: every allowed command asks: {found['plan_ask_reason']}"
+                )
+    notes += list(STAND_IN_LIMITS)
     return AreaReport(
         name=NAME,
         title=TITLE,
@@ -268,3 +358,16 @@ def run(quick: bool) -> AreaReport:
         notes=tuple(notes),
         elapsed_s=time.perf_counter() - started,
     )
+
+
+# Where the stand-in may differ from real traffic (said under the table, every run).
+STAND_IN_LIMITS = (
+    "stand-in, not a replay: each command once; real sessions repeat a few (pytest after "
+    "each edit) many times, so their share follows the commonest commands",
+    "real traffic reads more and holds long one-off pipelines and inline scripts "
+    "(python - <<EOF, node -e) this set has few of",
+    "the projects are small and fresh (no origin remote, no lockfiles, few files): git "
+    "remote work, lockfile-driven installs and real build trees may decide differently",
+    "the last real figure (896 commands, 65% asks) was taken without the sandbox on an "
+    "older policy; no real traffic was replayed this round",
+)

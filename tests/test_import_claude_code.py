@@ -20,6 +20,27 @@ from askgate.tools import target_for
 # (Claude Code permissions, [(tool, tool input, what Claude Code decides)]); None = no rule
 # of the file matches (Claude Code falls back to its mode; askgate to its default, ask).
 CASES: dict[str, tuple[dict[str, Any], list[tuple[str, dict[str, Any], str | None]]]] = {
+    "webfetch-domain": (
+        {
+            "allow": ["WebFetch(domain:github.com)", "WebFetch(domain:*.npmjs.org)"],
+            "deny": ["WebFetch(domain:Evil.Example.)"],
+        },
+        [
+            ("WebFetch", {"url": "https://github.com/a/b", "prompt": "p"}, "allow"),
+            ("WebFetch", {"url": "http://GitHub.com:8080/x", "prompt": "p"}, "allow"),
+            ("WebFetch", {"url": "https://api.github.com/x", "prompt": "p"}, None),  # exact
+            ("WebFetch", {"url": "https://registry.npmjs.org/x", "prompt": "p"}, "allow"),
+            ("WebFetch", {"url": "https://a.b.npmjs.org/x", "prompt": "p"}, "allow"),
+            ("WebFetch", {"url": "https://npmjs.org/x", "prompt": "p"}, None),  # not the apex
+            ("WebFetch", {"url": "https://github.com.evil.example/", "prompt": "p"}, None),
+            ("WebFetch", {"url": "https://evil.example/", "prompt": "p"}, "deny"),
+            ("WebFetch", {"url": "https://example.org/", "prompt": "p"}, None),
+        ],
+    ),
+    "webfetch-whole-tool-deny-beats-domain-allow": (
+        {"deny": ["WebFetch"], "allow": ["WebFetch(domain:github.com)"]},
+        [("WebFetch", {"url": "https://github.com/", "prompt": "p"}, "deny")],
+    ),
     "bash-whole-tool": (
         {"allow": ["Bash"]},
         [("Bash", {"command": "make deploy"}, "allow"), ("Bash", {"command": "ls"}, "allow")],
@@ -185,7 +206,10 @@ def test_converted_rules_decide_like_claude_code(tmp_path: Path, name: str) -> N
 @pytest.mark.parametrize(
     ("rule", "reason"),
     [
-        ("WebFetch(domain:example.com)", "by tool name only"),
+        ("WebFetch(domain:api.*.example.com)", "one label in Claude Code"),
+        ("WebFetch(domain:localhost:3000)", "with a port or a path"),
+        ("WebFetch(domain:exa mple.com)", "is not a host name"),
+        ("WebFetch(https://example.com)", "other than domain:HOST"),
         ("Write(docs/**)", "ignores path rules on Write"),
         ("Bash(echo ?)", "'?' is a literal"),
         ("Task(reviewer)", "no surface for Task specifiers"),
@@ -240,11 +264,11 @@ def test_command_writes_a_valid_file_and_reports_skips(tmp_path: Path) -> None:
     user = tmp_path / "user.json"
     user.write_text(json.dumps({"permissions": {"allow": ["Bash(git status)"]}}))
     local = tmp_path / "local.json"
-    local.write_text(json.dumps({"permissions": {"deny": ["WebFetch(domain:x.com)"]}}))
+    local.write_text(json.dumps({"permissions": {"deny": ["WebFetch(domain:a.*.com)"]}}))
     out = tmp_path / "policy.toml"
     done = run_import(tmp_path, str(user), str(local), "-o", str(out))
     assert done.returncode == 0, done.stderr
-    assert "not converted: deny WebFetch(domain:x.com)" in done.stderr
+    assert "not converted: deny WebFetch(domain:a.*.com)" in done.stderr
     checked = subprocess.run(
         [sys.executable, "-m", "askgate", "config", "validate", "--config", str(out)],
         capture_output=True,

@@ -222,3 +222,31 @@ def test_the_import_commands_run_and_list_what_they_left_out(tmp_path: Path) -> 
     )
     assert failed.returncode == 2 and "not TOML" in failed.stderr
     assert "Traceback" not in failed.stderr
+
+
+@pytest.mark.parametrize("agent", ["codex", "gemini", "pi"])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"x" * (1024 * 1024 + 1), "larger than 1048576 bytes"),
+        (b"\xff\xfe not text", "not"),  # UTF-8 (codex, gemini) or JSON with comments (pi)
+        (None, "cannot read"),
+    ],
+)
+def test_each_file_importer_refuses_a_bad_file_in_one_line(
+    tmp_path: Path, agent: str, content: bytes | None, message: str
+) -> None:
+    """The one bounded reader the importers share: too large, not text, unreadable —
+    exit 2, one line, nothing written."""
+    path = tmp_path / "in.file"
+    if content is not None:
+        path.write_bytes(content)
+    done = subprocess.run(
+        [sys.executable, "-m", "askgate", "import", agent, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr

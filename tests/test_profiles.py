@@ -24,6 +24,7 @@ EXPECTED = {
     "docker-read",
     "project-write",
     "sandboxed-project",
+    "sandboxed-fetch",
 }
 
 

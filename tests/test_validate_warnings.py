@@ -46,3 +46,20 @@ def test_the_warnings_are_in_the_json_report(tmp_path: Path) -> None:
     policy = cli.write("p.toml", 'default = "allow"\n')
     result = cli.run("config", "validate", "--json", "--config", str(policy))
     assert any("default" in w for w in result.json()["warnings"]), result
+
+
+def test_the_fetch_profile_without_the_host_list_in_the_sandbox_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    """sandboxed-fetch lets curl and wget run because the proxy holds the host list inside
+    the sandbox: with the sandbox's network on (or off the sandbox), say so."""
+    cli = Cli(tmp_path)
+    text = 'profiles = ["sandboxed-fetch"]\n\n[sandbox]\nbash = "required"\n'
+    on = cli.write("on.toml", text + 'network = "on"\n')
+    result = cli.run("config", "validate", "--config", str(on))
+    assert result.returncode == 0, result
+    assert f"askgate: warning: {on}:1: profiles: 'sandboxed-fetch'" in result.stderr, result
+    assert 'without [sandbox] network = "policy"' in result.stderr
+    held = cli.write("held.toml", text + 'network = "policy"\n')
+    quiet = cli.run("config", "validate", "--config", str(held))
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet

@@ -8,9 +8,11 @@ traffic had plenty of: several agents' styles (absolute `cd … &&` prefixes, `2
 Codex's `bash -lc`, `timeout`/env prefixes, inline `python - <<EOF` scripts, heredoc
 edits), project kinds (Python, Node, Go, Rust, monorepos), reads of sibling checkouts and
 system headers, the project's own scripts, localhost calls to a dev server, network
-fetches and package installs. `workload(kind, root, home)` gives the mix for one project
-kind with `{root}` and `{home}` filled in; the counts per class are kept near the shares
-the real set showed, not chosen to reach a number.
+fetches and package installs, more agents' habits (Cline, Cursor, Aider, OpenHands),
+a Node monorepo with workspaces and a repository with submodules. `workload(kind, root,
+home)` gives the mix for one project kind with `{root}` and `{home}` filled in; the
+counts per class are kept near the shares the real set showed, not chosen to reach a
+number.
 """
 
 from __future__ import annotations
@@ -474,9 +476,90 @@ MONOREPO_WORK = [
     "make -C services/api test",
 ]
 
+# More agents' habits (Cline, Cursor, Aider, OpenHands, Copilot's agent mode, Goose): exit
+# codes echoed, `set -o pipefail`, porcelain output, `|| true`, `command -v`, pager off,
+# prune expressions, `git show REV:path`, byte-bounded reads.
+MORE_AGENT_STYLES = [
+    "set -o pipefail; git status --porcelain",
+    "git status --porcelain=v1 -b",
+    "cd {root}; ls -la; echo EXIT_CODE=$?",
+    "ls -la docs 2>/dev/null || true",
+    "command -v rg || echo missing",
+    "cat -n README.md | sed -n '1,120p'",
+    "grep -rnI --color=never 'TODO' . | head -n 50",
+    "find . -path ./node_modules -prune -o -name '*.md' -print | head -50",
+    "git diff --no-color HEAD -- README.md",
+    "git log --pretty=format:'%h %s' -n 15",
+    "head -c 2000 README.md",
+    "wc -c README.md",
+    "git show HEAD:README.md | head -40",
+    "git grep -n 'import' | head",
+    "stat -c '%s %n' README.md",
+    "ls -la | grep -i docker",
+    "true",
+    "cd {root} && git log -1 --format=%H",
+    "GIT_PAGER=cat git log --oneline -3",
+    "PAGER=cat git diff --stat",
+    'echo "$(date)" >> docs/notes.md',
+    "cd {root} && cat .gitignore | grep -v '^#'",
+]
+
+# A Node monorepo with workspaces (npm/pnpm/yarn workspaces, turbo, nx).
+WORKSPACES_WORK = [
+    "cat pnpm-workspace.yaml",
+    "cat packages/ui/package.json | jq .dependencies",
+    "ls packages/*/src",
+    "npm test --workspaces",
+    "npm run build -w packages/ui",
+    "npm run test --workspace=@acme/api",
+    "npm ls --workspaces --depth=0",
+    "pnpm -r test",
+    "pnpm --filter @acme/ui build",
+    "pnpm -F web dev",
+    "yarn workspace @acme/ui test",
+    "npx turbo run build",
+    "npx turbo run test --filter=web",
+    "npx nx run-many -t test",
+    "cd packages/ui && npx vitest run",
+    "cd apps/web && npm run lint",
+    "npx tsc -b",
+    "npx changeset status",
+    "node packages/api/dist/server.js --help",
+    "grep -rn '@acme/ui' apps/web/src | head",
+]
+WORKSPACES_INSTALLS = [
+    "pnpm install",
+    "pnpm add -w -D typescript",
+    "npm install --workspaces",
+    "yarn install --frozen-lockfile",
+]
+
+# A repository with git submodules (third_party/bar): status, foreach, bumps.
+SUBMODULE_WORK = [
+    "cat .gitmodules",
+    "git submodule status",
+    "git submodule foreach git status",
+    "git submodule foreach --recursive 'git log --oneline -1'",
+    "git config -f .gitmodules --get-regexp path",
+    "cd third_party/bar && git log --oneline -5",
+    "git -C third_party/bar status",
+    "git -C third_party/bar diff",
+    "git diff --submodule=log",
+    "git status --ignore-submodules=dirty",
+    "ls third_party/bar",
+    "grep -rn 'def ' third_party/bar | head",
+    "git submodule sync",
+    "git add third_party/bar && git commit -m 'Bump bar'",
+    "cd third_party/bar && git switch -c local-fix",
+    "make -C third_party/bar",
+    "git submodule update --init --recursive",
+    "git pull --recurse-submodules",
+]
+
 CLASSES: dict[str, list[str]] = {
     "looking around": LOOKING_AROUND,
     "agent styles": AGENT_STYLES,
+    "more agent styles": MORE_AGENT_STYLES,
     "git": GIT,
     "sibling reads": SIBLING_READS,
     "project scripts": PROJECT_SCRIPTS,
@@ -491,6 +574,16 @@ KIND_WORK: dict[str, dict[str, list[str]]] = {
     "node": {"node work": NODE_WORK, "installs": NODE_INSTALLS},
     "go": {"go work": GO_WORK, "installs": GO_INSTALLS},
     "rust": {"rust work": RUST_WORK, "installs": RUST_INSTALLS},
+    "workspaces": {
+        "workspaces work": WORKSPACES_WORK,
+        "node work": NODE_WORK,
+        "installs": WORKSPACES_INSTALLS,
+    },
+    "submodules": {
+        "submodule work": SUBMODULE_WORK,
+        "python work": PYTHON + PYTHON_WORK,
+        "installs": PY_INSTALLS,
+    },
     "monorepo": {
         "monorepo work": MONOREPO_WORK,
         "python work": PYTHON_WORK[:8],

@@ -19,6 +19,8 @@ exist). What each rule kind becomes:
 | `Edit(path)`                     | `[write]` path, converted as for Read              |
 | `mcp__server__tool`, `mcp__server`| `[mcp] "server:tool"`, `"server:*"`               |
 | any other whole tool (`WebFetch`)| `[tool] "WebFetch"`                                 |
+| `WebFetch(domain:example.com)`   | `[net] "example.com"` (every port; `match` example) |
+| `WebFetch(domain:*.example.com)` | `[net] "*.example.com"` (subdomains, not the apex)  |
 | `additionalDirectories`          | `extra_directories`                                 |
 | `defaultMode: dontAsk`           | `default = "deny"`                                  |
 | `defaultMode: bypassPermissions` | `yolo = true` (asks become allow; denies stay),     |
@@ -34,10 +36,16 @@ can never carve an exception out of a deny; in askgate a narrower rule overrides
 one. So a rule nested inside a stricter rule of the same surface (`allow Bash(git status)`
 under `deny Bash(git *)`) is left out, and listed: Claude Code would never apply it.
 
-Not expressible (listed with the reason, never guessed): `WebFetch(domain:…)` and other
-specifiers askgate has no surface for, `Write(path)` (Claude Code ignores path rules on
-Write), a `?` in a Bash rule (a literal in Claude Code, a wildcard in askgate),
-`defaultMode` `plan` and `auto`.
+A `domain:` rule becomes a `[net]` rule, and askgate has one host list: it also decides the
+hosts `curl`, `git` and MCP arguments name and, with `[sandbox] network = "policy"`, what
+a sandboxed command reaches (a host rule can only make a shell command stricter, never
+allow a program the bash rules do not).
+
+Not expressible (listed with the reason, never guessed): a `*` inside a domain that does not
+start it (`api.*.example.com`: one label in Claude Code, any run in askgate), a domain
+with a port or that is no host name, other specifiers askgate has no surface for,
+`Write(path)` (Claude Code ignores path rules on Write), a `?` in a Bash rule (a literal in
+Claude Code, a wildcard in askgate), `defaultMode` `plan` and `auto`.
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ from typing import Any, NoReturn
 
 ACTIONS = ("allow", "ask", "deny")
 STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
-SURFACE_ORDER = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill")
+SURFACE_ORDER = ("tool", "bash", "read", "write", "external_directory", "mcp", "skill", "net")
 READ_TOOLS = ("Read",)
 EDIT_TOOLS = ("Edit",)
 PATHLESS_FILE_TOOLS = ("Write", "MultiEdit", "NotebookEdit")
@@ -67,6 +75,7 @@ class Converted:
     action: str
     rule: str  # the Claude Code rule it came from
     source: str  # settings file
+    examples: tuple[str, ...] = ()  # values the pattern must match (checked at load)
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,13 @@ class Conversion:
     profiles: list[str] = field(default_factory=lambda: ["read-only"])
     profiles_why: str = "Claude Code's built-in read-only commands ask nothing"
     rule_prefix: str = "Claude Code rule "  # a deny's reason: prefix + the source rule
+
+    def add(self, result: list[Converted] | Skipped | None) -> None:
+        """What converting one source rule gave: its rules, or why it was left out."""
+        if isinstance(result, Skipped):
+            self.skipped.append(result)
+        elif result:
+            self.rules.extend(result)
 
 
 class ImportError_(Exception):
@@ -131,6 +147,31 @@ def convert_bash(spec: str) -> str:
     return spec
 
 
+def convert_domain(spec: str) -> tuple[str, str] | str:
+    """Claude Code's `WebFetch(domain:HOST)` specifier as a `[net]` pattern and a host it
+    must match, or why it cannot be one. Claude Code matches the host name, case folded,
+    without a trailing dot; a leading `*.` covers any subdomains (as `*` does in askgate),
+    a `*` elsewhere one label only (askgate has no such wildcard: not converted)."""
+    from askgate.policy.net import normalize_host
+
+    kind, sep, host = spec.strip().partition(":")
+    if kind != "domain" or not sep:
+        return "a WebFetch specifier other than domain:HOST"
+    host = host.strip().lower().rstrip(".")
+    if host == "*":
+        return "*", "example.com"
+    name = host.removeprefix("*.")
+    if any(char in name for char in "*?"):
+        return "a '*' inside a domain is one label in Claude Code, any run in askgate"
+    if ":" in name or "/" in name:
+        return "a domain with a port or a path (Claude Code matches the host name only)"
+    try:
+        normalize_host(name)
+    except ValueError:
+        return f"{name!r} is not a host name"
+    return host, ("www." + name if host.startswith("*.") else name)
+
+
 def convert_rule(text: str, action: str, source: str) -> list[Converted] | Skipped:
     def skip(reason: str) -> Skipped:
         return Skipped(text, action, source, reason)
@@ -170,7 +211,11 @@ def convert_rule(text: str, action: str, source: str) -> list[Converted] | Skipp
     if tool in PATHLESS_FILE_TOOLS:
         return skip(f"Claude Code ignores path rules on {tool} (only Edit and Read take paths)")
     if tool == "WebFetch":
-        return skip("askgate decides WebFetch by tool name only, not by domain")
+        domain = convert_domain(str(spec))
+        if isinstance(domain, str):
+            return skip(domain)
+        pattern, example = domain
+        return [Converted("net", pattern, action, text, source, examples=(example,))]
     return skip(f"askgate has no surface for {tool} specifiers")
 
 
@@ -190,11 +235,7 @@ def convert_settings(
         if not isinstance(entries, list):
             raise ImportError_(f"{source}: 'permissions.{action}' is not a JSON array")
         for entry in entries:
-            result = convert_rule(entry, action, source)
-            if isinstance(result, Skipped):
-                conversion.skipped.append(result)
-            else:
-                conversion.rules.extend(result)
+            conversion.add(convert_rule(entry, action, source))
     for directory in permissions.get("additionalDirectories", []) or []:
         if isinstance(directory, str) and directory not in conversion.extra_directories:
             conversion.extra_directories.append(directory)
@@ -314,11 +355,12 @@ def render(
             continue
         lines += ["", f"[{surface}]"]
         for rule in rules:
+            fields = [f"action = {_toml(rule.action)}"]
             if rule.action == "deny":
-                reason = _toml(conversion.rule_prefix + rule.rule)
-                value = f'{{ action = "deny", reason = {reason} }}'
-            else:
-                value = _toml(rule.action)
+                fields.append(f"reason = {_toml(conversion.rule_prefix + rule.rule)}")
+            if rule.examples:
+                fields.append(f"match = [{', '.join(_toml(e) for e in rule.examples)}]")
+            value = f"{{ {', '.join(fields)} }}" if len(fields) > 1 else _toml(rule.action)
             lines.append(f"{_toml(rule.pattern)} = {value}  # {_comment(rule.rule)}")
     if conversion.skipped:
         lines += ["", "# Not converted:"]

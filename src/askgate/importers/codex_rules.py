@@ -33,18 +33,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from askgate.importers.common import (
+    STRICTNESS,
     Conversion,
     Converted,
     ImportError_,
     Skipped,
     drop_shadowed,
+    read_text,
     run_import,
 )
 
 DECISIONS = {"allow": "allow", "prompt": "ask", "forbidden": "deny"}
-STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 MAX_ALTERNATIVES = 64
-MAX_FILE_BYTES = 1024 * 1024
 
 
 def _literal(node: ast.expr) -> Any:
@@ -124,11 +124,7 @@ def convert_text(conversion: Conversion, content: str, source: str) -> None:
                 Skipped(text, "statement", f"{source}:{statement.lineno}", "not a rule call")
             )
             continue
-        result = convert_call(call, f"{source}:{statement.lineno}", text)
-        if isinstance(result, Skipped):
-            conversion.skipped.append(result)
-        elif result:
-            conversion.rules.extend(result)
+        conversion.add(convert_call(call, f"{source}:{statement.lineno}", text))
 
 
 def convert_files(paths: Sequence[str]) -> Conversion:
@@ -137,7 +133,7 @@ def convert_files(paths: Sequence[str]) -> Conversion:
         rule_prefix="Codex ",
     )
     for path in paths:
-        convert_text(conversion, _read(path), path)
+        convert_text(conversion, read_text(path), path)
     rules = conversion.rules
     drop_shadowed(
         conversion,
@@ -145,20 +141,6 @@ def convert_files(paths: Sequence[str]) -> Conversion:
         lambda winner: f"Codex's stricter {winner.rule} always applies too (strictest wins)",
     )
     return conversion
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise ImportError_(f"{path}: cannot read: {error.strerror or error}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ImportError_(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ImportError_(f"{path}: not UTF-8 text") from None
 
 
 def default_files(cwd: str) -> list[str]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from askgate.importers.claude_code import (
+    STRICTNESS,
     Conversion,
     Converted,
     ImportError_,
@@ -22,13 +23,39 @@ from askgate.importers.claude_code import (
 )
 
 __all__ = [
+    "MAX_FILE_BYTES",
+    "STRICTNESS",
     "Conversion",
     "Converted",
     "ImportError_",
     "Skipped",
     "drop_shadowed",
+    "read_bounded",
+    "read_text",
     "run_import",
 ]
+
+MAX_FILE_BYTES = 1024 * 1024  # a policy file larger than this is not one
+
+
+def read_bounded(path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the file `path`, at most `max_bytes` of them (else ImportError_)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as error:
+        raise ImportError_(f"{path}: cannot read: {error.strerror or error}") from None
+    if len(data) > max_bytes:
+        raise ImportError_(f"{path}: larger than {max_bytes} bytes")
+    return data
+
+
+def read_text(path: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """`read_bounded`, as UTF-8 text."""
+    try:
+        return read_bounded(path, max_bytes).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ImportError_(f"{path}: not UTF-8 text") from None
 
 
 def _compiled(rule: Converted) -> Any:

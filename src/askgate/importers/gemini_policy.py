@@ -30,20 +30,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from askgate.importers.common import (
+    STRICTNESS,
     Conversion,
     Converted,
     ImportError_,
     Skipped,
     drop_shadowed,
+    read_text,
     run_import,
 )
 
 DECISIONS = {"allow": "allow", "ask_user": "ask", "deny": "deny"}
-STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 SHELL_TOOL = "run_shell_command"
 UNSUPPORTED = ("commandRegex", "argsPattern", "subagent", "toolAnnotations")
 LABEL_KEYS = ("toolName", "mcpName", "commandPrefix", "decision", "priority")
-MAX_FILE_BYTES = 1024 * 1024
 
 
 def _strings(value: Any) -> list[str] | None:
@@ -63,74 +63,98 @@ def _mcp_pattern(tool: str) -> str | None:
     return f"{server}:{name if sep and name else '*'}"
 
 
-def convert_rule(rule: Any, source: str, priority_of: list[float]) -> list[Converted] | Skipped:
+def _label(rule: Any) -> str:
+    """`[[rule]] toolName="…" decision="…"`: how the rule is named in the output."""
     shown = {k: rule[k] for k in LABEL_KEYS if k in rule} if isinstance(rule, dict) else {}
     text = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in shown.items())
-    text = text if len(text) <= 160 else text[:160] + "…"
+    return "[[rule]] " + (text if len(text) <= 160 else text[:160] + "…")
 
-    def skip(reason: str) -> Skipped:
-        return Skipped(f"[[rule]] {text}", "rule", source, reason)
 
-    if not isinstance(rule, dict):
-        return skip("not a table")
-    decision = rule.get("decision")
-    if decision not in DECISIONS:
-        return skip(f"unknown decision {decision!r}")
+def _inexpressible(rule: dict[str, Any]) -> str | None:
+    """Why askgate cannot apply this rule as Gemini does, or None."""
+    if rule.get("decision") not in DECISIONS:
+        return f"unknown decision {rule.get('decision')!r}"
     for key in UNSUPPORTED:
         if key in rule:
-            return skip(f"{key} has no askgate equivalent")
+            return f"{key} has no askgate equivalent"
     if rule.get("interactive") is False:
-        return skip("applies only without a terminal (headless)")
+        return "applies only without a terminal (headless)"
     modes = rule.get("modes")
     if modes is not None and "default" not in (_strings(modes) or []):
-        return skip("applies only in other modes than default")
-    action = DECISIONS[decision]
+        return "applies only in other modes than default"
     priority = rule.get("priority", 0)
     if not isinstance(priority, int | float) or isinstance(priority, bool):
-        return skip("priority is not a number")
+        return "priority is not a number"
+    return None
+
+
+def _tool_pattern(tool: str) -> tuple[str, str] | str:
+    """(surface, pattern) for one `toolName` without a prefix, or why not."""
+    if tool == SHELL_TOOL:
+        return ("bash", "*")
+    if tool == "*":
+        return ("default", "*")
+    if tool.startswith("mcp_"):
+        pattern = _mcp_pattern(tool)
+        if pattern is None:
+            return f"MCP tool name {tool!r} names no single server"
+        return ("mcp", pattern)
+    return ("tool", tool)
+
+
+def _patterns(
+    tools: list[str], prefixes: list[str], mcp_name: str | None
+) -> list[tuple[str, str]] | str:
+    """The askgate (surface, pattern)s one rule's names give, or why none can."""
+    if mcp_name is not None:
+        if mcp_name == "*":
+            return [("mcp", "*")]
+        names = [t.removeprefix(f"mcp_{mcp_name}_") for t in tools] or ["*"]
+        return [("mcp", f"{mcp_name}:{name}") for name in names]
+    if prefixes:
+        if tools and tools != [SHELL_TOOL]:
+            return "commandPrefix on a tool other than run_shell_command"
+        return [("bash", prefix.strip() + " *") for prefix in prefixes]
+    if not tools:
+        return "neither toolName, commandPrefix nor mcpName"
+    found: list[tuple[str, str]] = []
+    for tool in tools:
+        pattern = _tool_pattern(tool)
+        if isinstance(pattern, str):
+            return pattern
+        found.append(pattern)
+    return found
+
+
+def convert_rule(rule: Any, source: str, priority_of: list[float]) -> list[Converted] | Skipped:
+    label = _label(rule)
+    if not isinstance(rule, dict):
+        return Skipped(label, "rule", source, "not a table")
+    reason = _inexpressible(rule)
     tools = _strings(rule.get("toolName", []))
     prefixes = _strings(rule.get("commandPrefix", []))
     mcp_name = rule.get("mcpName")
-    if (
+    if reason is None and (
         tools is None
         or prefixes is None
         or (mcp_name is not None and not isinstance(mcp_name, str))
     ):
-        return skip("toolName, commandPrefix and mcpName must be strings or lists of them")
-    label = f"[[rule]] {text}"
-    patterns: list[tuple[str, str]] = []
-    if mcp_name is not None:
-        if mcp_name == "*":
-            patterns += [("mcp", "*")]
-        else:
-            names = [t.removeprefix(f"mcp_{mcp_name}_") for t in tools] or ["*"]
-            patterns += [("mcp", f"{mcp_name}:{name}") for name in names]
-    elif prefixes:
-        if tools and tools != [SHELL_TOOL]:
-            return skip("commandPrefix on a tool other than run_shell_command")
-        patterns += [("bash", prefix.strip() + " *") for prefix in prefixes]
-    else:
-        if not tools:
-            return skip("neither toolName, commandPrefix nor mcpName")
-        for tool in tools:
-            if tool == SHELL_TOOL:
-                patterns.append(("bash", "*"))
-            elif tool == "*":
-                patterns.append(("default", "*"))
-            elif tool.startswith("mcp_"):
-                pattern = _mcp_pattern(tool)
-                if pattern is None:
-                    return skip(f"MCP tool name {tool!r} names no single server")
-                patterns.append(("mcp", pattern))
-            else:
-                patterns.append(("tool", tool))
-    reason = rule.get("denyMessage")
-    why = f" ({reason})" if isinstance(reason, str) and reason else ""
-    out = []
-    for surface, pattern in patterns:
-        priority_of.append(float(priority))
-        out.append(Converted(surface, pattern, action, f"{label}{why}", source))
-    return out
+        reason = "toolName, commandPrefix and mcpName must be strings or lists of them"
+    if reason is not None:
+        return Skipped(label, "rule", source, reason)
+    assert tools is not None and prefixes is not None  # checked just above
+    patterns = _patterns(tools, prefixes, mcp_name)
+    if isinstance(patterns, str):
+        return Skipped(label, "rule", source, patterns)
+    action = DECISIONS[rule["decision"]]
+    message = rule.get("denyMessage")
+    why = f" ({message})" if isinstance(message, str) and message else ""
+    priority = float(rule.get("priority", 0))
+    priority_of.extend(priority for _ in patterns)
+    return [
+        Converted(surface, pattern, action, f"{label}{why}", source)
+        for surface, pattern in patterns
+    ]
 
 
 def convert_text(
@@ -153,11 +177,7 @@ def convert_text(
     if not isinstance(rules, list):
         raise ImportError_(f"{source}: 'rule' must be an array of tables ([[rule]])")
     for rule in rules:
-        result = convert_rule(rule, source, priority_of)
-        if isinstance(result, Skipped):
-            conversion.skipped.append(result)
-        else:
-            conversion.rules.extend(result)
+        conversion.add(convert_rule(rule, source, priority_of))
 
 
 def convert_files(paths: Sequence[str]) -> Conversion:
@@ -167,7 +187,7 @@ def convert_files(paths: Sequence[str]) -> Conversion:
     )
     priority_of: list[float] = []
     for path in paths:
-        convert_text(conversion, _read(path), path, priority_of)
+        convert_text(conversion, read_text(path), path, priority_of)
     # `toolName = "*"` alone: the default, from the highest-priority such rule.
     defaults = [
         (priority_of[i], r) for i, r in enumerate(conversion.rules) if r.surface == "default"
@@ -191,20 +211,6 @@ def convert_files(paths: Sequence[str]) -> Conversion:
         lambda winner: f"Gemini's higher-priority {winner.rule} decides every call it matches",
     )
     return conversion
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise ImportError_(f"{path}: cannot read: {error.strerror or error}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ImportError_(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ImportError_(f"{path}: not UTF-8 text") from None
 
 
 def default_files(cwd: str) -> list[str]:

@@ -39,12 +39,12 @@ from askgate.importers.common import (
     ImportError_,
     Skipped,
     drop_shadowed,
+    read_bounded,
     run_import,
 )
 
 STATES = ("allow", "ask", "deny")
 PATH_TOOLS = {"read": "read", "write": "write", "edit": "write"}
-MAX_FILE_BYTES = 1024 * 1024
 
 
 def strip_jsonc(text: str) -> str:
@@ -246,13 +246,7 @@ def _agent_dir() -> str:
 
 
 def _load(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise ImportError_(f"{path}: cannot read: {error.strerror or error}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ImportError_(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+    raw = read_bounded(path)
     try:
         data = json.loads(strip_jsonc(raw.decode("utf-8")))
     except (UnicodeDecodeError, ValueError) as error:

@@ -41,7 +41,12 @@ INTERPRETERS: tuple[str, ...] = (
     "poetry run",
     "make",
 )
-SANDBOXED_PROFILES = ("sandboxed-project",)
+SANDBOXED_PROFILES = ("sandboxed-project", "sandboxed-fetch")
+# Profiles whose allows lean on the `[net]` host list holding inside the sandbox too.
+HOST_LIST_PROFILES = ("sandboxed-fetch",)
+WHY_HOST_LIST = (
+    'without [sandbox] network = "policy": what it starts reaches hosts the list does not name'
+)
 _BROAD_BASH = re.compile(
     r"^\s*(?:\*|(?:\S*/)?(?:" + "|".join(re.escape(name) for name in INTERPRETERS) + r")\s+\*)\s*$"
 )
@@ -65,10 +70,11 @@ def is_broad_bash(pattern: str) -> bool:
 
 
 def broad_allow_warnings(loaded: LoadedPolicy) -> list[str]:
-    """`file:line: what: why` for each broad allow, empty when the sandbox is required."""
+    """`file:line: what: why` for each broad allow, empty when the sandbox is required
+    (with `network = "policy"` where a profile leans on the host list)."""
+    warnings = _host_list_warnings(loaded)
     if loaded.sandbox.bash == "required":
-        return []
-    warnings: list[str] = []
+        return warnings
     for file in loaded.files:
         if not file.trusted:
             continue
@@ -81,6 +87,18 @@ def broad_allow_warnings(loaded: LoadedPolicy) -> list[str]:
                 warnings.append(f"{at}: profiles: {name!r} {WHY}")
     warnings += _broad_rules(loaded.rules)
     return warnings
+
+
+def _host_list_warnings(loaded: LoadedPolicy) -> list[str]:
+    if loaded.sandbox.bash == "required" and loaded.sandbox.network == "policy":
+        return []
+    return [
+        f"{file.path}:{file.profiles_line or '?'}: profiles: {name!r} {WHY_HOST_LIST}"
+        for file in loaded.files
+        if file.trusted
+        for name in file.profiles
+        if name in HOST_LIST_PROFILES
+    ]
 
 
 def _broad_rules(rules: Iterable[object]) -> list[str]:

@@ -31,6 +31,9 @@ MARKERS: tuple[tuple[str, str], ...] = (
 # sandbox required, the sandboxed profile replaces project-write (it holds its writes).
 ALWAYS = ("read-only", "project-write")
 ALWAYS_SANDBOXED = ("read-only", "sandboxed-project")
+# curl and wget with their hosts decided by `[net]`: only where init writes the host list
+# and `network = "policy"` (this askgate has both).
+SANDBOXED_FETCH = "sandboxed-fetch"
 
 # How far below the root markers are looked for, and how much the walk may read: a
 # monorepo keeps its packages one to three levels down; a huge tree must not stall init.
@@ -91,7 +94,9 @@ def _markers_below(root: str) -> list[tuple[str, str]]:
 def detect_profiles(root: str, *, sandboxed: bool = False) -> list[tuple[str, str]]:
     """(profile, the marker that suggested it) for `root`, in a stable order: markers at
     the root first (in MARKERS order), then those found below it."""
-    always = ALWAYS_SANDBOXED if sandboxed else ALWAYS
+    always: tuple[str, ...] = ALWAYS_SANDBOXED if sandboxed else ALWAYS
+    if sandboxed and network_policy_supported():
+        always = (*always, SANDBOXED_FETCH)  # with the [net] host list init writes
     found: list[tuple[str, str]] = [(name, "always") for name in always]
     chosen = set(always)
     for marker, profile in MARKERS:

@@ -523,6 +523,10 @@ class _Builder:
                 f"the sandbox cannot list every path {source.pattern!r} covers "
                 f"({expansion.over_budget}; {source.why})"
             )
+        for tree in expansion.unsearched:  # a data tree past its own budget (expand.py)
+            note = f"a data tree not searched to the end (its own budget ran out): {tree}"
+            if note not in self.notes:
+                self.notes.append(note)
         return [(path, expansion.whole_tree) for path in expansion.paths]
 
     # --- fail-closed checks ------------------------------------------------------------
