@@ -14,6 +14,7 @@ from askgate.policy.sandbox_table import SandboxSettings
 from askgate.sandbox import expand as expand_module
 from askgate.sandbox.plan import SandboxPlan, build_plan
 from conftest import make_rule
+from unprivileged import run_as_nobody
 
 
 def _project(tmp_path: Path) -> Path:
@@ -105,20 +106,22 @@ def test_a_secret_inside_a_small_data_tree_is_hidden(tmp_path) -> None:
     assert not any("a data tree" in n for n in plan.notes)
 
 
-def test_an_unlistable_directory_inside_a_data_tree_still_asks(tmp_path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root lists every directory")
-    project = _project(tmp_path)
-    _node_modules(project, packages=2, files=1)
-    locked = project / "node_modules" / "pkg0" / "locked"
-    locked.mkdir()
-    (locked / ".env").write_text("TOKEN=hidden-name")
-    locked.chmod(0o311)
-    try:
-        plan = _plan(tmp_path, project)
-    finally:
-        locked.chmod(0o755)
-    assert plan.ask_reason is not None and "entered but not listed" in plan.ask_reason
+def test_an_unlistable_directory_inside_a_data_tree_still_asks() -> None:
+    # Root lists every directory: the check runs as an unprivileged user.
+    def check(scratch: Path) -> None:
+        project = _project(scratch)
+        _node_modules(project, packages=2, files=1)
+        locked = project / "node_modules" / "pkg0" / "locked"
+        locked.mkdir()
+        (locked / ".env").write_text("TOKEN=hidden-name")
+        locked.chmod(0o311)
+        try:
+            plan = _plan(scratch, project)
+        finally:
+            locked.chmod(0o755)
+        assert plan.ask_reason is not None and "entered but not listed" in plan.ask_reason
+
+    run_as_nobody(check)
 
 
 def test_a_directory_named_objects_outside_git_is_not_a_data_tree(tmp_path) -> None:
