@@ -405,16 +405,19 @@ class _Builder:
     # --- read denies -------------------------------------------------------------------
 
     def read_sources(self) -> list[tuple[_Source, Rule | None]]:
+        # The control plane first: where a built-in read deny (policy/protected.py) names
+        # the same directory, the control plane's entry is the one kept (`_outermost` is
+        # stable), so it stays pinned and Landlock knows the socket directory.
+        socket_dir = locations.daemon_socket_dir(self.policy.env)
         sources: list[tuple[_Source, Rule | None]] = [
+            (_Source(p + "/**", DAEMON_SOCKET if p == socket_dir else CONTROL_PLANE), None)
+            for p in self.control_plane()
+        ]
+        sources += [
             (_Source(self._absolute(rule), describe_rule(rule)), rule)
             for rule in self._rules(Surface.READ, _BLOCKING)
         ]
         sources += [(_Source(p, "[sandbox] hidden"), None) for p in self.settings.hidden]
-        socket_dir = locations.daemon_socket_dir(self.policy.env)
-        sources += [
-            (_Source(p + "/**", DAEMON_SOCKET if p == socket_dir else CONTROL_PLANE), None)
-            for p in self.control_plane()
-        ]
         return sources
 
     def read_denies(self, writable: Sequence[PlanEntry]) -> list[PlanEntry]:
