@@ -195,6 +195,7 @@ class EscapeWorld:
         landlock: bool = False,
         env: dict[str, str] | None = None,
         config: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> tuple[list[str] | None, str | None]:
         """(argv to run, None) or (None, the hook's reason to ask)."""
         environment = env or self.env
@@ -210,7 +211,7 @@ class EscapeWorld:
         rewrite = sandbox_rewrite(
             "Bash",
             {"command": command},
-            cwd=str(self.project),
+            cwd=str(cwd or self.project),
             env=environment,
             config_files=config,
             launcher=[sys.executable, "-m", "askgate"],
@@ -229,14 +230,17 @@ class EscapeWorld:
         landlock: bool = False,
         env: dict[str, str] | None = None,
         config: list[str] | None = None,
+        cwd: Path | None = None,
         **popen: object,
     ) -> Run:
-        argv, asked = self.command(mode, command, landlock=landlock, env=env, config=config)
+        argv, asked = self.command(
+            mode, command, landlock=landlock, env=env, config=config, cwd=cwd
+        )
         if argv is None:
             return Run(-1, "", "", asked=asked)
         done = subprocess.run(
             argv,
-            cwd=self.project,
+            cwd=cwd or self.project,
             env=env or self.env,
             capture_output=True,
             text=True,
@@ -581,6 +585,83 @@ def attack_make_a_namespace_to_get_capabilities_back(world: EscapeWorld, mode: s
     assert "Seccomp:\t2" in run.stdout, run
 
 
+# --- linked worktrees: the real config and hooks live in the main repository ----
+
+
+def attack_rewrite_the_main_repository_from_a_linked_worktree(
+    world: EscapeWorld, mode: str
+) -> None:
+    """The project is a linked worktree (`.git` is a file: `gitdir: …/worktrees/NAME`)
+    of a repository under HOME, which the policy makes writable. git in the worktree
+    obeys the main repository's `config` and `hooks/` and its own `config.worktree` and
+    `commondir`: none may change, while ordinary git work in the worktree still does."""
+    main = world.home / f"main-{mode}"
+    tree = world.home / f"tree-{mode}"
+    marker = world.base / f"RAN-OUTSIDE-worktree-{mode}"
+    env = world.env
+    subprocess.run(["git", "init", "-q", str(main)], check=True, env=env)
+    subprocess.run(
+        ["git", "-C", str(main), "commit", "-q", "--allow-empty", "-m", "x"], check=True, env=env
+    )
+    subprocess.run(
+        ["git", "-C", str(main), "worktree", "add", "-q", str(tree)], check=True, env=env
+    )
+    common = main / ".git"
+    own = common / "worktrees" / tree.name
+    frozen = {p: p.read_bytes() for p in (common / "config", tree / ".git", own / "commondir")}
+    fsmonitor = f"[core]\\n\\tfsmonitor = touch {marker}; echo\\n"
+    run = world.run(
+        mode,
+        f"printf '{fsmonitor}' >> {common}/config; "
+        f"printf '#!/bin/sh\\ntouch {marker}\\n' > {common}/hooks/post-checkout; "
+        f"chmod +x {common}/hooks/post-checkout; "
+        f"printf '{fsmonitor}' > {own}/config.worktree; "
+        f"echo ../.. > {own}/commondir; "
+        f"mv {common} {main}/moved; mv {own} {common}/worktrees/moved; "
+        f"printf 'gitdir: {world.base}\\n' > .git; "
+        "echo work > w.txt && git add w.txt && git commit -qm w && echo COMMITTED",
+        cwd=tree,
+    )
+    _blocked_or_asked(run)
+    for path, content in frozen.items():
+        assert path.read_bytes() == content, f"{path} changed: {run}"
+    assert not (common / "hooks" / "post-checkout").exists(), run
+    worktree_config = own / "config.worktree"
+    assert not worktree_config.exists() or "fsmonitor" not in worktree_config.read_text()
+    if run.asked is None:
+        assert "COMMITTED" in run.stdout, run  # ordinary work in the worktree goes on
+    world.sweep()
+    outside = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=tree, env=env, capture_output=True, timeout=60
+    )
+    assert outside.returncode == 0, outside.stderr
+    subprocess.run(["git", "checkout", "-q", "-B", "again"], cwd=tree, env=env, timeout=60)
+    assert not marker.exists(), run
+
+
+# --- a hidden directory is a private tmpfs: writes inside never reach the disk ----
+
+
+def attack_write_into_a_hidden_directory(world: EscapeWorld, mode: str) -> None:
+    """Hidden directories are not remounted read-only (bwrap.py): the command may chmod
+    its tmpfs and write there. The real directory on disk must not change."""
+    ssh = world.home / ".ssh"
+    before = sorted(p.name for p in ssh.iterdir())
+    mode_before = ssh.stat().st_mode
+    run = world.run(
+        mode,
+        "chmod 755 ~/.ssh; echo FORGED > ~/.ssh/id_rsa; echo k > ~/.ssh/authorized_keys; "
+        f"chmod 755 {world.state}; echo forged > {world.state}/daemon.control; "
+        "cat ~/.ssh/id_rsa; ls ~/.ssh",
+    )
+    _blocked_or_asked(run)
+    _no_secret(run)
+    assert (ssh / "id_rsa").read_text() == SECRET + "\n"
+    assert sorted(p.name for p in ssh.iterdir()) == before
+    assert ssh.stat().st_mode == mode_before
+    world.assert_frozen()
+
+
 CLASSES: dict[str, Callable[[EscapeWorld, str], None]] = {
     "rename .git": attack_rename_git_and_rebuild_its_config,
     "rename .claude": attack_rename_claude_and_rebuild_its_settings,
@@ -595,6 +676,8 @@ CLASSES: dict[str, Callable[[EscapeWorld, str], None]] = {
     "ssh agent": attack_sign_with_the_ssh_agent,
     "tiocsti": attack_type_into_the_users_terminal,
     "namespaces": attack_make_a_namespace_to_get_capabilities_back,
+    "linked worktree": attack_rewrite_the_main_repository_from_a_linked_worktree,
+    "write a hidden directory": attack_write_into_a_hidden_directory,
 }
 
 
@@ -741,3 +824,51 @@ def test_an_environment_allow_list_keeps_other_variables_out(world: EscapeWorld,
     assert run.returncode == 0, run
     assert "env-secret-9a1f" not in str(run)
     assert "k=unset lc=C" in run.stdout
+
+
+# --- tripwires of an interrupted run (escape round 2, finding 2) ----
+
+
+def test_a_tripwire_planted_by_an_interrupted_run_is_moved_aside_by_the_next_sweep(
+    world: EscapeWorld,
+) -> None:
+    """An agent's timeout or Ctrl-C kills the prepared wrapper's process group: its tail
+    step (which moves aside what appeared at a tripwire) never runs. The next askgate
+    process's sweep must do it, before `direnv`, npm or git outside read the file."""
+    planted = world.project / ".envrc"
+    assert not planted.exists()
+    argv, asked = world.command("hook", "echo 'touch RAN' > .envrc; sleep 120")
+    assert argv is not None, asked
+    process = subprocess.Popen(
+        argv, cwd=world.project, env=world.env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not planted.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert planted.exists(), "the command never ran"
+    finally:
+        os.killpg(process.pid, 15)  # what an agent's tool timeout does
+        process.wait(timeout=60)
+    runs = world.data_home / "askgate" / "sandbox" / "runs"
+    statuses = sorted(runs.glob("w-*/status"), key=lambda p: p.stat().st_mtime)
+    assert statuses, "the run was not recorded"
+    status = statuses[-1]
+    text = status.read_bytes()
+    assert b"exit-code" not in text  # killed: no tail step ran
+    # Past the grace the sweep gives a failed run's own tail step.
+    old = time.time() - 120
+    os.utime(status, (old, old))
+    for pid in [
+        int(w) for w in text.replace(b"}", b" ").replace(b",", b" ").split() if w.isdigit()
+    ]:
+        deadline = time.monotonic() + 60
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    world.sweep()
+    assert not planted.exists(), "the planted .envrc stayed in place"
+    aside = list(world.project.glob(".envrc.askgate-blocked*"))
+    assert aside, "moved aside, not lost"
+    for path in aside:
+        path.unlink()

@@ -86,6 +86,9 @@ GIT_PROTECTED: tuple[str, ...] = (
     "modules/*/config",
     "modules/*/hooks/**",
 )
+# A linked worktree's own git directory (`main/.git/worktrees/NAME`): what git reads
+# configuration from there (its hooks and config are the common directory's).
+LINKED_WORKTREE_PROTECTED: tuple[str, ...] = ("config.worktree", "commondir")
 # Environment variables naming an agent's socket: a key agent signs with keys the sandbox
 # hides (`ssh -A` through `SSH_AUTH_SOCK` works with ~/.ssh hidden and network off).
 AGENT_SOCKET_VARIABLES: tuple[str, ...] = ("SSH_AUTH_SOCK", "GPG_AGENT_INFO", "SSH_AGENT_PID")
@@ -316,11 +319,14 @@ class _Builder:
             for p in registration_paths(self.policy.env)
         ]
         git = os.path.join(self.root, ".git")
-        if os.path.isdir(git) and not os.path.islink(git):
-            why = "git runs programs or reads its configuration from here"
-            sources += [_Source(f"{git}/{part}", f"git: {why}") for part in GIT_PROTECTED]
-        elif os.path.lexists(git):
+        why = "git: git runs programs or reads its configuration from here"
+        if os.path.lexists(git) and (os.path.islink(git) or not os.path.isdir(git)):
             sources.append(_Source(git, "git worktree link"))
+        sources += [
+            _Source(f"{directory}/{part}", why)
+            for directory, parts in git_directories(git)
+            for part in parts
+        ]
         return sources
 
     def search_roots(self, writable: Sequence[PlanEntry]) -> list[str]:
@@ -595,6 +601,57 @@ class _Builder:
 def _secrets(hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
     """What the policy hides (askgate's own control plane is hidden in every plan)."""
     return [e for e in hidden if e.why not in (CONTROL_PLANE, DAEMON_SOCKET)]
+
+
+def _gitdir_of_link(path: str) -> str | None:
+    """The directory a `.git` *file* names (`gitdir: ../main/.git/worktrees/x`, relative
+    to the file's directory), folded; None when it is not such a file."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(4096).decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = text[len("gitdir:") :].strip()
+    if not target:
+        return None
+    return fold_lexically(os.path.join(os.path.dirname(path), target))
+
+
+def _common_dir(git_dir: str) -> str | None:
+    """The directory `GIT_DIR/commondir` names (relative to GIT_DIR), or None."""
+    try:
+        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
+            text = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return None
+    return fold_lexically(os.path.join(git_dir, text)) if text else None
+
+
+def git_directories(git: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Every git directory whose configuration and hooks a `git` run in the project
+    obeys, with the parts of it to protect: the project's `.git` directory (all of
+    GIT_PROTECTED) — or, for a linked worktree (a `.git` file), the directory it names
+    (`…/.git/worktrees/NAME`: git reads its `config.worktree` and `commondir`) — and the
+    common directory its `commondir` points to (the main repository's `.git`: `config`,
+    `hooks/`, …). Symlinks resolved; existing directories only."""
+    if os.path.isdir(git):
+        first, parts = _real(git), GIT_PROTECTED
+    elif os.path.isfile(git):
+        named = _gitdir_of_link(git)
+        if named is None:
+            return []
+        first, parts = _real(named), LINKED_WORKTREE_PROTECTED
+    else:
+        return []
+    if not os.path.isdir(first):
+        return []
+    found = [(first, parts)]
+    common = _common_dir(first)
+    if common is not None and os.path.isdir(common) and _real(common) != first:
+        found.append((_real(common), GIT_PROTECTED))
+    return found
 
 
 def _is_tripwire(entry: PlanEntry) -> bool:
