@@ -872,3 +872,64 @@ def test_a_tripwire_planted_by_an_interrupted_run_is_moved_aside_by_the_next_swe
     assert aside, "moved aside, not lost"
     for path in aside:
         path.unlink()
+
+
+# --- Unix sockets under the Landlock fallback (escape round 2, finding 6) ----
+
+_CONNECT_UNDER_FILTER = r"""
+import ctypes, errno, os, socket, sys
+from askgate.sandbox import seccomp
+code = seccomp.program(unix_sockets=sys.argv[1] == "allow")
+libc = ctypes.CDLL(None, use_errno=True)
+class Prog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+buffer = ctypes.create_string_buffer(code, len(code))
+prog = Prog(len(code) // 8, ctypes.addressof(buffer))
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0  # PR_SET_SECCOMP, FILTER
+for address in sys.argv[2:]:
+    target = "\0" + address[1:] if address.startswith("@") else address
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(target)
+            print("CONNECTED", address)
+    except OSError as error:
+        print("refused", address, errno.errorcode.get(error.errno))
+a, b = socket.socketpair()
+a.sendall(b"x"); print("socketpair", b.recv(1) == b"x")
+with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    print("inet socket ok")
+"""
+
+
+def test_the_landlock_filter_refuses_every_new_unix_socket(world: EscapeWorld) -> None:
+    """Landlock does not govern connect() (a socket in a hidden directory stays
+    reachable) and abstract sockets have no path at all: under the Landlock backend the
+    seccomp filter refuses socket(AF_UNIX), so the ssh-agent in ~/.ssh, the daemon's
+    socket and a host abstract socket are out of reach; socketpair() still works."""
+    agent_path = world.home / ".ssh" / "agent.sock"
+    listeners = []
+    for address in (str(agent_path), "\0askgate-escape-abstract-" + os.urandom(4).hex()):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(address)
+        server.listen(4)
+        listeners.append((server, address))
+    targets = [str(agent_path), str(world.socket_dir / "daemon.sock")]
+    targets.append("@" + listeners[1][1][1:])
+    try:
+        for verdict in ("refuse", "allow"):
+            done = subprocess.run(
+                [sys.executable, "-c", _CONNECT_UNDER_FILTER, verdict, *targets],
+                capture_output=True, text=True, timeout=60, env=world.env,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            if verdict == "refuse":
+                assert "CONNECTED" not in done.stdout, done.stdout
+                assert done.stdout.count("EPERM") == len(targets), done.stdout
+            else:  # the control: the same connects work without the socket rule
+                assert done.stdout.count("CONNECTED") == len(targets), done.stdout
+            assert "socketpair True" in done.stdout and "inet socket ok" in done.stdout
+    finally:
+        for server, _address in listeners:
+            server.close()
+        agent_path.unlink(missing_ok=True)
