@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import pty
 import shutil
@@ -662,6 +663,29 @@ def attack_write_into_a_hidden_directory(world: EscapeWorld, mode: str) -> None:
     world.assert_frozen()
 
 
+# --- the http hook's secret in Claude Code's settings (escape round 2, finding 3) ----
+
+
+def attack_read_the_http_hook_secret_from_the_settings(world: EscapeWorld, mode: str) -> None:
+    """`askgate install claude-code --http` writes the daemon's secret into the hook's
+    header in ~/.claude/settings.json; read-only is not enough: with it a command could
+    forge hook calls. The file is hidden in the sandbox (and stays frozen)."""
+    settings = world.home / ".claude" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    hook = {"type": "http", "headers": {"X-Askgate-Secret": DAEMON_SECRET}}
+    text = json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}})
+    settings.write_text(text)
+    try:
+        run = world.run(
+            mode, f"cat {settings}; grep -r Askgate ~/.claude; echo x >> {settings}; true"
+        )
+        _blocked_or_asked(run)
+        _no_secret(run)
+        assert settings.read_text() == text
+    finally:
+        settings.unlink()
+
+
 CLASSES: dict[str, Callable[[EscapeWorld, str], None]] = {
     "rename .git": attack_rename_git_and_rebuild_its_config,
     "rename .claude": attack_rename_claude_and_rebuild_its_settings,
@@ -678,6 +702,7 @@ CLASSES: dict[str, Callable[[EscapeWorld, str], None]] = {
     "namespaces": attack_make_a_namespace_to_get_capabilities_back,
     "linked worktree": attack_rewrite_the_main_repository_from_a_linked_worktree,
     "write a hidden directory": attack_write_into_a_hidden_directory,
+    "http hook secret": attack_read_the_http_hook_secret_from_the_settings,
 }
 
 

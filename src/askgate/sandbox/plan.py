@@ -98,6 +98,9 @@ SCRATCH_DIRECTORIES: tuple[str, ...] = ("/tmp", "/var/tmp")
 SCRATCH = "scratch directory"
 CONTROL_PLANE = "askgate's control plane (hidden in every sandbox)"
 DAEMON_SOCKET = "askgate's daemon socket directory (hidden in every sandbox)"
+SECRET_HOLDER = "holds the daemon's secret (an http hook's X-Askgate-Secret header)"
+DAEMON_SECRET_HEADER = b"X-Askgate-Secret"
+MAX_SETTINGS_BYTES = 1 << 20
 _BLOCKING = (Action.DENY, Action.ASK)
 
 
@@ -453,8 +456,30 @@ class _Builder:
                         placeholder=placeholder,
                     )
                 )
+        entries += self.secret_holders()
         entries += self.agent_sockets(_secrets(entries))
         return _outermost(entries)
+
+    def secret_holders(self) -> list[PlanEntry]:
+        """Registration files that hold the daemon's secret (`askgate install claude-code
+        --http` writes it into the hook's `X-Askgate-Secret` header): hidden, not only
+        read-only — with the secret a command could forge hook calls to the daemon."""
+        from askgate.policy.protected import registration_paths
+
+        candidates: list[str] = []
+        for pattern in registration_paths(self.policy.env):
+            absolute = expand_path_pattern(pattern, home=self.home, base_dir=self.root)
+            if absolute.startswith("**/"):
+                candidates += self._at_roots(_Source(absolute, ""))
+            elif "*" not in absolute:
+                candidates.append(absolute)
+        entries: list[PlanEntry] = []
+        for path in dict.fromkeys(c for c in candidates if c.endswith(".json")):
+            if _holds_daemon_secret(path):
+                entries.append(
+                    PlanEntry(path=_real(path), named=path, kind="file", why=SECRET_HOLDER)
+                )
+        return entries
 
     def agent_sockets(self, hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
         """With secrets hidden, the agents that hold them are hidden too: the sockets the
@@ -596,6 +621,14 @@ class _Builder:
     def _incomplete(self, why: str, entry: PlanEntry) -> None:
         if self.ask_reason is None:
             self.ask_reason = f"the sandbox cannot check hard links: {why} ({entry.why})"
+
+
+def _holds_daemon_secret(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return DAEMON_SECRET_HEADER in handle.read(MAX_SETTINGS_BYTES)
+    except OSError:
+        return False
 
 
 def _secrets(hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
