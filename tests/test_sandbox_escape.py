@@ -644,8 +644,9 @@ def attack_rewrite_the_main_repository_from_a_linked_worktree(
 
 
 def attack_write_into_a_hidden_directory(world: EscapeWorld, mode: str) -> None:
-    """Hidden directories are not remounted read-only (bwrap.py): the command may chmod
-    its tmpfs and write there. The real directory on disk must not change."""
+    """A hidden directory is an empty tmpfs remounted read-only: neither the disk nor
+    the sandbox's own view can be changed through it (a forged control token or daemon
+    socket inside would fool an askgate running in the same sandbox)."""
     ssh = world.home / ".ssh"
     before = sorted(p.name for p in ssh.iterdir())
     mode_before = ssh.stat().st_mode
@@ -653,8 +654,17 @@ def attack_write_into_a_hidden_directory(world: EscapeWorld, mode: str) -> None:
         mode,
         "chmod 755 ~/.ssh; echo FORGED > ~/.ssh/id_rsa; echo k > ~/.ssh/authorized_keys; "
         f"chmod 755 {world.state}; echo forged > {world.state}/daemon.control; "
-        "cat ~/.ssh/id_rsa; ls ~/.ssh",
+        "cat ~/.ssh/id_rsa; ls ~/.ssh; cat "
+        + str(world.state)
+        + "/daemon.control; "
+        + f"{sys.executable} -c "
+        + _q(
+            "import socket; s = socket.socket(socket.AF_UNIX); "
+            f"s.bind('{world.socket_dir}/daemon.sock'); print('BOUND')"
+        ),
     )
+    assert "FORGED" not in run.stdout and "forged" not in run.stdout, run
+    assert "BOUND" not in run.stdout, run
     _blocked_or_asked(run)
     _no_secret(run)
     assert (ssh / "id_rsa").read_text() == SECRET + "\n"

@@ -6,7 +6,7 @@
           --bind W W                      each writable root
           --bind P P                      each pinned ancestor of a hole (cannot be renamed)
           --ro-bind H H                   each write hole (placeholders already made)
-          --perms 0555 --tmpfs D          each hidden directory (reads as empty)
+          --perms 0555 --tmpfs D --remount-ro D    each hidden directory (reads as empty)
           --ro-bind EMPTY F               each hidden file (EMPTY: an empty read-only file)
           [--proc /proc] --chdir CWD -- /bin/bash -c COMMAND
 
@@ -155,12 +155,7 @@ def bwrap_argv(
             continue
         masked.add(target)
         if _mask_is_dir(entry):
-            # An empty tmpfs private to this sandbox's mount namespace, not remounted
-            # read-only: each remount re-reads the whole mount table, which grows with
-            # every mask (20 masks: ~10 ms). The command may chmod it and write there —
-            # in its own view only, like /dev/shm: nothing reaches the hidden path on
-            # disk, and it is gone with the sandbox.
-            argv += ["--perms", "0555", "--tmpfs", target]
+            argv += ["--perms", "0555", "--tmpfs", target, "--remount-ro", target]
         else:
             argv += ["--ro-bind", empty_file, target]
     if proc:
