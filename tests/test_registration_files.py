@@ -133,5 +133,7 @@ def test_askgate_secrets_are_not_readable_by_an_agent(world) -> None:
         assert tool.action is Action.DENY, (path, tool.reason)
         shell = policy.decide(Surface.BASH, f"cat {path}", cwd=str(project))
         assert shell.action is Action.DENY, (path, shell.reason)
+    # The whole state directory (review log included) is the control plane: hidden in
+    # every sandbox, and a read deny floor here (test_self_protection_floors.py).
     review = state / "review.jsonl"
-    assert policy.decide(Surface.READ, str(review), cwd=str(project)).action is Action.ALLOW
+    assert policy.decide(Surface.READ, str(review), cwd=str(project)).action is Action.DENY

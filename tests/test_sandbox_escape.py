@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import pty
 import shutil
@@ -195,6 +196,7 @@ class EscapeWorld:
         landlock: bool = False,
         env: dict[str, str] | None = None,
         config: list[str] | None = None,
+        cwd: Path | None = None,
     ) -> tuple[list[str] | None, str | None]:
         """(argv to run, None) or (None, the hook's reason to ask)."""
         environment = env or self.env
@@ -210,7 +212,7 @@ class EscapeWorld:
         rewrite = sandbox_rewrite(
             "Bash",
             {"command": command},
-            cwd=str(self.project),
+            cwd=str(cwd or self.project),
             env=environment,
             config_files=config,
             launcher=[sys.executable, "-m", "askgate"],
@@ -229,14 +231,17 @@ class EscapeWorld:
         landlock: bool = False,
         env: dict[str, str] | None = None,
         config: list[str] | None = None,
+        cwd: Path | None = None,
         **popen: object,
     ) -> Run:
-        argv, asked = self.command(mode, command, landlock=landlock, env=env, config=config)
+        argv, asked = self.command(
+            mode, command, landlock=landlock, env=env, config=config, cwd=cwd
+        )
         if argv is None:
             return Run(-1, "", "", asked=asked)
         done = subprocess.run(
             argv,
-            cwd=self.project,
+            cwd=cwd or self.project,
             env=env or self.env,
             capture_output=True,
             text=True,
@@ -581,6 +586,116 @@ def attack_make_a_namespace_to_get_capabilities_back(world: EscapeWorld, mode: s
     assert "Seccomp:\t2" in run.stdout, run
 
 
+# --- linked worktrees: the real config and hooks live in the main repository ----
+
+
+def attack_rewrite_the_main_repository_from_a_linked_worktree(
+    world: EscapeWorld, mode: str
+) -> None:
+    """The project is a linked worktree (`.git` is a file: `gitdir: …/worktrees/NAME`)
+    of a repository under HOME, which the policy makes writable. git in the worktree
+    obeys the main repository's `config` and `hooks/` and its own `config.worktree` and
+    `commondir`: none may change, while ordinary git work in the worktree still does."""
+    main = world.home / f"main-{mode}"
+    tree = world.home / f"tree-{mode}"
+    marker = world.base / f"RAN-OUTSIDE-worktree-{mode}"
+    env = world.env
+    subprocess.run(["git", "init", "-q", str(main)], check=True, env=env)
+    subprocess.run(
+        ["git", "-C", str(main), "commit", "-q", "--allow-empty", "-m", "x"], check=True, env=env
+    )
+    subprocess.run(
+        ["git", "-C", str(main), "worktree", "add", "-q", str(tree)], check=True, env=env
+    )
+    common = main / ".git"
+    own = common / "worktrees" / tree.name
+    frozen = {p: p.read_bytes() for p in (common / "config", tree / ".git", own / "commondir")}
+    fsmonitor = f"[core]\\n\\tfsmonitor = touch {marker}; echo\\n"
+    run = world.run(
+        mode,
+        f"printf '{fsmonitor}' >> {common}/config; "
+        f"printf '#!/bin/sh\\ntouch {marker}\\n' > {common}/hooks/post-checkout; "
+        f"chmod +x {common}/hooks/post-checkout; "
+        f"printf '{fsmonitor}' > {own}/config.worktree; "
+        f"echo ../.. > {own}/commondir; "
+        f"mv {common} {main}/moved; mv {own} {common}/worktrees/moved; "
+        f"printf 'gitdir: {world.base}\\n' > .git; "
+        "echo work > w.txt && git add w.txt && git commit -qm w && echo COMMITTED",
+        cwd=tree,
+    )
+    _blocked_or_asked(run)
+    for path, content in frozen.items():
+        assert path.read_bytes() == content, f"{path} changed: {run}"
+    assert not (common / "hooks" / "post-checkout").exists(), run
+    worktree_config = own / "config.worktree"
+    assert not worktree_config.exists() or "fsmonitor" not in worktree_config.read_text()
+    if run.asked is None:
+        assert "COMMITTED" in run.stdout, run  # ordinary work in the worktree goes on
+    world.sweep()
+    outside = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=tree, env=env, capture_output=True, timeout=60
+    )
+    assert outside.returncode == 0, outside.stderr
+    subprocess.run(["git", "checkout", "-q", "-B", "again"], cwd=tree, env=env, timeout=60)
+    assert not marker.exists(), run
+
+
+# --- a hidden directory is a private tmpfs: writes inside never reach the disk ----
+
+
+def attack_write_into_a_hidden_directory(world: EscapeWorld, mode: str) -> None:
+    """A hidden directory is an empty tmpfs remounted read-only: neither the disk nor
+    the sandbox's own view can be changed through it (a forged control token or daemon
+    socket inside would fool an askgate running in the same sandbox)."""
+    ssh = world.home / ".ssh"
+    before = sorted(p.name for p in ssh.iterdir())
+    mode_before = ssh.stat().st_mode
+    run = world.run(
+        mode,
+        "chmod 755 ~/.ssh; echo FORGED > ~/.ssh/id_rsa; echo k > ~/.ssh/authorized_keys; "
+        f"chmod 755 {world.state}; echo forged > {world.state}/daemon.control; "
+        "cat ~/.ssh/id_rsa; ls ~/.ssh; cat "
+        + str(world.state)
+        + "/daemon.control; "
+        + f"{sys.executable} -c "
+        + _q(
+            "import socket; s = socket.socket(socket.AF_UNIX); "
+            f"s.bind('{world.socket_dir}/daemon.sock'); print('BOUND')"
+        ),
+    )
+    assert "FORGED" not in run.stdout and "forged" not in run.stdout, run
+    assert "BOUND" not in run.stdout, run
+    _blocked_or_asked(run)
+    _no_secret(run)
+    assert (ssh / "id_rsa").read_text() == SECRET + "\n"
+    assert sorted(p.name for p in ssh.iterdir()) == before
+    assert ssh.stat().st_mode == mode_before
+    world.assert_frozen()
+
+
+# --- the http hook's secret in Claude Code's settings (escape round 2, finding 3) ----
+
+
+def attack_read_the_http_hook_secret_from_the_settings(world: EscapeWorld, mode: str) -> None:
+    """`askgate install claude-code --http` writes the daemon's secret into the hook's
+    header in ~/.claude/settings.json; read-only is not enough: with it a command could
+    forge hook calls. The file is hidden in the sandbox (and stays frozen)."""
+    settings = world.home / ".claude" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    hook = {"type": "http", "headers": {"X-Askgate-Secret": DAEMON_SECRET}}
+    text = json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}})
+    settings.write_text(text)
+    try:
+        run = world.run(
+            mode, f"cat {settings}; grep -r Askgate ~/.claude; echo x >> {settings}; true"
+        )
+        _blocked_or_asked(run)
+        _no_secret(run)
+        assert settings.read_text() == text
+    finally:
+        settings.unlink()
+
+
 CLASSES: dict[str, Callable[[EscapeWorld, str], None]] = {
     "rename .git": attack_rename_git_and_rebuild_its_config,
     "rename .claude": attack_rename_claude_and_rebuild_its_settings,
@@ -595,6 +710,9 @@ CLASSES: dict[str, Callable[[EscapeWorld, str], None]] = {
     "ssh agent": attack_sign_with_the_ssh_agent,
     "tiocsti": attack_type_into_the_users_terminal,
     "namespaces": attack_make_a_namespace_to_get_capabilities_back,
+    "linked worktree": attack_rewrite_the_main_repository_from_a_linked_worktree,
+    "write a hidden directory": attack_write_into_a_hidden_directory,
+    "http hook secret": attack_read_the_http_hook_secret_from_the_settings,
 }
 
 
@@ -741,3 +859,112 @@ def test_an_environment_allow_list_keeps_other_variables_out(world: EscapeWorld,
     assert run.returncode == 0, run
     assert "env-secret-9a1f" not in str(run)
     assert "k=unset lc=C" in run.stdout
+
+
+# --- tripwires of an interrupted run (escape round 2, finding 2) ----
+
+
+def test_a_tripwire_planted_by_an_interrupted_run_is_moved_aside_by_the_next_sweep(
+    world: EscapeWorld,
+) -> None:
+    """An agent's timeout or Ctrl-C kills the prepared wrapper's process group: its tail
+    step (which moves aside what appeared at a tripwire) never runs. The next askgate
+    process's sweep must do it, before `direnv`, npm or git outside read the file."""
+    planted = world.project / ".envrc"
+    assert not planted.exists()
+    argv, asked = world.command("hook", "echo 'touch RAN' > .envrc; sleep 120")
+    assert argv is not None, asked
+    process = subprocess.Popen(
+        argv, cwd=world.project, env=world.env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not planted.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert planted.exists(), "the command never ran"
+    finally:
+        os.killpg(process.pid, 15)  # what an agent's tool timeout does
+        process.wait(timeout=60)
+    runs = world.data_home / "askgate" / "sandbox" / "runs"
+    statuses = sorted(runs.glob("w-*/status"), key=lambda p: p.stat().st_mtime)
+    assert statuses, "the run was not recorded"
+    status = statuses[-1]
+    text = status.read_bytes()
+    assert b"exit-code" not in text  # killed: no tail step ran
+    # Past the grace the sweep gives a failed run's own tail step.
+    old = time.time() - 120
+    os.utime(status, (old, old))
+    for pid in [
+        int(w) for w in text.replace(b"}", b" ").replace(b",", b" ").split() if w.isdigit()
+    ]:
+        deadline = time.monotonic() + 60
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    world.sweep()
+    assert not planted.exists(), "the planted .envrc stayed in place"
+    aside = list(world.project.glob(".envrc.askgate-blocked*"))
+    assert aside, "moved aside, not lost"
+    for path in aside:
+        path.unlink()
+
+
+# --- Unix sockets under the Landlock fallback (escape round 2, finding 6) ----
+
+_CONNECT_UNDER_FILTER = r"""
+import ctypes, errno, os, socket, sys
+from askgate.sandbox import seccomp
+code = seccomp.program(unix_sockets=sys.argv[1] == "allow")
+libc = ctypes.CDLL(None, use_errno=True)
+class Prog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+buffer = ctypes.create_string_buffer(code, len(code))
+prog = Prog(len(code) // 8, ctypes.addressof(buffer))
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0  # PR_SET_SECCOMP, FILTER
+for address in sys.argv[2:]:
+    target = "\0" + address[1:] if address.startswith("@") else address
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(target)
+            print("CONNECTED", address)
+    except OSError as error:
+        print("refused", address, errno.errorcode.get(error.errno))
+a, b = socket.socketpair()
+a.sendall(b"x"); print("socketpair", b.recv(1) == b"x")
+with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    print("inet socket ok")
+"""
+
+
+def test_the_landlock_filter_refuses_every_new_unix_socket(world: EscapeWorld) -> None:
+    """Landlock does not govern connect() (a socket in a hidden directory stays
+    reachable) and abstract sockets have no path at all: under the Landlock backend the
+    seccomp filter refuses socket(AF_UNIX), so the ssh-agent in ~/.ssh, the daemon's
+    socket and a host abstract socket are out of reach; socketpair() still works."""
+    agent_path = world.home / ".ssh" / "agent.sock"
+    listeners = []
+    for address in (str(agent_path), "\0askgate-escape-abstract-" + os.urandom(4).hex()):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(address)
+        server.listen(4)
+        listeners.append((server, address))
+    targets = [str(agent_path), str(world.socket_dir / "daemon.sock")]
+    targets.append("@" + listeners[1][1][1:])
+    try:
+        for verdict in ("refuse", "allow"):
+            done = subprocess.run(
+                [sys.executable, "-c", _CONNECT_UNDER_FILTER, verdict, *targets],
+                capture_output=True, text=True, timeout=60, env=world.env,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            if verdict == "refuse":
+                assert "CONNECTED" not in done.stdout, done.stdout
+                assert done.stdout.count("EPERM") == len(targets), done.stdout
+            else:  # the control: the same connects work without the socket rule
+                assert done.stdout.count("CONNECTED") == len(targets), done.stdout
+            assert "socketpair True" in done.stdout and "inet socket ok" in done.stdout
+    finally:
+        for server, _address in listeners:
+            server.close()
+        agent_path.unlink(missing_ok=True)

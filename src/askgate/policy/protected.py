@@ -45,18 +45,22 @@ SECRET_REASON = (
 
 
 def secret_paths(env: Mapping[str, str]) -> list[str]:
-    """Path globs (absolute) that agents may never read: the daemon's secret and control
-    token (the control token stops the daemon), the approval server's keys and database,
-    and the sandbox's run records and plans."""
+    """Path globs (absolute) that agents may never read: askgate's whole state directory
+    (the daemon's secret and control token — the token stops the daemon —, the review
+    log, the daemon's state), the daemon's socket directory, the approval server's keys
+    and database, and the sandbox's run records and plans. The same control plane the
+    sandbox hides in every plan (sandbox/plan.py), so the policy and the kernel agree."""
     found: list[str] = []
     try:
         state = locations.state_dir(env)
         found += [os.path.join(state, "daemon.secret"), os.path.join(state, "daemon.control")]
+        found.append(state.rstrip("/") + "/**")
         found.append(locations.server_data_dir(env) + "/**")
         found.append(os.path.join(locations.trust_store_dir(env), "sandbox") + "/**")
+        found.append(locations.daemon_socket_dir(env).rstrip("/") + "/**")
     except ValueError:
         return []
-    return [p for p in dict.fromkeys(found) if p.startswith("/")]
+    return [p for p in dict.fromkeys(found) if p.startswith("/") and p != "/**"]
 
 
 # --- files that register askgate with an agent: deny for writes ----------------------------

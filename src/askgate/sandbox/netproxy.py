@@ -110,24 +110,40 @@ def parse_head(buffer: bytes) -> Head | Refusal | None:
     """The request in `buffer`, a refusal, or None when the head is not complete."""
     end = head_end(buffer)
     if end < 0:
-        if len(buffer) > MAX_HEAD_BYTES:
-            return Refusal(431, "request head too large")
-        return None
+        return Refusal(431, "request head too large") if len(buffer) > MAX_HEAD_BYTES else None
     if end > MAX_HEAD_BYTES:
         return Refusal(431, "request head too large")
     lines = buffer[:end].replace(b"\r\n", b"\n").split(b"\n")
-    parts = lines[0].split(b" ")
+    request = _request_line(lines[0])
+    if isinstance(request, Refusal):
+        return request
+    headers = _header_lines(lines[1:])
+    if isinstance(headers, Refusal):
+        return headers
+    method, target_text, version = request
+    rest = buffer[end:]
+    if method == b"CONNECT":
+        return _connect_head(target_text, rest)
+    return _forward_head(method, target_text, version, headers, rest)
+
+
+def _request_line(line: bytes) -> tuple[bytes, str, bytes] | Refusal:
+    """(method, target, version) of an HTTP/1.x request line."""
+    parts = line.split(b" ")
     if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
         return Refusal(400, "not an HTTP/1.x proxy request")
     method, target_bytes, version = parts
     if not method or not set(method) <= _TOKEN:
         return Refusal(400, "bad method")
     try:
-        target_text = target_bytes.decode("ascii")
+        return method, target_bytes.decode("ascii"), version
     except UnicodeDecodeError:
         return Refusal(400, "the request target is not ASCII")
+
+
+def _header_lines(lines: list[bytes]) -> list[tuple[bytes, bytes]] | Refusal:
     headers: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
+    for line in lines:
         if not line:
             continue
         name, colon, value = line.partition(b":")
@@ -136,26 +152,42 @@ def parse_head(buffer: bytes) -> Head | Refusal | None:
         if any(byte < 32 and byte != 9 for byte in value) or 127 in value:
             return Refusal(400, "control character in a header")
         headers.append((name, value.strip()))
-    rest = buffer[end:]
-    if method == b"CONNECT":
-        try:
-            target = parse_value(target_text)
-        except ValueError:
-            return Refusal(400, "CONNECT needs HOST:PORT")
-        if target.port == 0:
-            return Refusal(400, "CONNECT needs a port")
-        return Head(target=target, connect=True, rest=rest)
+    return headers
+
+
+def _connect_head(target_text: str, rest: bytes) -> Head | Refusal:
+    try:
+        target = parse_value(target_text)
+    except ValueError:
+        return Refusal(400, "CONNECT needs HOST:PORT")
+    if target.port == 0:
+        return Refusal(400, "CONNECT needs a port")
+    return Head(target=target, connect=True, rest=rest)
+
+
+def _origin_form(target_text: str) -> str:
+    """The path and query of an absolute `http://` URL (`/` when it has none), no
+    fragment: what the upstream server is sent."""
+    after_scheme = target_text[len("http://") :]
+    slash = min((i for i in (after_scheme.find(c) for c in "/?#") if i >= 0), default=-1)
+    path = after_scheme[slash:] if slash >= 0 else "/"
+    path = path.split("#", 1)[0] or "/"
+    return "/" + path if path.startswith("?") else path
+
+
+def _forward_head(
+    method: bytes,
+    target_text: str,
+    version: bytes,
+    headers: list[tuple[bytes, bytes]],
+    rest: bytes,
+) -> Head | Refusal:
     if not target_text.lower().startswith("http://"):
         return Refusal(400, "a proxy request names an http:// URL (use CONNECT for https)")
     parsed = parse_url(target_text)
     if parsed is None:
         return Refusal(400, "the URL's host cannot be read for sure")
-    after_scheme = target_text[len("http://") :]
-    slash = min((i for i in (after_scheme.find(c) for c in "/?#") if i >= 0), default=-1)
-    path = after_scheme[slash:] if slash >= 0 else "/"
-    path = path.split("#", 1)[0] or "/"
-    if path.startswith("?"):
-        path = "/" + path
+    path = _origin_form(target_text)
     host_header = parsed.host if parsed.port == 80 else f"{parsed.host}:{parsed.port}"
     out = [method + b" " + path.encode("ascii") + b" " + version]
     out.append(b"Host: " + host_header.encode("ascii"))

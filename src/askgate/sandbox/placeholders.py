@@ -160,6 +160,41 @@ def run_is_over(run: PreparedRun, now: float) -> bool:
     return not os.path.exists(f"/proc/{pid}") and _age(run.status, now) > FINISHED_S
 
 
+def _disarm_interrupted(run: PreparedRun) -> None:
+    """The tripwires of a prepared run whose tail step never ran (the agent's timeout or
+    Ctrl-C killed the wrapper's process group; an OOM kill): what the command made at
+    them is moved aside now, by the sweep of the next askgate process. Only what was
+    made while the run lasted: before bwrap's final status when there is one (a run that
+    exited but whose wrapper died before its own `[ -e NAME ]` check), else after bwrap
+    started (a run killed mid-way: its processes are gone, since the run is over)."""
+    from askgate.sandbox.tripwires import disarm
+
+    try:
+        with open(run.status, "rb") as handle:
+            text = handle.read()
+        started = os.stat(run.status).st_mtime
+        with open(run.plan, "rb") as handle:
+            plan = msgspec.json.decode(handle.read())
+    except (OSError, msgspec.DecodeError):
+        return  # never claimed, or no plan: nothing of the command's can be there
+    if text == REVOKED or not isinstance(plan, dict):
+        return
+    finished = exit_code_of(text) is not None
+    entries = []
+    for item in plan.get("tripwires") or ():
+        with contextlib.suppress(msgspec.ValidationError, TypeError):
+            entries.append(msgspec.convert(item, type=PlanEntry))
+    made = []
+    for entry in entries:
+        try:
+            changed = os.lstat(entry.path).st_ctime
+        except OSError:
+            continue
+        if (changed <= started) if finished else (changed >= started - 1.0):
+            made.append(entry)
+    disarm(made)
+
+
 def state_directory(env: Mapping[str, str]) -> str:
     from askgate.policy.trust import trust_store_path
 
@@ -287,6 +322,7 @@ class Registry:
             with contextlib.suppress(OSError):
                 os.unlink(path)
         for directory, placeholders in stale_runs:
+            _disarm_interrupted(PreparedRun(directory))  # before anything else goes
             _remove_unused(placeholders, live)
             shutil.rmtree(directory, ignore_errors=True)
         return live

@@ -86,6 +86,9 @@ GIT_PROTECTED: tuple[str, ...] = (
     "modules/*/config",
     "modules/*/hooks/**",
 )
+# A linked worktree's own git directory (`main/.git/worktrees/NAME`): what git reads
+# configuration from there (its hooks and config are the common directory's).
+LINKED_WORKTREE_PROTECTED: tuple[str, ...] = ("config.worktree", "commondir")
 # Environment variables naming an agent's socket: a key agent signs with keys the sandbox
 # hides (`ssh -A` through `SSH_AUTH_SOCK` works with ~/.ssh hidden and network off).
 AGENT_SOCKET_VARIABLES: tuple[str, ...] = ("SSH_AUTH_SOCK", "GPG_AGENT_INFO", "SSH_AGENT_PID")
@@ -95,6 +98,9 @@ SCRATCH_DIRECTORIES: tuple[str, ...] = ("/tmp", "/var/tmp")
 SCRATCH = "scratch directory"
 CONTROL_PLANE = "askgate's control plane (hidden in every sandbox)"
 DAEMON_SOCKET = "askgate's daemon socket directory (hidden in every sandbox)"
+SECRET_HOLDER = "holds the daemon's secret (an http hook's X-Askgate-Secret header)"
+DAEMON_SECRET_HEADER = b"X-Askgate-Secret"
+MAX_SETTINGS_BYTES = 1 << 20
 _BLOCKING = (Action.DENY, Action.ASK)
 
 
@@ -316,11 +322,14 @@ class _Builder:
             for p in registration_paths(self.policy.env)
         ]
         git = os.path.join(self.root, ".git")
-        if os.path.isdir(git) and not os.path.islink(git):
-            why = "git runs programs or reads its configuration from here"
-            sources += [_Source(f"{git}/{part}", f"git: {why}") for part in GIT_PROTECTED]
-        elif os.path.lexists(git):
+        why = "git: git runs programs or reads its configuration from here"
+        if os.path.lexists(git) and (os.path.islink(git) or not os.path.isdir(git)):
             sources.append(_Source(git, "git worktree link"))
+        sources += [
+            _Source(f"{directory}/{part}", why)
+            for directory, parts in git_directories(git)
+            for part in parts
+        ]
         return sources
 
     def search_roots(self, writable: Sequence[PlanEntry]) -> list[str]:
@@ -405,16 +414,19 @@ class _Builder:
     # --- read denies -------------------------------------------------------------------
 
     def read_sources(self) -> list[tuple[_Source, Rule | None]]:
+        # The control plane first: where a built-in read deny (policy/protected.py) names
+        # the same directory, the control plane's entry is the one kept (`_outermost` is
+        # stable), so it stays pinned and Landlock knows the socket directory.
+        socket_dir = locations.daemon_socket_dir(self.policy.env)
         sources: list[tuple[_Source, Rule | None]] = [
+            (_Source(p + "/**", DAEMON_SOCKET if p == socket_dir else CONTROL_PLANE), None)
+            for p in self.control_plane()
+        ]
+        sources += [
             (_Source(self._absolute(rule), describe_rule(rule)), rule)
             for rule in self._rules(Surface.READ, _BLOCKING)
         ]
         sources += [(_Source(p, "[sandbox] hidden"), None) for p in self.settings.hidden]
-        socket_dir = locations.daemon_socket_dir(self.policy.env)
-        sources += [
-            (_Source(p + "/**", DAEMON_SOCKET if p == socket_dir else CONTROL_PLANE), None)
-            for p in self.control_plane()
-        ]
         return sources
 
     def read_denies(self, writable: Sequence[PlanEntry]) -> list[PlanEntry]:
@@ -444,8 +456,30 @@ class _Builder:
                         placeholder=placeholder,
                     )
                 )
+        entries += self.secret_holders()
         entries += self.agent_sockets(_secrets(entries))
         return _outermost(entries)
+
+    def secret_holders(self) -> list[PlanEntry]:
+        """Registration files that hold the daemon's secret (`askgate install claude-code
+        --http` writes it into the hook's `X-Askgate-Secret` header): hidden, not only
+        read-only — with the secret a command could forge hook calls to the daemon."""
+        from askgate.policy.protected import registration_paths
+
+        candidates: list[str] = []
+        for pattern in registration_paths(self.policy.env):
+            absolute = expand_path_pattern(pattern, home=self.home, base_dir=self.root)
+            if absolute.startswith("**/"):
+                candidates += self._at_roots(_Source(absolute, ""))
+            elif "*" not in absolute:
+                candidates.append(absolute)
+        entries: list[PlanEntry] = []
+        for path in dict.fromkeys(c for c in candidates if c.endswith(".json")):
+            if _holds_daemon_secret(path):
+                entries.append(
+                    PlanEntry(path=_real(path), named=path, kind="file", why=SECRET_HOLDER)
+                )
+        return entries
 
     def agent_sockets(self, hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
         """With secrets hidden, the agents that hold them are hidden too: the sockets the
@@ -593,9 +627,68 @@ class _Builder:
             self.ask_reason = f"the sandbox cannot check hard links: {why} ({entry.why})"
 
 
+def _holds_daemon_secret(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return DAEMON_SECRET_HEADER in handle.read(MAX_SETTINGS_BYTES)
+    except OSError:
+        return False
+
+
 def _secrets(hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
     """What the policy hides (askgate's own control plane is hidden in every plan)."""
     return [e for e in hidden if e.why not in (CONTROL_PLANE, DAEMON_SOCKET)]
+
+
+def _gitdir_of_link(path: str) -> str | None:
+    """The directory a `.git` *file* names (`gitdir: ../main/.git/worktrees/x`, relative
+    to the file's directory), folded; None when it is not such a file."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(4096).decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = text[len("gitdir:") :].strip()
+    if not target:
+        return None
+    return fold_lexically(os.path.join(os.path.dirname(path), target))
+
+
+def _common_dir(git_dir: str) -> str | None:
+    """The directory `GIT_DIR/commondir` names (relative to GIT_DIR), or None."""
+    try:
+        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
+            text = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return None
+    return fold_lexically(os.path.join(git_dir, text)) if text else None
+
+
+def git_directories(git: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Every git directory whose configuration and hooks a `git` run in the project
+    obeys, with the parts of it to protect: the project's `.git` directory (all of
+    GIT_PROTECTED) — or, for a linked worktree (a `.git` file), the directory it names
+    (`…/.git/worktrees/NAME`: git reads its `config.worktree` and `commondir`) — and the
+    common directory its `commondir` points to (the main repository's `.git`: `config`,
+    `hooks/`, …). Symlinks resolved; existing directories only."""
+    if os.path.isdir(git):
+        first, parts = _real(git), GIT_PROTECTED
+    elif os.path.isfile(git):
+        named = _gitdir_of_link(git)
+        if named is None:
+            return []
+        first, parts = _real(named), LINKED_WORKTREE_PROTECTED
+    else:
+        return []
+    if not os.path.isdir(first):
+        return []
+    found = [(first, parts)]
+    common = _common_dir(first)
+    if common is not None and os.path.isdir(common) and _real(common) != first:
+        found.append((_real(common), GIT_PROTECTED))
+    return found
 
 
 def _is_tripwire(entry: PlanEntry) -> bool:

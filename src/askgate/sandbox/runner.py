@@ -360,7 +360,9 @@ def _run_landlock(
         return _unsandboxed(plan, command, env, str(error))
     from askgate.sandbox.seccomp import program
 
-    filter_code = program()
+    # Landlock cannot hide a socket (it does not govern connect(); abstract sockets have
+    # no path): no new Unix socket at all under this backend (seccomp.py).
+    filter_code = program(unix_sockets=False)
     try:
         status, tail = _spawn_and_wait(
             command,

@@ -12,6 +12,11 @@ What it refuses (EPERM, or ENOSYS where a fallback exists):
   process without capabilities gets some back (a user namespace of its own, then mounts
   over the masks). `clone3` passes its flags in memory a filter cannot read: ENOSYS, and
   the C library falls back to `clone`, which is checked.
+* with `unix_sockets=False` (the Landlock fallback, which cannot hide a socket: Landlock
+  does not govern `connect()`, and abstract sockets have no path at all), `socket()` of
+  the `AF_UNIX` family (and the i386 `socketcall(SYS_SOCKET, …)` multiplexer): no new
+  Unix socket, so neither the ssh-agent in a hidden `~/.ssh` nor the daemon's socket nor
+  a host abstract socket can be reached. `socketpair()` stays allowed (it reaches nothing).
 * every syscall of another ABI than the ones listed (x32 on x86_64): ENOSYS, so the
   numbers above cannot be dodged. The 32-bit compat ABIs (i386, arm) get their own table.
 
@@ -50,18 +55,38 @@ UNSHARE_NAMESPACES = CLONE_NAMESPACES | 0x00000080
 X32_BIT = 0x40000000
 
 
+AF_UNIX = 1
+SYS_SOCKET = 1  # socketcall's first argument for socket()
+
+
 class _Abi:
     def __init__(
-        self, arch: int, *, ioctl: int, clone: int, unshare: int, setns: int, clone3: int
+        self,
+        arch: int,
+        *,
+        ioctl: int,
+        clone: int,
+        unshare: int,
+        setns: int,
+        clone3: int,
+        socket: int,
+        socketcall: int | None = None,
     ) -> None:
         self.arch, self.ioctl, self.clone, self.unshare = arch, ioctl, clone, unshare
         self.setns, self.clone3 = setns, clone3
+        self.socket, self.socketcall = socket, socketcall
 
 
-_X86_64 = _Abi(0xC000003E, ioctl=16, clone=56, unshare=272, setns=308, clone3=435)
-_I386 = _Abi(0x40000003, ioctl=54, clone=120, unshare=310, setns=346, clone3=435)
-_AARCH64 = _Abi(0xC00000B7, ioctl=29, clone=220, unshare=97, setns=268, clone3=435)
-_ARM = _Abi(0x40000028, ioctl=54, clone=120, unshare=337, setns=375, clone3=435)
+_X86_64 = _Abi(0xC000003E, ioctl=16, clone=56, unshare=272, setns=308, clone3=435, socket=41)
+_I386 = _Abi(
+    0x40000003, ioctl=54, clone=120, unshare=310, setns=346, clone3=435, socket=359,
+    socketcall=102,
+)  # fmt: skip
+_AARCH64 = _Abi(0xC00000B7, ioctl=29, clone=220, unshare=97, setns=268, clone3=435, socket=198)
+_ARM = _Abi(
+    0x40000028, ioctl=54, clone=120, unshare=337, setns=375, clone3=435, socket=281,
+    socketcall=102,
+)  # fmt: skip
 HOST_ABIS: dict[str, tuple[_Abi, ...]] = {
     "x86_64": (_X86_64, _I386),
     "amd64": (_X86_64, _I386),
@@ -102,8 +127,9 @@ class _Assembler:
         return bytes(out)
 
 
-def build(abis: Sequence[_Abi]) -> bytes:
-    """The filter program for these ABIs (the first is the host's native one)."""
+def build(abis: Sequence[_Abi], *, unix_sockets: bool = True) -> bytes:
+    """The filter program for these ABIs (the first is the host's native one);
+    `unix_sockets=False` also refuses new `AF_UNIX` sockets."""
     eperm, enosys = RET_ERRNO | errno.EPERM, RET_ERRNO | errno.ENOSYS
     asm = _Assembler()
     asm.op(_LD_W_ABS, _OFFSET_ARCH)
@@ -121,7 +147,23 @@ def build(abis: Sequence[_Abi]) -> bytes:
         asm.op(_JEQ_K, abi.unshare, f"{tag}.unshare", 0)
         asm.op(_JEQ_K, abi.setns, "eperm", 0)
         asm.op(_JEQ_K, abi.clone3, "enosys", 0)
+        if not unix_sockets:
+            asm.op(_JEQ_K, abi.socket, f"{tag}.socket", 0)
+            if abi.socketcall is not None:
+                asm.op(_JEQ_K, abi.socketcall, f"{tag}.socketcall", 0)
         asm.ret(RET_ALLOW)
+        if not unix_sockets:
+            asm.label(f"{tag}.socket")
+            asm.op(_LD_W_ABS, _arg_low(0))
+            asm.op(_JEQ_K, AF_UNIX, "eperm", 0)
+            asm.ret(RET_ALLOW)
+            if abi.socketcall is not None:
+                # socketcall(SYS_SOCKET, args): the family is in memory a filter cannot
+                # read, so every socket() through the multiplexer is refused.
+                asm.label(f"{tag}.socketcall")
+                asm.op(_LD_W_ABS, _arg_low(0))
+                asm.op(_JEQ_K, SYS_SOCKET, "eperm", 0)
+                asm.ret(RET_ALLOW)
         asm.label(f"{tag}.ioctl")
         asm.op(_LD_W_ABS, _arg_low(1))
         asm.op(_JEQ_K, TIOCSTI, "eperm", 0)
@@ -142,7 +184,7 @@ def build(abis: Sequence[_Abi]) -> bytes:
     return asm.bytes()
 
 
-def program(machine: str | None = None) -> bytes | None:
+def program(machine: str | None = None, *, unix_sockets: bool = True) -> bytes | None:
     """The filter for this host's architecture, or None where none is built."""
     abis = HOST_ABIS.get((machine or platform.machine()).lower())
-    return build(abis) if abis else None
+    return build(abis, unix_sockets=unix_sockets) if abis else None
