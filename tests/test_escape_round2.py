@@ -1,0 +1,237 @@
+"""Escapes from askgate's sandbox found in round 2 of issue 20 (red team), as tests that
+assert the harm did NOT happen: code planted by a sandboxed command does not run
+outside, a file outside is unchanged, a secret is not read.
+
+Each attack is one finding in /work/findings-20.md (the number is in its xfail reason):
+a test marked `xfail(strict=True)` still escapes on main; the marker goes once the fix
+merges. The world lives outside every directory the sandbox makes writable by itself
+(/tmp, /var/tmp): under /srv for root, else under ~/.cache (`outside_scratch_dir`), with
+its HOME there too. Commands reach the sandbox both ways an agent's command does: `askgate
+sandbox --` (cli) and the wrapper a hook prepares (`sandbox_rewrite`, run by bash: hook).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox_world import require_bwrap
+from unprivileged_rerun import outside_scratch_dir
+
+# The escape suite's permissive policy: everything allowed but the secrets; HOME writable.
+PERMISSIVE = """\
+default = "allow"
+
+[read]
+"~/.ssh/**" = "deny"
+"**/.env*" = "deny"
+
+[write]
+"~/**" = "allow"
+".git/**" = "ask"
+
+[sandbox]
+bash = "required"
+"""
+
+
+class World:
+    """A HOME, a git project and askgate's own directories, all outside /tmp; `policy`
+    is the user policy (the permissive one by default)."""
+
+    def __init__(self, base: Path, policy: str = PERMISSIVE) -> None:
+        self.base = base
+        self.home = base / "home"
+        self.project = base / "proj"
+        self.runtime = base / "xdg-run"
+        self.marker = base / "RAN-OUTSIDE"
+        self.user_policy = self.home / ".config" / "askgate" / "policy.toml"
+        self.user_policy.parent.mkdir(parents=True)
+        self.user_policy.write_text(policy)
+        (self.home / ".ssh").mkdir()
+        (self.home / ".ssh" / "id_rsa").write_text("SSH-KEY-ROUND2-1b7e\n")
+        self.runtime.mkdir(mode=0o700)
+        self.project.mkdir()
+        self.git("init", "-q")
+        (self.project / "app.py").write_text("print('hi')\n")
+        self.git("add", "app.py")
+        self.git("commit", "-qm", "one")
+
+    @property
+    def env(self) -> dict[str, str]:
+        keep = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ASKGATE_", "XDG_", "GIT_", "SSH_", "PYTEST_"))
+        }
+        return {
+            **keep,
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            "XDG_RUNTIME_DIR": str(self.runtime),
+            "ASKGATE_MANAGED_POLICY": str(self.base / "managed" / "policy.toml"),
+            "ASKGATE_DAEMON": "off",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        }
+
+    def git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", *args], cwd=self.project, env=self.env, capture_output=True, text=True
+        )
+
+    def argv(self, mode: str, command: str) -> list[str]:
+        """How the command reaches the sandbox: `askgate sandbox --` or the prepared
+        wrapper (or the launcher form) a hook hands the agent."""
+        if mode == "cli":
+            return [sys.executable, "-m", "askgate.cli", "sandbox", "--", command]
+        from askgate.sandbox.wrap import sandbox_rewrite
+
+        rewrite = sandbox_rewrite(
+            "Bash",
+            {"command": command},
+            cwd=str(self.project),
+            env=self.env,
+            config_files=[],
+            launcher=[sys.executable, "-m", "askgate"],
+        )
+        assert rewrite is not None and rewrite.updated_input is not None, rewrite
+        return ["/bin/bash", "-c", rewrite.updated_input["command"]]
+
+    def run(self, mode: str, command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(mode, command),
+            cwd=self.project,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def interrupted(self, mode: str, command: str, sign: signal.Signals) -> None:
+        """Run `command` (which touches `ready` when it has done its harm and then waits)
+        and signal its whole process group then, as an agent does on a timeout or when
+        the user interrupts it (Esc, Ctrl-C)."""
+        ready = self.project / "ready"
+        proc = subprocess.Popen(
+            self.argv(mode, f"{command}; touch ready; exec sleep 600"),
+            cwd=self.project,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert ready.exists(), "the command never got to its harm"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, sign)
+            proc.wait(timeout=60)
+            ready.unlink(missing_ok=True)
+
+    def sweep(self) -> None:
+        """What the next askgate process does first."""
+        subprocess.run(
+            [sys.executable, "-m", "askgate.cli", "sandbox", "--cleanup"],
+            env=self.env,
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    require_bwrap()
+    base = Path(outside_scratch_dir("askgate-escape2-"))
+    try:
+        yield World(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _fsmonitor(marker: Path) -> str:
+    """A git config whose fsmonitor hook runs `touch marker` on the next `git status`."""
+    return f"[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch {marker}; echo\n"
+
+
+# --- finding 1: a gitlink in the writable index reaches a repository the command made ---
+
+
+@pytest.mark.xfail(strict=True, reason="finding 1 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_gitlink_to_a_planted_repository_does_not_run_code_on_git_status_outside(
+    world: World, mode: str
+) -> None:
+    marker = world.marker
+    world.run(
+        mode,
+        "git init -q sub && git -C sub commit -q --allow-empty -m x && "
+        f"git -C sub config core.fsmonitor {shlex.quote(f'touch {marker}; echo')} && "
+        "git add sub; true",
+    )
+    world.git("status", "--porcelain")
+    world.git("diff", "--stat")
+    assert not marker.exists(), "a sandboxed command made the user's git status run its code"
+
+
+@pytest.mark.xfail(strict=True, reason="finding 1 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_gitlink_to_a_separate_git_dir_does_not_run_code_on_git_status_outside(
+    world: World, mode: str
+) -> None:
+    """The same through a `.git` *file* naming a git directory elsewhere in the project
+    (`.git/modules/` itself is held, but a gitlink may point anywhere)."""
+    marker = world.marker
+    config = shlex.quote(_fsmonitor(marker))
+    world.run(
+        mode,
+        "git init -q --separate-git-dir .cache-m m && "
+        "git -C m commit -q --allow-empty -m x && "
+        f"printf '%s' {config} > .cache-m/config && git add m; true",
+    )
+    world.git("status", "--porcelain")
+    assert not marker.exists(), "a sandboxed command made the user's git status run its code"
+
+
+# --- finding 2: an interrupted run leaves its tripwires sprung ----------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="finding 2 in /work/findings-20.md")
+@pytest.mark.parametrize(
+    ("mode", "sign"), [("hook", signal.SIGTERM), ("hook", signal.SIGINT), ("cli", signal.SIGKILL)]
+)
+def test_an_interrupted_run_does_not_leave_a_planted_commondir(
+    world: World, mode: str, sign: signal.Signals
+) -> None:
+    marker = world.marker
+    config = shlex.quote(_fsmonitor(marker))
+    world.interrupted(
+        mode,
+        "mkdir evilgit && cp -r .git/objects .git/refs .git/HEAD evilgit/ && "
+        f"printf '%s' {config} > evilgit/config && echo ../evilgit > .git/commondir && "
+        "echo 'touch planted' > .envrc",
+        sign,
+    )
+    world.sweep()  # the next askgate process
+    world.git("status", "--porcelain")
+    assert not marker.exists(), "git outside read its config from the command's directory"
+    assert not (world.project / ".git" / "commondir").exists()
+    assert not (world.project / ".envrc").exists()
