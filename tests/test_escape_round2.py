@@ -235,3 +235,37 @@ def test_an_interrupted_run_does_not_leave_a_planted_commondir(
     assert not marker.exists(), "git outside read its config from the command's directory"
     assert not (world.project / ".git" / "commondir").exists()
     assert not (world.project / ".envrc").exists()
+
+
+# --- finding 3: the http hook's secret sits readable in the agent's settings file --------
+
+DAEMON_SECRET = "daemon-http-secret-round2-5e0c"
+
+
+@pytest.mark.xfail(strict=True, reason="finding 3 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_the_http_hook_secret_is_not_readable_inside(world: World, mode: str, scope: str) -> None:
+    """`askgate install claude-code --http` puts the daemon's secret in the settings file
+    (its X-Askgate-Secret header): with it, a sandboxed command with network forges hook
+    calls to the daemon (decisions, asks to the human, review-log records)."""
+    import json
+
+    from askgate.install.claude_code import build_handler
+
+    state = world.home / ".local" / "state" / "askgate"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "daemon.secret").write_text(DAEMON_SECRET)
+    (state / "daemon.secret").chmod(0o600)
+    handler = build_handler(
+        http=True, timeout=170, on_failure=True, port=47999, secret=DAEMON_SECRET
+    )
+    settings = {"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [handler]}]}}
+    where = world.home if scope == "user" else world.project
+    path = where / ".claude" / "settings.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(settings))
+    path.chmod(0o600)
+    done = world.run(mode, f"cat {path} {state}/daemon.secret; true")
+    assert done.returncode == 0, done
+    assert DAEMON_SECRET not in done.stdout + done.stderr, "the daemon's secret was read inside"
