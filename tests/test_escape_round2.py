@@ -269,3 +269,98 @@ def test_the_http_hook_secret_is_not_readable_inside(world: World, mode: str, sc
     done = world.run(mode, f"cat {path} {state}/daemon.secret; true")
     assert done.returncode == 0, done
     assert DAEMON_SECRET not in done.stdout + done.stderr, "the daemon's secret was read inside"
+
+
+# --- finding 4: anywhere-patterns hold nothing created below the project root -----------
+
+
+def _init_policy(world: World) -> None:
+    """The policy `askgate init` writes for this project (sandboxed-project profile,
+    `bash = "required"`), and no user policy."""
+    world.user_policy.unlink()
+    done = subprocess.run(
+        [sys.executable, "-m", "askgate.cli", "init", "--project", "--yes"],
+        cwd=world.project,
+        env=world.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="finding 4 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_new_pth_file_in_the_user_site_does_not_run_in_pythons_outside(
+    world: World, mode: str
+) -> None:
+    """`**/*.pth` is a built-in persistence ask: read-only inside. A new one in the user
+    site directory runs in every python of this user outside."""
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no system python3 with a user site directory")
+    found = subprocess.run(
+        [python, "-c", "import site; print(site.getusersitepackages())"],
+        env=world.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    site = Path(found.stdout.strip())
+    assert site.is_relative_to(world.home)
+    line = f'import os; os.system("touch {world.marker}")'
+    world.run(mode, f"mkdir -p {site} && echo {shlex.quote(line)} > {site}/evil.pth; true")
+    subprocess.run([python, "-c", "pass"], env=world.env, check=True)
+    assert not world.marker.exists(), "a .pth planted inside ran in a python outside"
+    assert not (site / "evil.pth").exists()
+
+
+@pytest.mark.xfail(strict=True, reason="finding 4 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "src/.claude/settings.json",
+        "src/.claude/settings.local.json",
+        "src/.codex/config.toml",
+        "src/.gemini/settings.json",
+        "src/.pi/settings.json",
+    ],
+)
+def test_init_policy_a_registration_file_cannot_be_created_below_the_root(
+    world: World, mode: str, name: str
+) -> None:
+    """The registration files are a built-in *deny* ("no agent may write it") for
+    `**/.claude/settings.json` and the like: at any depth, not only at the root."""
+    _init_policy(world)
+    (world.project / "src").mkdir()
+    path = world.project / name
+    world.run(mode, f"mkdir -p {path.parent} && echo '{{\"hooks\": {{}}}}' > {path}; true")
+    assert not path.exists(), f"{name} was created inside the sandbox"
+
+
+# --- finding 5: what the agents themselves run later ------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="finding 5 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        # Claude Code runs a file from here before every Bash command, unasked.
+        ".claude/shell-snapshots/snapshot-bash-1-abc.sh",
+        ".claude/session-env/1/env.sh",
+        ".claude.json",  # mcpServers: stdio commands started with the next session
+        ".claude/plugins/installed_plugins.json",
+        ".bash_aliases",  # Debian's .bashrc sources it
+        ".local/bin/git",  # ahead of /usr/bin on the user's PATH
+    ],
+)
+def test_files_an_agent_or_shell_runs_later_stay_unchanged(
+    world: World, mode: str, name: str
+) -> None:
+    path = world.home / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# the user's\n")
+    world.run(mode, f"echo 'touch {world.marker}' >> {path}; true")
+    assert path.read_text() == "# the user's\n", f"~/{name} was rewritten inside"
