@@ -364,3 +364,66 @@ def test_files_an_agent_or_shell_runs_later_stay_unchanged(
     path.write_text("# the user's\n")
     world.run(mode, f"echo 'touch {world.marker}' >> {path}; true")
     assert path.read_text() == "# the user's\n", f"~/{name} was rewritten inside"
+
+
+# --- finding 6: Landlock leaves the sockets in hidden directories connectable ------------
+
+LANDLOCK_ON = PERMISSIVE.replace('"~/**" = "allow"\n', "").replace(
+    'bash = "required"', 'bash = "on"'
+)
+
+
+@pytest.mark.xfail(strict=True, reason="finding 6 in /work/findings-20.md")
+def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
+    request: pytest.FixtureRequest,
+) -> None:
+    """As nobody (Landlock refuses root): a real ssh-agent whose socket lies in the
+    hidden ~/.ssh; the command names the socket itself (SSH_AUTH_SOCK is unset inside).
+    As root this reruns as nobody: the marker then holds for both runs."""
+    from unprivileged_rerun import rerun_as_nobody
+
+    if rerun_as_nobody(request, outside=True):
+        return
+    from askgate.sandbox import landlock
+
+    if landlock.abi_version() < 1:
+        pytest.skip("Landlock is not available in this kernel")
+    for tool in ("ssh-agent", "ssh-add", "ssh-keygen"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    require_bwrap()
+    base = Path(outside_scratch_dir("askgate-escape2-"))
+    world = World(base, policy=LANDLOCK_ON)
+    agent = None
+    try:
+        ssh = world.home / ".ssh"
+        key = ssh / "id_ed25519"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "hidden-key", "-f", str(key)],
+            check=True,
+            env=world.env,
+        )
+        sock = ssh / "agent.sock"
+        agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], env=world.env)
+        deadline = time.monotonic() + 30
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        env = {**world.env, "SSH_AUTH_SOCK": str(sock)}
+        subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, capture_output=True)
+        done = subprocess.run(
+            [
+                *[sys.executable, "-m", "askgate.cli", "sandbox", "--backend", "landlock", "--"],
+                f"SSH_AUTH_SOCK={sock} ssh-add -L; echo ran",
+            ],
+            cwd=world.project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert "hidden-key" not in done.stdout, "the hidden key's agent answered inside"
+    finally:
+        if agent is not None:
+            agent.kill()
+            agent.wait()
+        shutil.rmtree(base, ignore_errors=True)
