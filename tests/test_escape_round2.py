@@ -427,3 +427,48 @@ def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
             agent.kill()
             agent.wait()
         shutil.rmtree(base, ignore_errors=True)
+
+
+# --- finding 7: a long-running command keeps the plan of its start ----------------------
+
+
+@pytest.mark.xfail(strict=True, reason="finding 7 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_background_command_cannot_use_what_appears_while_it_runs(
+    world: World, mode: str
+) -> None:
+    """A secret the user writes and a repository the user clones while a sandboxed
+    command runs (a dev server, a watcher) are protected like those that existed."""
+    secret = "DB_PASSWORD=appeared-later-55"
+    ready, go = world.project / "ready", world.project / "go"
+    proc = subprocess.Popen(
+        world.argv(
+            mode,
+            "touch ready; while [ ! -e go ]; do sleep 0.01; done; cat .env.production; "
+            f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} >> cloned/.git/config; true",
+        ),
+        cwd=world.project,
+        env=world.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ready.exists(), proc.communicate()
+        (world.project / ".env.production").write_text(secret + "\n")  # the user, meanwhile
+        subprocess.run(["git", "init", "-q", str(world.project / "cloned")], check=True)
+        go.touch()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    subprocess.run(
+        ["git", "status", "--porcelain"],
+        cwd=world.project / "cloned",
+        env=world.env,
+        capture_output=True,
+    )
+    assert secret.encode() not in out + err, "a secret made meanwhile was read inside"
+    assert not world.marker.exists(), "a repository cloned meanwhile ran the command's code"
