@@ -472,3 +472,28 @@ def test_a_background_command_cannot_use_what_appears_while_it_runs(
     )
     assert secret.encode() not in out + err, "a secret made meanwhile was read inside"
     assert not world.marker.exists(), "a repository cloned meanwhile ran the command's code"
+
+
+# --- finding 8: a symlinked protected name is frozen at its target only ------------------
+
+
+@pytest.mark.xfail(strict=True, reason="finding 8 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+@pytest.mark.parametrize(
+    ("name", "target"),
+    [
+        ("home/.bashrc", "home/dotfiles/bashrc"),  # stow-style dotfiles
+        ("proj/.claude/settings.json", "proj/shared/claude-settings.json"),
+        ("proj/CLAUDE.md", "proj/AGENTS-shared.md"),
+    ],
+)
+def test_a_symlinked_protected_file_cannot_be_replaced(
+    world: World, mode: str, name: str, target: str
+) -> None:
+    link, real = world.base / name, world.base / target
+    real.parent.mkdir(parents=True, exist_ok=True)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    real.write_text("the user's\n")
+    link.symlink_to(os.path.relpath(real, link.parent))
+    world.run(mode, f"rm -f {link} && echo 'touch {world.marker}' > {link}; true")
+    assert link.is_symlink() and real.read_text() == "the user's\n", f"{name} was replaced"
