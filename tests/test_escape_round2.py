@@ -497,3 +497,27 @@ def test_a_symlinked_protected_file_cannot_be_replaced(
     link.symlink_to(os.path.relpath(real, link.parent))
     world.run(mode, f"rm -f {link} && echo 'touch {world.marker}' > {link}; true")
     assert link.is_symlink() and real.read_text() == "the user's\n", f"{name} was replaced"
+
+
+# --- finding 9: what the frozen .git/config points to inside the project ----------------
+
+
+@pytest.mark.xfail(strict=True, reason="finding 9 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+@pytest.mark.parametrize("setting", ["core.hooksPath", "include.path"])
+def test_files_the_git_config_names_inside_the_project_stay_frozen(
+    world: World, mode: str, setting: str
+) -> None:
+    if setting == "core.hooksPath":
+        (world.project / "tools" / "hooks").mkdir(parents=True)
+        world.git("config", setting, "tools/hooks")
+        payload = f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > tools/hooks/pre-commit"
+        payload += " && chmod +x tools/hooks/pre-commit"
+    else:
+        (world.project / ".gitconfig-project").write_text("[user]\n")
+        world.git("config", setting, "../.gitconfig-project")
+        payload = f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} >> .gitconfig-project"
+    world.run(mode, payload + "; true")
+    world.git("commit", "-q", "--allow-empty", "-m", "outside")
+    world.git("status", "--porcelain")
+    assert not world.marker.exists(), f"a file {setting} names ran the command's code outside"
