@@ -521,3 +521,23 @@ def test_files_the_git_config_names_inside_the_project_stay_frozen(
     world.git("commit", "-q", "--allow-empty", "-m", "outside")
     world.git("status", "--porcelain")
     assert not world.marker.exists(), f"a file {setting} names ran the command's code outside"
+
+
+@pytest.mark.xfail(strict=True, reason="finding 8 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_symlinked_hooks_directory_cannot_be_replaced(world: World, mode: str) -> None:
+    """`.git/hooks -> ../tools/hooks` (shared hooks kept in the tree): the target is
+    frozen, but the link in the (writable) .git can be swapped for a real directory."""
+    hooks = world.project / ".git" / "hooks"
+    shutil.rmtree(hooks)
+    (world.project / "tools" / "hooks").mkdir(parents=True)
+    hooks.symlink_to("../tools/hooks")
+    world.run(
+        mode,
+        "rm .git/hooks && mkdir .git/hooks && "
+        f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit; true",
+    )
+    world.git("commit", "-q", "--allow-empty", "-m", "outside")
+    assert not world.marker.exists(), "a hook planted in place of the link ran outside"
+    assert hooks.is_symlink()
