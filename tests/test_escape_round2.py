@@ -6,8 +6,9 @@ Each attack is one finding in /work/findings-20.md (the number is in its xfail r
 a test marked `xfail(strict=True)` still escapes on main; the marker goes once the fix
 merges. The world lives outside every directory the sandbox makes writable by itself
 (/tmp, /var/tmp): under /srv for root, else under ~/.cache (`outside_scratch_dir`), with
-its HOME there too. Commands reach the sandbox both ways an agent's command does: `askgate
-sandbox --` (cli) and the wrapper a hook prepares (`sandbox_rewrite`, run by bash: hook).
+its HOME there too. Commands reach the sandbox the ways an agent's command does: `askgate
+sandbox --` (cli), the wrapper a hook prepares (`sandbox_rewrite`, run by bash: hook) and,
+for some, the real `askgate hook claude-code` and the command it hands back (claude-code).
 """
 
 from __future__ import annotations
@@ -99,6 +100,12 @@ class World:
         wrapper (or the launcher form) a hook hands the agent."""
         if mode == "cli":
             return [sys.executable, "-m", "askgate.cli", "sandbox", "--", command]
+        if mode == "claude-code":
+            # The real hook, as Claude Code runs it. The payload is a script the agent
+            # wrote first (its Write tool may write the project): what the policy sees
+            # is `bash payload.sh`, and what the script does is the kernel's business.
+            (self.project / "payload.sh").write_text(command + "\n")
+            return ["/bin/bash", "-c", self.claude_code_hook("bash payload.sh")]
         from askgate.sandbox.wrap import sandbox_rewrite
 
         rewrite = sandbox_rewrite(
@@ -111,6 +118,32 @@ class World:
         )
         assert rewrite is not None and rewrite.updated_input is not None, rewrite
         return ["/bin/bash", "-c", rewrite.updated_input["command"]]
+
+    def claude_code_hook(self, command: str) -> str:
+        """The command `askgate hook claude-code` hands back for a Bash call."""
+        import json
+
+        call = {
+            "session_id": "escape-round2",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "cwd": str(self.project),
+            "transcript_path": "/dev/null",
+            "permission_mode": "default",
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "askgate", "hook", "claude-code"],
+            input=json.dumps(call),
+            cwd=self.project,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        output = json.loads(done.stdout)["hookSpecificOutput"]
+        assert output["permissionDecision"] == "allow", output
+        return str(output["updatedInput"]["command"])
 
     def run(self, mode: str, command: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -176,7 +209,7 @@ def _fsmonitor(marker: Path) -> str:
 
 
 @pytest.mark.xfail(strict=True, reason="finding 1 in /work/findings-20.md")
-@pytest.mark.parametrize("mode", ["cli", "hook"])
+@pytest.mark.parametrize("mode", ["cli", "hook", "claude-code"])
 def test_a_gitlink_to_a_planted_repository_does_not_run_code_on_git_status_outside(
     world: World, mode: str
 ) -> None:
@@ -216,7 +249,13 @@ def test_a_gitlink_to_a_separate_git_dir_does_not_run_code_on_git_status_outside
 
 @pytest.mark.xfail(strict=True, reason="finding 2 in /work/findings-20.md")
 @pytest.mark.parametrize(
-    ("mode", "sign"), [("hook", signal.SIGTERM), ("hook", signal.SIGINT), ("cli", signal.SIGKILL)]
+    ("mode", "sign"),
+    [
+        ("hook", signal.SIGTERM),
+        ("hook", signal.SIGINT),
+        ("claude-code", signal.SIGTERM),
+        ("cli", signal.SIGKILL),
+    ],
 )
 def test_an_interrupted_run_does_not_leave_a_planted_commondir(
     world: World, mode: str, sign: signal.Signals
@@ -524,7 +563,7 @@ def test_files_the_git_config_names_inside_the_project_stay_frozen(
 
 
 @pytest.mark.xfail(strict=True, reason="finding 8 in /work/findings-20.md")
-@pytest.mark.parametrize("mode", ["cli", "hook"])
+@pytest.mark.parametrize("mode", ["cli", "hook", "claude-code"])
 def test_a_symlinked_hooks_directory_cannot_be_replaced(world: World, mode: str) -> None:
     """`.git/hooks -> ../tools/hooks` (shared hooks kept in the tree): the target is
     frozen, but the link in the (writable) .git can be swapped for a real directory."""
