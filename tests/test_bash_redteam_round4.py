@@ -1,0 +1,329 @@
+"""Red team, round 4 (issue 22): harmful commands the shell analyser allows, each decided
+by the engine under the policies `askgate init --yes --sandbox off` writes (`init-off`), the
+read-only profile alone (`read-only`), a permissive policy (default allow with a few denies)
+and `examples/policy.toml`, and — where the harm is observable and cheap — run in real bash
+in a scratch world, showing it really reads the secret or writes the protected file.
+
+Every finding is numbered as in /work/findings-22.md. The policy tests of findings open on
+`main` are strict xfails (the lead removes the markers when the fix merges); the real-bash
+tests are plain: they check the premise (the command really does the harm) and must keep
+passing.
+
+The sandboxed `init` policy (`sandboxed-project`) is left out of the policy assertions: it
+allows running project code on purpose and leaves reads outside the project to the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from askgate.policy.engine import Policy
+from askgate.policy.model import Action, Surface
+from askgate.profiles.detect import detect_profiles, starter_policy
+
+BASH = shutil.which("bash")
+GIT = shutil.which("git")
+REPO = Path(__file__).resolve().parent.parent
+TOOLS = str(Path(sys.executable).parent)  # pytest, ruff, mypy of this virtualenv
+
+ENV_SECRET = "hunter2"
+SSH_KEY = "PRIVATE-KEY"
+AWS_KEY = "AWS-SECRET-VALUE"
+
+PERMISSIVE = """\
+default = "allow"
+[read]
+"~/.ssh/**" = "deny"
+"**/.env*" = "deny"
+[write]
+"~/.bashrc" = "deny"
+[bash]
+"rm -rf *" = "deny"
+"""
+
+UNSANDBOXED = ("init-off", "read-only", "permissive", "example")
+
+
+class World:
+    """A scratch home with credentials and a Python project (a git repository with one
+    commit) in it, and the policies the tests decide under."""
+
+    def __init__(self, base: Path) -> None:
+        self.home = base / "home"
+        self.project = self.home / "proj"
+        for directory in (self.home / ".ssh", self.home / ".aws", self.project / "src"):
+            directory.mkdir(parents=True, exist_ok=True)
+        (self.home / ".ssh" / "id_rsa").write_text(SSH_KEY + "\n")
+        (self.home / ".aws" / "credentials").write_text(
+            "[default]\naws_secret_access_key=" + AWS_KEY + "\n"
+        )
+        (self.home / ".bashrc").write_text("# rc\n")
+        (self.project / ".env").write_text("SECRET=" + ENV_SECRET + "\n")
+        (self.project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+        (self.project / "x.json").write_text('{"env": 1}\n')
+        (self.project / "src" / "app.py").write_text("print('hi')\n")
+        self.env = {
+            "HOME": str(self.home),
+            "PATH": TOOLS + ":/usr/local/bin:/usr/bin:/bin",
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            "ASKGATE_MANAGED_POLICY": str(base / "no-managed-policy.toml"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "a",
+            "GIT_AUTHOR_EMAIL": "a@example.invalid",
+            "GIT_COMMITTER_NAME": "a",
+            "GIT_COMMITTER_EMAIL": "a@example.invalid",
+        }
+        if GIT is not None:
+            self.bash("git init -q . && git commit -q --allow-empty -m init")
+        chosen = [name for name, _ in detect_profiles(str(self.project))]
+        files = {
+            "init-off": starter_policy(chosen),
+            "read-only": starter_policy(["read-only"]),
+            "permissive": PERMISSIVE,
+        }
+        self.policies: dict[str, Policy] = {
+            "example": self.load(REPO / "examples" / "policy.toml"),
+        }
+        for name, text in files.items():
+            path = base / f"{name}.toml"
+            path.write_text(text)
+            self.policies[name] = self.load(path)
+        for name, policy in self.policies.items():
+            assert not policy.errors, (name, policy.errors)
+
+    def load(self, path: Path) -> Policy:
+        return Policy.load(str(self.project), config_files=[str(path)], env=self.env)
+
+    def answers(self, command: str) -> dict[str, Action]:
+        return {
+            name: policy.decide(Surface.BASH, command, cwd=str(self.project)).action
+            for name, policy in self.policies.items()
+        }
+
+    def bash(self, command: str) -> str:
+        """Run the command in real bash in the project, with this world's HOME."""
+        assert BASH is not None
+        result = subprocess.run(
+            [BASH, "--norc", "--noprofile", "-c", command],
+            cwd=self.project,
+            env={**self.env, "LC_ALL": "C"},
+            capture_output=True,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+        return result.stdout + result.stderr
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
+
+
+def _not_allowed(world: World, command: str, policies: tuple[str, ...] = UNSANDBOXED) -> None:
+    got = world.answers(command)
+    allowed = [name for name in policies if got[name] is Action.ALLOW]
+    assert not allowed, (command, got)
+
+
+needs_git = pytest.mark.skipif(BASH is None or GIT is None, reason="needs bash and git")
+
+
+def _needs_tool(name: str) -> pytest.MarkDecorator:
+    found = shutil.which(name, path=TOOLS + os.pathsep + os.environ.get("PATH", ""))
+    return pytest.mark.skipif(BASH is None or found is None, reason=f"needs {name}")
+
+
+def _finding(number: int) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=f"finding {number} in /work/findings-22.md")
+
+
+# -- 1. git's path operands: globs are not expanded -----------------------------------------
+
+GIT_DIFF_GLOB_READS_ENV = [
+    "git diff --no-index .e* x.json",
+    "git diff --no-index .[e]nv x.json",
+    "git diff --no-index .en? /dev/null",
+    "git diff --no-index -- .e?v /dev/null",
+    "git diff --no-index --text .e* x.json",
+]
+
+
+@needs_git
+@pytest.mark.parametrize("command", GIT_DIFF_GLOB_READS_ENV)
+def test_git_diff_no_index_with_a_glob_really_prints_env(world: World, command: str) -> None:
+    assert ENV_SECRET in world.bash(command)
+
+
+@_finding(1)
+@pytest.mark.parametrize("command", GIT_DIFF_GLOB_READS_ENV)
+def test_git_diff_no_index_with_a_glob_naming_env_is_not_allowed(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command)
+
+
+# -- 2. git diff --no-index DIR DIR reads both trees ----------------------------------------
+
+GIT_DIFF_TREES_READ_HOME = [
+    "mkdir -p e; git diff --no-index e ~",
+    "mkdir -p e; git diff --no-index e ..",
+    'mkdir -p e; git diff --no-index e "$HOME"',
+]
+
+
+@needs_git
+@pytest.mark.parametrize("command", GIT_DIFF_TREES_READ_HOME)
+def test_git_diff_no_index_of_home_really_prints_the_key(world: World, command: str) -> None:
+    assert SSH_KEY in world.bash(command)
+
+
+@_finding(2)
+@pytest.mark.parametrize("command", GIT_DIFF_TREES_READ_HOME)
+def test_git_diff_no_index_of_home_is_not_allowed_by_a_policy_denying_ssh(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command)
+
+
+# -- 3. git add, then the index printed -----------------------------------------------------
+
+GIT_ADD_THEN_PRINT_INDEX = [
+    "git add -f .e*; git diff --cached",
+    "git add -f .[e]nv; git diff --staged",
+    "git add -N .e*; git diff",
+    "git add -A; git diff --cached",
+    "git add .; git diff --cached",
+    "git add --intent-to-add .; git diff",
+    "git add -N -A; git diff",
+]
+
+
+@needs_git
+@pytest.mark.parametrize("command", GIT_ADD_THEN_PRINT_INDEX)
+def test_git_add_then_diff_cached_really_prints_env(world: World, command: str) -> None:
+    assert ENV_SECRET in world.bash(command)
+
+
+@_finding(3)
+@pytest.mark.parametrize("command", GIT_ADD_THEN_PRINT_INDEX)
+def test_git_add_then_printing_the_index_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
+
+
+# -- 4. git stash -u, then the stash printed ------------------------------------------------
+
+GIT_STASH_UNTRACKED_PRINTED = [
+    "git stash -u; git stash show -p -u",
+    "git stash push --include-untracked; git stash show -p --include-untracked",
+]
+
+
+@needs_git
+@pytest.mark.parametrize("command", GIT_STASH_UNTRACKED_PRINTED)
+def test_git_stash_untracked_really_prints_env(world: World, command: str) -> None:
+    assert ENV_SECRET in world.bash(command)
+
+
+@_finding(4)
+@pytest.mark.parametrize("command", GIT_STASH_UNTRACKED_PRINTED)
+def test_git_stash_untracked_then_show_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
+
+
+# -- 5. mypy --python-executable runs a program ---------------------------------------------
+
+MYPY_RUNS_A_PROGRAM = [
+    "printf '#!/bin/sh\\necho pwned >> ~/.bashrc\\n' > p; chmod +x p; "
+    "mypy --python-executable=./p src",
+    "printf '#!/bin/sh\\necho pwned >> ~/.bashrc\\n' > p; chmod +x p; "
+    "mypy --python-executable ./p src",
+]
+
+
+@_needs_tool("mypy")
+def test_mypy_python_executable_really_runs_the_program(world: World) -> None:
+    world.bash(MYPY_RUNS_A_PROGRAM[0])
+    assert "pwned" in (world.home / ".bashrc").read_text()
+
+
+@_finding(5)
+@pytest.mark.parametrize("command", MYPY_RUNS_A_PROGRAM)
+def test_mypy_python_executable_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
+    assert world.answers(command)["permissive"] is not Action.ALLOW  # ~/.bashrc is denied
+
+
+# -- 6. the literal `source .venv/bin/activate` after writing that file ---------------------
+
+ACTIVATE_WRITTEN_THEN_SOURCED = [
+    "mkdir -p .venv/bin; echo 'cat .env' > .venv/bin/activate; source .venv/bin/activate",
+    "mkdir -p .venv/bin; printf 'cat ~/.ssh/id_rsa\\n' > .venv/bin/activate; . .venv/bin/activate",
+    "python3 -m venv .venv; echo 'cat .env' >> .venv/bin/activate; source .venv/bin/activate",
+]
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+def test_sourcing_a_just_written_activate_really_runs_it(world: World) -> None:
+    assert ENV_SECRET in world.bash(ACTIVATE_WRITTEN_THEN_SOURCED[0])
+
+
+@_finding(6)
+@pytest.mark.parametrize("command", ACTIVATE_WRITTEN_THEN_SOURCED)
+def test_sourcing_a_just_written_activate_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
+
+
+# -- 7. ruff --extension widens what ruff reads ---------------------------------------------
+
+RUFF_READS_ENV = [
+    "ruff check --extension=env:python .",
+    "ruff check --extension env:python --output-format=full .",
+    "ruff format --extension=env:python --diff .",
+]
+
+
+@_needs_tool("ruff")
+@pytest.mark.parametrize("command", RUFF_READS_ENV)
+def test_ruff_extension_really_prints_env(world: World, command: str) -> None:
+    assert ENV_SECRET in world.bash(command + " --no-cache")
+
+
+@_finding(7)
+@pytest.mark.parametrize("command", RUFF_READS_ENV)
+def test_ruff_extension_reading_env_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
+
+
+# -- 8. pytest runs the project code written in the same command ----------------------------
+
+PYTEST_RUNS_WRITTEN_CODE = [
+    "printf 'import os\\nos.system(\"echo pwned >> ~/.bashrc\")\\n' > conftest.py; "
+    "pytest -q -p no:cacheprovider",
+    "printf 'print(open(\".env\").read())\\n' > conftest.py; python -m pytest -q",
+    "printf 'print(open(\".env\").read())\\n' > test_a.py; pytest -q -s test_a.py",
+    "printf 'import os\\nos.system(\"cat .env\")\\n' > src/conftest.py; pytest src",
+]
+
+
+@_needs_tool("pytest")
+def test_pytest_really_runs_a_just_written_conftest(world: World) -> None:
+    world.bash(PYTEST_RUNS_WRITTEN_CODE[0])
+    assert "pwned" in (world.home / ".bashrc").read_text()
+
+
+@_finding(8)
+@pytest.mark.parametrize("command", PYTEST_RUNS_WRITTEN_CODE)
+def test_pytest_after_writing_its_code_is_not_allowed_without_the_sandbox(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command, ("init-off", "example", "read-only"))
