@@ -327,3 +327,101 @@ def test_pytest_after_writing_its_code_is_not_allowed_without_the_sandbox(
     world: World, command: str
 ) -> None:
     _not_allowed(world, command, ("init-off", "example", "read-only"))
+
+
+# -- 9. printf -v with a dynamic name: the subscript is arithmetic and runs code ------------
+
+PRINTF_V_DYNAMIC_NAME = [
+    "x='a[$(cat .env >&2)]'; printf -v \"$x\" 1",
+    "x='a[$(cat .env >&2)]'; printf -v \"${x}\" %s 1",
+    "printf 'a[$(cat .env >&2)]' > n; read -r v < n; printf -v \"$v\" 1",
+]
+# The payload in a project file an earlier tool call wrote: no command shows the code.
+PRINTF_V_NAME_FROM_A_FILE = [
+    'read -r v < x.json; printf -v "$v" 1',
+    'printf -v "$(cat x.json)" 1',
+]
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@pytest.mark.parametrize("command", PRINTF_V_DYNAMIC_NAME + PRINTF_V_NAME_FROM_A_FILE)
+def test_printf_v_with_a_dynamic_subscript_really_runs_it(world: World, command: str) -> None:
+    (world.project / "x.json").write_text("a[$(cat .env >&2)]\n")
+    assert ENV_SECRET in world.bash(command)
+
+
+@_finding(9)
+@pytest.mark.parametrize("command", PRINTF_V_DYNAMIC_NAME + PRINTF_V_NAME_FROM_A_FILE)
+def test_printf_v_with_a_dynamic_name_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
+
+
+# -- 10. git mv plants instruction and persistence files ------------------------------------
+
+GIT_MV_PLANTS = [
+    ("CLAUDE.md", "git add x.json; git commit -qm x; git mv x.json CLAUDE.md"),
+    ("AGENTS.md", "git add x.json; git commit -qm x; git mv x.json AGENTS.md"),
+    ("GEMINI.md", "git add x.json; git commit -qm x; git mv x.json GEMINI.md"),
+    (".cursorrules", "git add x.json; git commit -qm x; git mv x.json .cursorrules"),
+    (".envrc", "git add x.json; git commit -qm x; git mv x.json .envrc"),
+    (".gitattributes", "git add x.json; git commit -qm x; git mv x.json .gitattributes"),
+    ("sitecustomize.py", "git add x.json; git commit -qm x; git mv x.json sitecustomize.py"),
+    (".claude/app.py", "git add -A; git commit -qm x; git mv src .claude"),
+    ("CLAUDE.md", "git add x.json; git commit -qm x; git mv -f x.json CLAUDE.md"),
+]
+
+
+@needs_git
+@pytest.mark.parametrize(("planted", "command"), GIT_MV_PLANTS)
+def test_git_mv_really_plants_the_file(world: World, planted: str, command: str) -> None:
+    world.bash(command.replace("git add -A", "git add src"))
+    assert (world.project / planted).exists()
+
+
+@_finding(10)
+@pytest.mark.parametrize("command", [command for _, command in GIT_MV_PLANTS])
+def test_git_mv_onto_a_protected_file_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
+
+
+def test_cp_and_mv_onto_claude_md_ask_under_init(world: World) -> None:
+    # The reference: the same landing through cp or mv is already a protected write.
+    for command in ("cp x.json CLAUDE.md", "mv x.json CLAUDE.md", "cp x.json .envrc"):
+        assert world.answers(command)["init-off"] is not Action.ALLOW, command
+
+
+# -- 11. an exported GIT_TRACE names the file git writes ------------------------------------
+
+EXPORTED_GIT_TRACE = [
+    (".bashrc", "export GIT_TRACE=~/.bashrc; git status"),
+    (".bashrc", "export GIT_TRACE=$HOME/.bashrc; git log"),
+    (".profile", "export GIT_TRACE=~/.profile; git status"),
+    ("proj/.git/hooks/pre-commit", "export GIT_TRACE=$PWD/.git/hooks/pre-commit; git status"),
+    (".ssh/authorized_keys", "export GIT_TRACE=$HOME/.ssh/authorized_keys; git status"),
+    (".bashrc", "export GIT_TRACE_SETUP=~/.bashrc; git status"),
+    (".bashrc", "export GIT_TRACE2_PERF=$HOME/.bashrc; git log"),
+    (".bashrc", "declare -x GIT_TRACE=~/.bashrc; git status"),
+    (".bashrc", "set -a; GIT_TRACE=~/.bashrc; git status"),
+    (".bashrc", "GIT_TRACE=~/.bashrc; export GIT_TRACE; git status"),
+]
+
+
+@needs_git
+@pytest.mark.parametrize(("target", "command"), EXPORTED_GIT_TRACE)
+def test_exported_git_trace_really_writes_the_file(world: World, target: str, command: str) -> None:
+    path = world.home / target
+    before = path.read_text() if path.exists() else ""
+    world.bash(command)
+    assert path.exists() and path.read_text() != before
+
+
+@_finding(11)
+@pytest.mark.parametrize("command", [command for _, command in EXPORTED_GIT_TRACE])
+def test_exported_git_trace_onto_a_protected_file_is_not_allowed(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command)
+
+
+def test_git_trace_as_a_prefix_is_already_caught(world: World) -> None:
+    assert world.answers("GIT_TRACE=~/.bashrc git status")["permissive"] is not Action.ALLOW
