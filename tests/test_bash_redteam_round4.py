@@ -425,3 +425,115 @@ def test_exported_git_trace_onto_a_protected_file_is_not_allowed(
 
 def test_git_trace_as_a_prefix_is_already_caught(world: World) -> None:
     assert world.answers("GIT_TRACE=~/.bashrc git status")["permissive"] is not Action.ALLOW
+
+
+# -- 12. the protected-write lists are lists ------------------------------------------------
+
+UNLISTED_PROJECT_PERSISTENCE = [
+    ".claude/skills/x/SKILL.md",  # Claude Code loads project skills by itself
+    ".mcp.json",  # project MCP servers: a command to run
+    ".cursor/mcp.json",
+    ".windsurfrules",
+    ".clinerules",
+    ".continue/config.json",
+    ".aider.conf.yml",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    ".vscode/settings.json",
+    ".devcontainer/devcontainer.json",  # postCreateCommand
+    ".pdbrc",  # pdb runs it from the working directory
+]
+UNLISTED_HOME_PERSISTENCE = [
+    "~/.local/bin/ls",
+    "~/.claude.json",
+    "~/.config/environment.d/x.conf",
+    "~/.pam_environment",
+    "~/.xprofile",
+    "~/.tmux.conf",
+    "~/.sqliterc",
+    "~/.psqlrc",
+    "~/.docker/config.json",
+    "~/.kube/config",
+    "~/.config/pip/pip.conf",
+    "~/.direnvrc",
+]
+
+
+@_finding(12)
+@pytest.mark.parametrize("path", UNLISTED_PROJECT_PERSISTENCE)
+def test_planting_an_unlisted_agent_or_ci_file_is_not_allowed(world: World, path: str) -> None:
+    _not_allowed(world, f"echo x >> {path}", ("init-off", "permissive"))
+    _not_allowed(world, f"cp x.json {path}", ("init-off", "permissive"))
+
+
+@_finding(12)
+@pytest.mark.parametrize("path", UNLISTED_HOME_PERSISTENCE)
+def test_planting_an_unlisted_home_file_is_not_allowed_by_a_permissive_policy(
+    world: World, path: str
+) -> None:
+    _not_allowed(world, f"echo x >> {path}", ("permissive",))
+
+
+@pytest.mark.parametrize("path", ["CLAUDE.md", ".cursorrules", ".github/workflows/ci.yml"])
+def test_listed_instruction_files_already_ask(world: World, path: str) -> None:
+    _not_allowed(world, f"echo x >> {path}", ("init-off", "permissive"))
+
+
+# -- 13. the agents' own credentials are not in the secrets list ----------------------------
+
+AGENT_AND_TOOL_CREDENTIALS = {
+    "~/.claude/.credentials.json": "CLAUDE-OAUTH-TOKEN",
+    "~/.codex/auth.json": "CODEX-AUTH-TOKEN",
+    "~/.gemini/oauth_creds.json": "GEMINI-OAUTH-TOKEN",
+    "~/.config/github-copilot/hosts.json": "COPILOT-TOKEN",
+    "~/.cache/huggingface/token": "HF-TOKEN",
+    "~/.pgpass": "PG-PASSWORD",
+    "~/.vault-token": "VAULT-TOKEN",
+    "~/.config/rclone/rclone.conf": "RCLONE-SECRET",
+    "~/.s3cfg": "S3CFG-SECRET",
+    "~/.databrickscfg": "DATABRICKS-TOKEN",
+    "~/.pulumi/credentials.json": "PULUMI-TOKEN",
+    "~/.config/sops/age/keys.txt": "AGE-SECRET-KEY",
+}
+
+
+def _init_sandboxed(world: World) -> Path:
+    chosen = [name for name, _ in detect_profiles(str(world.project), sandboxed=True)]
+    path = world.home.parent / "init-on.toml"
+    path.write_text(starter_policy(chosen, sandboxed=True))
+    return path
+
+
+def _plant_credentials(world: World) -> None:
+    for name, value in AGENT_AND_TOOL_CREDENTIALS.items():
+        path = world.home / name.removeprefix("~/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None or BASH is None, reason="needs bwrap")
+def test_the_sandboxed_init_policy_really_shows_the_agents_credentials(world: World) -> None:
+    _plant_credentials(world)
+    command = "; ".join(f"cat {name}" for name in AGENT_AND_TOOL_CREDENTIALS) + "; cat .env"
+    result = subprocess.run(
+        [sys.executable, "-m", "askgate", "sandbox", "--required", "--config",
+         str(_init_sandboxed(world)), "--", BASH or "bash", "-c", command],
+        cwd=world.project, env={**world.env, "LC_ALL": "C"}, capture_output=True,
+        text=True, stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+    if "sandbox" in result.stderr and result.returncode == 125:
+        pytest.skip("the kernel sandbox does not start here: " + result.stderr.strip())
+    assert "CLAUDE-OAUTH-TOKEN" in result.stdout and "CODEX-AUTH-TOKEN" in result.stdout
+    assert ENV_SECRET not in result.stdout  # the listed secrets are hidden
+
+
+@_finding(13)
+@pytest.mark.parametrize("path", list(AGENT_AND_TOOL_CREDENTIALS))
+def test_reading_an_agent_or_tool_credential_is_not_allowed(world: World, path: str) -> None:
+    _plant_credentials(world)
+    policy = world.load(_init_sandboxed(world))
+    assert not policy.errors, policy.errors
+    command = f"cat {path}"
+    sandboxed = policy.decide(Surface.BASH, command, cwd=str(world.project)).action
+    assert sandboxed is not Action.ALLOW, (command, "init-on")
+    _not_allowed(world, command, ("permissive",))
