@@ -572,3 +572,35 @@ def test_backup_suffix_naming_a_protected_file_is_not_allowed(world: World, comm
 
 def test_an_ordinary_backup_copy_stays_allowed(world: World) -> None:
     assert world.answers("cp -b x.json y.json")["init-off"] is Action.ALLOW
+
+
+# -- 15. tool config written in the same command names code the checker imports -------------
+
+MYPY_PLUGIN = (
+    'printf \'import os\\nos.system("echo pwned >> ~/.bashrc")\\ndef plugin(v):\\n'
+    "    from mypy.plugin import Plugin\\n    return Plugin\\n' > evil.py; "
+)
+CONFIG_NAMES_CODE = [
+    MYPY_PLUGIN + "printf '[mypy]\\nplugins = evil.py\\n' > mypy.ini; mypy src",
+    MYPY_PLUGIN + "printf '[tool.mypy]\\nplugins = [\"evil.py\"]\\n' >> pyproject.toml; mypy src",
+    "printf 'import os\\nos.system(\"echo pwned >> ~/.bashrc\")\\n' > evilplug.py; "
+    "printf '[pytest]\\naddopts = -p evilplug\\npythonpath = .\\n' > pytest.ini; pytest -q",
+    "printf 'import os\\nos.system(\"echo pwned >> ~/.bashrc\")\\n' > evilplug.py; "
+    "pytest -q -o pythonpath=. -p evilplug",
+]
+
+
+@_needs_tool("mypy")
+@_needs_tool("pytest")
+@pytest.mark.parametrize("command", CONFIG_NAMES_CODE)
+def test_config_naming_code_really_runs_it(world: World, command: str) -> None:
+    world.bash(command)
+    assert "pwned" in (world.home / ".bashrc").read_text()
+
+
+@_finding(15)
+@pytest.mark.parametrize("command", CONFIG_NAMES_CODE)
+def test_checker_after_writing_config_that_names_code_is_not_allowed(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command, ("init-off", "example", "read-only"))
