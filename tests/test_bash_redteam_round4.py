@@ -155,6 +155,9 @@ GIT_DIFF_GLOB_READS_ENV = [
     "git diff --no-index .en? /dev/null",
     "git diff --no-index -- .e?v /dev/null",
     "git diff --no-index --text .e* x.json",
+    "git diff --no-index -- x.json .*v",
+    "git diff --no-index -- x.json .en[[:alpha:]]",
+    "git blame --ignore-revs-file .e* x.json",
 ]
 
 
