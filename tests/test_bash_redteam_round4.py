@@ -607,3 +607,90 @@ def test_checker_after_writing_config_that_names_code_is_not_allowed(
     world: World, command: str
 ) -> None:
     _not_allowed(world, command, ("init-off", "example", "read-only"))
+
+
+# -- 16. a redirection between the command name and its operands hides the operands ---------
+
+REDIRECT_FIRST_WRITES = [
+    (".git/hooks/pre-commit", "cp </dev/null x.json .git/hooks/pre-commit"),
+    (".git/config", "cp </dev/null x.json .git/config"),
+    (".git/hooks/pre-commit", "tee < x.json .git/hooks/pre-commit"),
+    (".git/config", "tee < x.json -a .git/config"),
+    (".git/hooks/pre-commit", "touch </dev/null .git/hooks/pre-commit"),
+    ("CLAUDE.md", "tee < x.json CLAUDE.md"),
+    ("CLAUDE.md", "cp </dev/null x.json CLAUDE.md"),
+]
+REDIRECT_FIRST_READS = [
+    "cat 2>/dev/null .git-credentials",
+    "head 2>&1 .git-credentials",
+    "cat >/dev/stdout .git-credentials",
+]
+REDIRECT_FIRST_UNDER_PERMISSIVE = [
+    "cat 2>/dev/null ~/.ssh/id_rsa",
+    "cat 2>&1 ~/.ssh/id_rsa",
+    "cat >/dev/stdout ~/.ssh/id_rsa",
+    "cat 2>/dev/null .env",
+    "head 2>/dev/null ~/.ssh/id_rsa",
+    "grep 2>/dev/null . .env",
+    "sed -n 2>/dev/null p .env",
+    "git 2>/dev/null diff --no-index .env x.json",
+    "tee < x.json ~/.bashrc",
+    "tee < x.json -a ~/.bashrc",
+    "cp </dev/null x.json ~/.bashrc",
+]
+GIT_CREDENTIAL = "https://u:GITCRED-TOKEN@example.invalid"
+
+
+@needs_git
+@pytest.mark.parametrize(("target", "command"), REDIRECT_FIRST_WRITES)
+def test_redirect_first_really_writes_the_operand(world: World, target: str, command: str) -> None:
+    path = world.project / target
+    before = path.read_bytes() if path.exists() else None
+    world.bash(command)
+    assert path.exists() and path.read_bytes() != before
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@pytest.mark.parametrize("command", REDIRECT_FIRST_READS)
+def test_redirect_first_really_reads_the_operand(world: World, command: str) -> None:
+    (world.project / ".git-credentials").write_text(GIT_CREDENTIAL + "\n")
+    assert "GITCRED-TOKEN" in world.bash(command)
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+def test_redirect_first_really_leaks_the_key_and_writes_bashrc(world: World) -> None:
+    assert SSH_KEY in world.bash("cat 2>/dev/null ~/.ssh/id_rsa")
+    world.bash("tee < x.json -a ~/.bashrc")
+    assert '"env"' in (world.home / ".bashrc").read_text()
+
+
+@_finding(16)
+@pytest.mark.parametrize("command", [command for _, command in REDIRECT_FIRST_WRITES])
+def test_redirect_first_write_of_a_protected_file_is_not_allowed(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command)
+
+
+@_finding(16)
+@pytest.mark.parametrize("command", REDIRECT_FIRST_READS)
+def test_redirect_first_read_of_a_secret_is_not_allowed(world: World, command: str) -> None:
+    (world.project / ".git-credentials").write_text(GIT_CREDENTIAL + "\n")
+    _not_allowed(world, command)
+
+
+@_finding(16)
+@pytest.mark.parametrize("command", REDIRECT_FIRST_UNDER_PERMISSIVE)
+def test_redirect_first_is_decided_on_its_operands_under_a_permissive_policy(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command)
+
+
+@pytest.mark.parametrize(
+    "command", ["cat <x.json ~/.ssh/id_rsa", "cp 2>/dev/null x.json ~/.bashrc"]
+)
+def test_redirect_first_with_the_matching_role_is_already_caught(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command)
