@@ -694,3 +694,47 @@ def test_redirect_first_with_the_matching_role_is_already_caught(
     world: World, command: str
 ) -> None:
     _not_allowed(world, command)
+
+
+# -- 1b. the same class, other programs: a glob in the cwd that expands to .env ------------
+
+GLOB_READS_ENV_INIT = ["mypy .[e]nv", "mypy src .e*", "ruff check .en?", "ruff format --diff .e*"]
+GLOB_READS_ENV_PERMISSIVE = [
+    "perl -ne print .e*",
+    "perl -pe1 .e*",
+    "ptx .e*",
+    "git grep --no-index -e S .e*",
+    "git merge-file -p x.json x.json .e*",
+]
+GLOB_WRITES_BASHRC_PERMISSIVE = [
+    "perl -pi -e 's/^/x/' ~/.bash*",
+    "perl -pi -e 's/^/x/' ../.bashr?",
+    "perl -i -pe 's/^/x/' ~/.bash*",
+]
+
+
+@_needs_tool("mypy")
+@_needs_tool("ruff")
+@pytest.mark.parametrize("command", GLOB_READS_ENV_INIT + GLOB_READS_ENV_PERMISSIVE)
+def test_glob_operand_really_prints_env(world: World, command: str) -> None:
+    if shutil.which(command.split()[0]) is None and command.split()[0] not in ("mypy", "ruff"):
+        pytest.skip(f"needs {command.split()[0]}")
+    assert ENV_SECRET in world.bash(command)
+
+
+@_finding(1)
+@pytest.mark.parametrize("command", GLOB_READS_ENV_INIT + GLOB_READS_ENV_PERMISSIVE)
+def test_glob_operand_expanding_to_env_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
+
+
+@pytest.mark.skipif(shutil.which("perl") is None or BASH is None, reason="needs perl")
+def test_perl_in_place_on_a_glob_really_rewrites_bashrc(world: World) -> None:
+    world.bash(GLOB_WRITES_BASHRC_PERMISSIVE[0])
+    assert (world.home / ".bashrc").read_text() == "x# rc\n"
+
+
+@_finding(1)
+@pytest.mark.parametrize("command", GLOB_WRITES_BASHRC_PERMISSIVE)
+def test_perl_in_place_on_a_glob_naming_bashrc_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command)
