@@ -166,6 +166,7 @@ def _object_paths(rest: Sequence[Word], form: GitForm) -> None:
         return
     if rest[0].text in _WHOLE_TREE:
         form.recursive.append(".")
+    form.recursive.extend(_staged_trees(rest))
     if rest[0].text == "init":
         # An implicit target: without a directory, git init writes .git in the cwd.
         operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
@@ -177,3 +178,28 @@ def _object_paths(rest: Sequence[Word], form: GitForm) -> None:
         match = _OBJECT_PATH.match(text)
         if match and not text.startswith(("http:", "https:", "ssh:", "git@")):
             form.reads.append(match.group(1))
+
+
+def _staged_trees(rest: Sequence[Word]) -> list[str]:
+    """`git add -A`, `git add .`, `git add DIR`, `git stash -u` copy the content of every
+    file below a directory into .git/objects (where `git diff --cached` or `git log -p`
+    print it): recursive reads. `git add -u` and `git stash` alone take tracked files."""
+    sub = rest[0].text
+    if sub not in ("add", "stash"):
+        return []
+    options = [w.text for w in rest[1:] if w.text.startswith("-") and w.text != "--"]
+    operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
+    if sub == "stash":
+        untracked = any(
+            o in ("--include-untracked", "--all")
+            or (not o.startswith("--") and ("u" in o or "a" in o))
+            for o in options
+        )
+        return ["."] if untracked else []
+    if operands:
+        return [o for o in operands if not o.startswith(":")] or ["."]
+    every = any(
+        o in ("--all", "--no-ignore-removal") or (not o.startswith("--") and "A" in o)
+        for o in options
+    )
+    return ["."] if every else []
