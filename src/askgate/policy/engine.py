@@ -31,7 +31,7 @@ from askgate.policy.model import (
 from askgate.policy.net import NETWORK_PROGRAMS
 from askgate.policy.patterns import Pattern, compile_pattern
 from askgate.policy.recursive_reads import NAME_LISTERS
-from askgate.policy.recursive_writes import reaches_below
+from askgate.policy.recursive_writes import literal_root, reaches_below
 from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
 
@@ -720,8 +720,16 @@ class Policy:
                 continue
             expanded = expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
             pattern = compile_pattern("path", expanded)
+            root = literal_root(expanded)
             for form in forms.forms:
-                if reaches_below(form, expanded, pattern):
+                if reaches_below(form, expanded, pattern) or (
+                    # Outside the project a rule's whole tree below the directory counts
+                    # (`tar -x -C ~` may write ~/.bashrc); inside it, only rules that name
+                    # the directory do, so `tar -xf x.tar` in the project stays allowed.
+                    root is not None
+                    and paths.is_inside(root, form)
+                    and not any(paths.is_inside(form, r) for r in self._roots)
+                ):
                     note = f"writes everything below {form}, including {rule.pattern!r}"
                     ref = self._refs.get(id(rule)) or RuleRef.of(rule)
                     checks.append(Check(surface=Surface.WRITE, value=form, action=Action.ASK,

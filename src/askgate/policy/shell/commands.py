@@ -171,6 +171,8 @@ def _plain_unit(
         for path in form.writes:
             paths.write(path)
         paths.recursive.extend(form.recursive)
+        for path in form.recursive_writes:
+            paths.recursive_write(path)
     elif slash:
         base_form = join_words([Word(base, base), *args])
         if in_system_dir:
@@ -698,6 +700,8 @@ class CommandMixin(RedirectMixin):
             for path in form.writes:
                 paths.write(path)
             paths.recursive.extend(form.recursive)
+            for path in form.recursive_writes:
+                paths.recursive_write(path)
             if form.stripped:
                 alternates.append(text)
                 text = join_words(form.argv)

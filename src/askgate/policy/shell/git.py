@@ -60,11 +60,14 @@ def _runs_program(option: str, word: str) -> bool:
 class GitForm:
     """git with its global options removed, and what those options did."""
 
-    __slots__ = ("argv", "cwd", "floors", "reads", "recursive", "stripped", "writes")
+    __slots__ = (
+        "argv", "cwd", "floors", "reads", "recursive", "recursive_writes", "stripped", "writes",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.writes: list[str] = []  # `git init [DIR]`: the repository it creates
         self.recursive: list[str] = []  # trees read whole (git archive, git grep)
+        self.recursive_writes: list[str] = []  # git apply, git format-patch -o D
         self.argv: list[Word] = []
         self.cwd: list[Word] = []
         self.reads: list[str] = []
@@ -167,6 +170,7 @@ def _object_paths(rest: Sequence[Word], form: GitForm) -> None:
     if rest[0].text in _WHOLE_TREE:
         form.recursive.append(".")
     form.recursive.extend(_staged_trees(rest))
+    _patch_targets(rest, form)
     if rest[0].text == "init":
         # An implicit target: without a directory, git init writes .git in the cwd.
         operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
@@ -203,3 +207,44 @@ def _staged_trees(rest: Sequence[Word]) -> list[str]:
         for o in options
     )
     return ["."] if every else []
+
+
+def _option_value(rest: Sequence[Word], names: tuple[str, ...], short: str = "") -> list[str]:
+    """The values of `--name=V`, `--name V` (and `-oV`, `-o V` for `short`)."""
+    found: list[str] = []
+    for index, word in enumerate(rest):
+        text = word.text
+        following = rest[index + 1].text if index + 1 < len(rest) else None
+        name, eq, value = text.partition("=")
+        if name in names:
+            if eq:
+                found.append(value)
+            elif following is not None:
+                found.append(following)
+        elif short and text.startswith(short) and not text.startswith("--"):
+            if len(text) > len(short):
+                found.append(text[len(short) :])
+            elif following is not None:
+                found.append(following)
+    return found
+
+
+def _patch_targets(rest: Sequence[Word], form: GitForm) -> None:
+    """Writers into directories the input chooses names in: `git apply` writes the files
+    its patch names below the working tree (`--directory=D` below D), `git am` the same,
+    `git format-patch -o D` writes D/0001-….patch; each directory is written with
+    everything below it. `--unsafe-paths` lets the patch name paths outside the tree."""
+    sub = rest[0].text
+    if sub in ("apply", "am"):
+        texts = [w.text for w in rest[1:]]
+        if any(t.startswith("--unsafe") for t in texts):
+            form.floors.append("git apply --unsafe-paths writes wherever the patch says")
+        listing = any(t in ("--stat", "--numstat", "--summary", "--check") for t in texts)
+        if not listing or "--apply" in texts:
+            directories = _option_value(rest[1:], ("--directory",)) or ["."]
+            form.writes.extend(directories)
+            form.recursive_writes.extend(directories)
+    elif sub == "format-patch":
+        for directory in _option_value(rest[1:], ("--output-directory",), "-o"):
+            form.writes.append(directory)
+            form.recursive_writes.append(directory)

@@ -610,8 +610,11 @@ def _tar(args: Sequence[Word], paths: Paths) -> None:
     directories = result.values("-C", "--directory")
     for value in directories:
         (paths.write if mode == "extract" else paths.read)(value.text)
+        if mode == "extract":  # the archive names the files: anything below may change
+            paths.recursive_write(value.text)
     if mode == "extract" and not directories and not result.has("-O", "--to-stdout"):
         paths.write(".")
+        paths.recursive_write(".")
     if mode == "extract" and (
         result.has("-P") or any(o.startswith("--abs") for o, _ in result.options)
     ):
@@ -647,8 +650,10 @@ def _zip(name: str, args: Sequence[Word], paths: Paths) -> None:
     targets = result.values("-d")
     for value in targets:
         paths.write(value.text)
+        paths.recursive_write(value.text)  # the archive names the files below it
     if not listing and not targets:
         paths.write(".")
+        paths.recursive_write(".")
 
 
 def _jq(name: str, args: Sequence[Word], paths: Paths) -> None:

