@@ -231,3 +231,105 @@ def test_tar_x_into_home_really_overwrites_bashrc(tmp_path: Path) -> None:
     (home / "proj").mkdir()
     decision = policy.decide("bash", f"tar -x -C ~ -f {archive}", cwd=str(home / "proj"))
     assert decision.action is not Action.ALLOW, decision.reason
+
+
+# --- 3. `while read f` from a literal producer: the body's operands are its lines ----
+
+READ_LOOPS_DENIED = [
+    "printf '%s\\n' .env | while read f; do cat \"$f\"; done",
+    "printf '%s\\n' a.txt .env | while read -r f; do cat \"$f\"; done",
+    "echo .env | while read f; do base64 $f; done",
+    'while read x; do rm "$x"; done < <(echo ~/.bashrc)',
+    "while read -r x; do cat \"$x\"; done < <(printf '%s\\n' a.txt .env)",
+    "printf '%s\\n' ~/.bashrc | while read f; do rm \"$f\"; done",
+]
+READ_LOOPS_UNKNOWN = [
+    # (a redirect target does not take the loop's value: it stays unknown)
+    'echo ~/.bashrc | while read f; do echo pwned >> "$f"; done',
+    'find . | while read f; do cat "$f"; done',
+    'git ls-files | while read f; do rm "$f"; done',
+    "printf '.e%sv\\n' n | while read f; do cat \"$f\"; done",
+    'echo .env | while read f; do f=x; cat "$f"; done',
+    'while read x; do rm "$x"; done < <(ls)',
+    'while read x; do rm "$x"; done < list.txt',
+    "echo '.env' | while read a b; do cat \"$a\"; done",
+]
+
+
+@pytest.mark.parametrize("command", READ_LOOPS_DENIED)
+def test_read_loop_over_literal_names_is_decided_per_name(world, command: str) -> None:
+    """The loop's values are the producer's lines: each is the operand the rule decides."""
+    for name in POLICIES:
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+    assert _decide(world, "permissive", command).action is Action.DENY, command
+
+
+@pytest.mark.parametrize("command", READ_LOOPS_UNKNOWN)
+def test_read_loop_over_unknown_names_asks(world, command: str) -> None:
+    for name in POLICIES:
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+
+
+def test_read_loop_over_a_harmless_literal_stays_allowed(world) -> None:
+    command = "printf '%s\\n' a.txt | while read -r f; do wc -l \"$f\"; done"
+    assert _decide(world, "permissive", command).action is Action.ALLOW
+
+
+def test_read_loop_really_reads_the_named_file(world) -> None:
+    """The harm: the body runs with `$f` = `.env`."""
+    command = "printf '%s\\n' .env | while read f; do cat \"$f\"; done"
+    run = subprocess.run(["bash", "-c", command], cwd=str(world["root"]), capture_output=True)
+    assert SECRET in run.stdout.decode()
+    assert _decide(world, "permissive", command).action is Action.DENY
+
+
+# --- 4. read-only tools with a mutating option or operand ----------------------------
+
+MUTATING = [
+    "date -s 2020-01-01",
+    "date --set=tomorrow",
+    "date --se tomorrow",
+    "date -us 10:00",
+    "date 010112002020",
+    "hwclock --systohc",
+    "hwclock -w",
+    "timedatectl set-time 2020-01-01",
+    "timedatectl set-ntp false",
+    "hostnamectl set-hostname evil",
+    "localectl set-keymap us",
+    "hostname evil",
+    "hostname -F /tmp/name",
+    "sysctl -w kernel.sysrq=1",
+    "sysctl kernel.sysrq=1",
+    "sysctl -p",
+    "ip link set lo down",
+    "ip addr add 10.0.0.2/24 dev lo",
+    "ip route flush table main",
+    "ifconfig lo down",
+    "dmesg -c",
+    "git branch -v -D main",
+    "git branch --list -m main x",
+    "git tag -l -d v1",
+]
+
+
+@pytest.mark.parametrize("command", MUTATING)
+def test_read_only_tool_with_a_mutating_flag_is_not_allowed(world, command: str) -> None:
+    for name in (*POLICIES, "sandboxed"):
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["date", "date +%Y-%m-%d", "date -u -d @0", "hostname", "hostname -f", "sysctl -a",
+     "ip a", "ip route", "ifconfig", "dmesg -T", "timedatectl status", "git branch -vv",
+     "git tag -l 'v*'"],
+)  # fmt: skip
+def test_reading_with_those_tools_stays_allowed(world, command: str) -> None:
+    decision = _decide(world, "init", command)
+    if command.split()[0] in ("date", "git"):  # the read-only profile's `date *`, `git … *`
+        assert decision.action is Action.ALLOW, (command, decision.reason)
+    assert _decide(world, "permissive", command).action is Action.ALLOW, command

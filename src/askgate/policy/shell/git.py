@@ -171,6 +171,7 @@ def _object_paths(rest: Sequence[Word], form: GitForm) -> None:
         form.recursive.append(".")
     form.recursive.extend(_staged_trees(rest))
     _patch_targets(rest, form)
+    _listing_that_changes(rest, form)
     if rest[0].text == "init":
         # An implicit target: without a directory, git init writes .git in the cwd.
         operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
@@ -248,3 +249,34 @@ def _patch_targets(rest: Sequence[Word], form: GitForm) -> None:
         for directory in _option_value(rest[1:], ("--output-directory",), "-o"):
             form.writes.append(directory)
             form.recursive_writes.append(directory)
+
+
+# `git branch -v *`, `git tag -l *` are listing rules (the read-only profile has them);
+# git also accepts a changing option beside the listing one (`git branch -v -D main`).
+_LISTING = {"branch": ("-v", "-vv", "--list", "-l", "-a", "-r", "--all", "--remotes",
+                       "--show-current", "--verbose", "--contains", "--merged"),
+            "tag": ("-l", "--list", "-n", "--contains", "--merged")}  # fmt: skip
+_CHANGING = {
+    "branch": frozenset("dDmMcCfu"),
+    "tag": frozenset("dfasum"),
+}
+_CHANGING_LONG = ("--delete", "--move", "--copy", "--force", "--set-upstream-to",
+                  "--unset-upstream", "--edit-description", "--track", "--annotate",
+                  "--sign", "--message", "--file", "--local-user", "--create-reflog")  # fmt: skip
+
+
+def _listing_that_changes(rest: Sequence[Word], form: GitForm) -> None:
+    sub = rest[0].text
+    if sub not in _LISTING:
+        return
+    options = [w.text for w in rest[1:] if w.text.startswith("-")]
+    if not any(o.split("=")[0] in _LISTING[sub] for o in options):
+        return
+    for option in options:
+        name = option.split("=")[0]
+        changing = any(name == long or (len(name) > 3 and long.startswith(name))
+                       for long in _CHANGING_LONG) if name.startswith("--") else bool(
+            set(name[1:]) & _CHANGING[sub])  # fmt: skip
+        if changing:
+            form.floors.append(f"git {sub} {option} changes refs beside a listing option")
+            return

@@ -10,6 +10,7 @@ outside the project costs an external-directory prompt, so pattern arguments
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -299,6 +300,8 @@ def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> Non
     )
     _option_paths(result, spec, paths)
     operands = _spec_operands(name, spec, result, words, paths)
+    if spec.changes or spec.changes_with:
+        _system_changes(name, spec, result, operands, paths)
     recursive = bool(spec.recursive) and result.has(*spec.recursive)
     kind = spec.kind
     if kind == "read" and spec.in_place and result.has(*spec.in_place):
@@ -326,6 +329,21 @@ def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> Non
     if first is not None:
         # An option the spec does not name: its value and what follows may be anything.
         paths.unknown(words[first:])
+
+
+def _system_changes(
+    name: str, spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths
+) -> None:
+    """A read-only tool with a mutating option or operand (`date -s`, `hostname NAME`,
+    `sysctl -w`, `ip link set`) changes the machine: ask, whatever allows `date *`."""
+    for option, _ in result.options:
+        if option in spec.changes:
+            paths.floors.append(f"`{name} {option}` changes the system, not only reads it")
+            return
+    for word in operands:
+        if any(fnmatch.fnmatchcase(word.text, p) for p in spec.changes_with) or not word.static:
+            paths.floors.append(f"`{name} {word.text}` changes the system, not only reads it")
+            return
 
 
 def _canonical(args: Sequence[Word], spec: Spec) -> Sequence[Word]:

@@ -85,13 +85,15 @@ class Spec(NamedTuple):
     implicit: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (option or "", paths written)
     floor: str | None = None  # why the program is always ask
     network: bool = False  # it talks to other machines (a secret given to it leaves)
+    changes: frozenset[str] = frozenset()  # options that change the system (`date -s`)
+    changes_with: tuple[str, ...] = ()  # operand patterns that do (`hostname NAME`: `*`)
 
 
 _FIELDS = {
     "kind", "also", "values", "flags", "optional", "reads", "writes", "into", "code",
     "scripts", "in_place", "names_from", "recursive", "no_target", "code_operands",
     "pattern", "skip", "remote", "assignments", "modes", "lands", "variables", "implicit", "floor",
-    "examples", "note", "network",
+    "examples", "note", "network", "changes", "changes_with",
 }  # fmt: skip
 _EXAMPLE_FIELDS = {"run", "reads", "writes", "operands", "recursive", "recursive_writes",
                    "floor"}  # fmt: skip
@@ -186,6 +188,8 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
         implicit=tuple((option, tuple(written)) for option, written in implicit.items()),
         floor=floor,
         network=bool(table.get("network", False)),
+        changes=category("changes"),
+        changes_with=_strings(table.get("changes_with", []), f"{where}.changes_with") or (),
     )
 
 
