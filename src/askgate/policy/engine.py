@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -893,6 +893,28 @@ class Policy:
                             # gives them roles by position, so each is a read and a write.
                             check(Surface.READ, path, directory)
                             check(Surface.WRITE, path, directory, tighten=True)
+        checks += self._unit_tree_checks(unit, directories, named, path_memo, agent)
+        for written in unit.operands:
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for word in named(written, directory):
+                    if not _names_path(word) and not self._may_be_guarded(directory):
+                        continue  # no rule could say anything about a file here
+                    if _names_path(word) or _exists(directory, word):
+                        # Role unknown: read, and a write that can only tighten.
+                        check(Surface.READ, word, directory)
+                        check(Surface.WRITE, word, directory, tighten=True)
+        return checks
+
+    def _unit_tree_checks(
+        self,
+        unit: Unit,
+        directories: list[str],
+        named: Callable[[str, str], list[str]],
+        path_memo: dict[tuple[Surface, str, str], list[Check]],
+        agent: str | None,
+    ) -> list[Check]:
+        """Directories the unit reads or writes with everything below them."""
+        checks: list[Check] = []
         recursive = unit.recursive_reads if self._recursive_guards(agent) else ()
         program = unit.command.partition(" ")[0].rpartition("/")[2]
         contents = program not in NAME_LISTERS
@@ -913,15 +935,6 @@ class Policy:
             for directory in directories if _is_relative(written) else directories[:1]:
                 for path in named(written, directory):
                     checks.extend(self._recursive_write_checks(path, directory, agent))
-        for written in unit.operands:
-            for directory in directories if _is_relative(written) else directories[:1]:
-                for word in named(written, directory):
-                    if not _names_path(word) and not self._may_be_guarded(directory):
-                        continue  # no rule could say anything about a file here
-                    if _names_path(word) or _exists(directory, word):
-                        # Role unknown: read, and a write that can only tighten.
-                        check(Surface.READ, word, directory)
-                        check(Surface.WRITE, word, directory, tighten=True)
         return checks
 
     def _expand_glob(self, pattern: str, directory: str) -> list[str] | str:
