@@ -190,6 +190,9 @@ def _staged_trees(rest: Sequence[Word]) -> list[str]:
     file below a directory into .git/objects (where `git diff --cached` or `git log -p`
     print it): recursive reads. `git add -u` and `git stash` alone take tracked files."""
     sub = rest[0].text
+    if sub == "diff" and any(w.text == "--no-index" for w in rest[1:]):
+        # `git diff --no-index DIR1 DIR2` compares two trees on disk, printing both.
+        return [w.text for w in rest[1:] if not w.text.startswith("-")]
     if sub not in ("add", "stash"):
         return []
     options = [w.text for w in rest[1:] if w.text.startswith("-") and w.text != "--"]
@@ -236,6 +239,21 @@ def _patch_targets(rest: Sequence[Word], form: GitForm) -> None:
     `git format-patch -o D` writes D/0001-….patch; each directory is written with
     everything below it. `--unsafe-paths` lets the patch name paths outside the tree."""
     sub = rest[0].text
+    if sub == "mv":
+        # As mv: every source disappears (a write) and lands in the target (`git mv src
+        # .claude` writes .claude/src; `git mv x CLAUDE.md` writes CLAUDE.md).
+        operands = [w.text for w in rest[1:] if not w.text.startswith("-") and w.static]
+        for source in operands[:-1]:
+            form.writes.append(source)
+            form.recursive_writes.append(source)
+            if len(operands) > 1:
+                landed = f"{operands[-1].rstrip('/')}/{source.rstrip('/').rpartition('/')[2]}"
+                form.writes.append(landed)
+                form.recursive_writes.append(landed)
+        if operands:
+            form.writes.append(operands[-1])
+            form.recursive_writes.append(operands[-1])
+        return
     if sub in ("apply", "am"):
         texts = [w.text for w in rest[1:]]
         if any(t.startswith("--unsafe") for t in texts):

@@ -141,6 +141,12 @@ _CHMOD_MODE = lazy_compile(r"^-[rwxXstugoa]+$")
 _SUBSTITUTION = lazy_compile(r"\$\(|`|<\(|>\(")
 
 
+def _only_glob(word: Word) -> bool:
+    """An unquoted glob and nothing else only known at run time (`.e*`, not `$D/*`)."""
+    reason = word.dynamic or ""
+    return reason.startswith("glob in") and ";" not in reason
+
+
 def _is_path(text: str) -> bool:
     """Worth reporting: not a pseudo-device, not find's `{}`, not a command's output."""
     return (
@@ -216,6 +222,12 @@ class Paths:
         operands = self.operands
         for word in words:
             text = word.text
+            if _only_glob(word):
+                # `git diff --no-index .e* x`: an unquoted glob names what it expands to
+                # (the engine expands it, shell/globs.py): those names are operands too.
+                operands.append(text)
+                previous = ""
+                continue
             if word.dynamic is None and text.isalnum():
                 # The common case (`status`, `HEAD`, `5`): no path syntax, and the word
                 # itself is the operand (what the general steps below make of it).
@@ -299,9 +311,14 @@ def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> Non
         words, spec.short_value, spec.long_value, permute=True, optional_value=spec.optional_value
     )
     _option_paths(result, spec, paths)
+    if spec.kind == "opaque":
+        # Every word is of unknown role (as for a program with no spec); only the
+        # option checks below say more (`mypy --python-executable`, `date -s`).
+        _option_checks(name, spec, result, result.operands, paths)
+        paths.unknown(args)
+        return
     operands = _spec_operands(name, spec, result, words, paths)
-    if spec.changes or spec.changes_with:
-        _system_changes(name, spec, result, operands, paths)
+    _option_checks(name, spec, result, operands, paths)
     recursive = bool(spec.recursive) and result.has(*spec.recursive)
     kind = spec.kind
     if kind == "read" and spec.in_place and result.has(*spec.in_place):
@@ -329,6 +346,18 @@ def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> Non
     if first is not None:
         # An option the spec does not name: its value and what follows may be anything.
         paths.unknown(words[first:])
+
+
+def _option_checks(
+    name: str, spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths
+) -> None:
+    if spec.changes or spec.changes_with:
+        _system_changes(name, spec, result, operands, paths)
+    for option, _ in result.options if spec.widens else ():
+        if option in spec.widens:
+            # `ruff check --extension=env:python .` reads (and quotes) `.env`.
+            paths.floors.append(f"`{name} {option}` makes it read files no operand names")
+            break
 
 
 def _system_changes(
