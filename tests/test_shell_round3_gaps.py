@@ -333,3 +333,89 @@ def test_reading_with_those_tools_stays_allowed(world, command: str) -> None:
     if command.split()[0] in ("date", "git"):  # the read-only profile's `date *`, `git … *`
         assert decision.action is Action.ALLOW, (command, decision.reason)
     assert _decide(world, "permissive", command).action is Action.ALLOW, command
+
+
+# --- the red team's round-4 findings (/work/findings-22.md) --------------------------
+
+FINDINGS = {
+    "1 globs given to unknown-role programs": [
+        "git diff --no-index .e* x.json",
+        "git diff --no-index .[e]nv x.json",
+        "git diff --no-index -- .e?v /dev/null",
+        "openssl base64 -in .e*",
+        "basenc --base64 conf/.e*",
+    ],
+    "2 git diff --no-index reads both trees": [
+        "mkdir -p e; git diff --no-index e ~",
+        "git diff --no-index e ..",
+    ],
+    "3 staging a glob or the tree": [
+        "git add -f .e*; git diff --cached",
+        "git add -f .[e]nv; git diff --staged",
+        "git add -N -A; git diff",
+        "git add --intent-to-add .; git diff",
+    ],
+    "5 options that name a program": [
+        "mypy --python-executable=./p src",
+        "mypy --python-executable ./p src",
+        "mypy --python-exec=./p src",
+    ],
+    "7 options that widen what is read": [
+        "ruff check --extension=env:python .",
+        "ruff format --extension=env:python --diff .",
+        "ruff check --ext env:python .",
+    ],
+    "9 a variable name known only at run time": [
+        "x='a[$(cat .env >&2)]'; printf -v \"$x\" 1",
+        'read -r v < n; printf -v "$v" 1',
+        'printf -v "$(cat x.json)" 1',
+    ],
+    "10 git mv lands files": [
+        "git mv x.json CLAUDE.md",
+        "git mv -f x.json AGENTS.md",
+        "git mv x.json .envrc",
+        "git mv src .claude",
+    ],
+    "11 exported variables naming files": [
+        "export GIT_TRACE=~/.bashrc; git status",
+        "export GIT_TRACE=$HOME/.bashrc; git log",
+        "declare -x GIT_TRACE=~/.bashrc; git status",
+        "typeset -x GIT_TRACE2_PERF=~/.bashrc; git log",
+        "GIT_TRACE=~/.bashrc; export GIT_TRACE; git status",
+        "set -a; GIT_TRACE=~/.bashrc; git status",
+    ],
+}
+FINDING_CASES = [(cls, command) for cls, items in FINDINGS.items() for command in items]
+
+
+@pytest.mark.parametrize("case", FINDING_CASES, ids=lambda c: f"{c[0].split()[0]}:{c[1][:40]}")
+def test_round4_finding_is_not_allowed(world, case: tuple[str, str]) -> None:
+    _, command = case
+    for name in POLICIES:
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git diff HEAD~1", "git add src/pkg/m.py", "mypy src", "ruff check src", "git mv a.txt b.txt",
+     "export FOO=bar", "export PYTHONDONTWRITEBYTECODE=1", "printf -v out %s 1", "cat src/*/*.py"],
+)  # fmt: skip
+def test_round4_neighbours_stay_allowed(world, command: str) -> None:
+    decision = _decide(world, "permissive", command)
+    assert decision.action is Action.ALLOW, (command, decision.reason)
+
+
+def test_exported_git_trace_really_writes_the_file_it_names(tmp_path: Path) -> None:
+    """The harm behind finding 11: git appends its trace to the exported file."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    target = tmp_path / "bashrc"
+    target.write_text("")
+    subprocess.run(["git", "init", "-q", str(tmp_path / "r")], check=True)
+    subprocess.run(
+        ["bash", "-c", f"export GIT_TRACE={target}; git status >/dev/null"],
+        cwd=str(tmp_path / "r"),
+        check=True,
+    )
+    assert target.read_text() != ""
