@@ -16,7 +16,7 @@ from askgate.policy.engine import Policy
 from askgate.policy.model import Action
 from askgate.policy.protected import protected_rules
 from cli_harness import Cli
-from test_shell_engine_corpus import permissive_policy
+from test_shell_engine_corpus import _rule, permissive_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_POLICY = ROOT / "examples" / "policy.toml"
@@ -419,3 +419,32 @@ def test_exported_git_trace_really_writes_the_file_it_names(tmp_path: Path) -> N
         check=True,
     )
     assert target.read_text() != ""
+
+
+RAN_WHAT_IT_WROTE = [
+    "mkdir -p .venv/bin; echo 'cat .env' > .venv/bin/activate; source .venv/bin/activate",
+    "printf 'cat ~/.ssh/id_rsa\\n' > .venv/bin/activate; . .venv/bin/activate",
+    "python -m venv .venv; echo 'cat .env' >> .venv/bin/activate; source .venv/bin/activate",
+    "cd .venv && echo 'cat .env' > bin/activate && source bin/activate",
+]
+
+
+@pytest.mark.parametrize("command", RAN_WHAT_IT_WROTE)
+def test_literal_consent_does_not_cover_a_file_written_in_the_same_command(
+    tmp_path: Path, command: str
+) -> None:
+    """Finding 6: `"source .venv/bin/activate" = "allow"` consents to the file as it is,
+    not to one the same command just wrote."""
+    home, root = tmp_path / "home", tmp_path / "home" / "proj"
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "activate").write_text("")
+    base = permissive_policy(home, root)
+    literal = _rule("bash", "source .venv/bin/activate", "allow", str(root))
+    policy = Policy([literal, *base.rules.rules], project_root=str(root),
+                    default=Action.ALLOW, env=base.env)  # fmt: skip
+    alone = policy.decide("bash", "source .venv/bin/activate", cwd=str(root))
+    assert alone.action is Action.ALLOW, alone.reason  # the literal rule is consent
+    decision = policy.decide("bash", command, cwd=str(root))
+    sourcing = [u for u in decision.units if u.command.startswith(("source ", ". "))]
+    assert sourcing and all(u.action is not Action.ALLOW for u in sourcing), decision.units
+    assert decision.action is not Action.ALLOW

@@ -1221,7 +1221,7 @@ _CONSENT_NOTE = "lifted: a bash rule without `*` allows exactly this command"
 # Unit floors about what a path means (not about what runs): a literal rule cannot speak
 # for a path whose directory or target is not known (shell/commands.py, shell/links.py).
 _PATH_FLOORS = ("a relative path", "through a link", "pass through", "through a process",
-                "open file whose name")  # fmt: skip
+                "open file whose name", "written earlier in the same command")  # fmt: skip
 
 
 def _literal_consent(primary: Check) -> bool:
