@@ -448,3 +448,38 @@ def test_literal_consent_does_not_cover_a_file_written_in_the_same_command(
     sourcing = [u for u in decision.units if u.command.startswith(("source ", ". "))]
     assert sourcing and all(u.action is not Action.ALLOW for u in sourcing), decision.units
     assert decision.action is not Action.ALLOW
+
+
+# --- program knowledge as data: options that run programs ----------------------------
+
+
+def test_every_exec_option_table_loads_and_its_examples_hold() -> None:
+    from askgate.policy.shell import runners  # noqa: F401  (sets the example checker)
+    from askgate.policy.shell.exec_options import all_tables
+
+    tables = all_tables()
+    assert {"tar", "rsync", "make", "gmake", "gdb", "rg"} <= set(tables)
+    assert tables["make"] == tables["gmake"]
+
+
+def test_a_wrong_exec_option_example_fails_the_load(tmp_path: Path) -> None:
+    from askgate.policy.shell import runners  # noqa: F401
+    from askgate.policy.shell.exec_options import ExecOptionsError, all_tables
+
+    data = tmp_path / "exec-options.toml"
+    data.write_text(
+        "[tar]\noptions = '--to-command'\nexamples = [{ run = 'tar -xf a', runs = true }]\n"
+    )
+    with pytest.raises(ExecOptionsError, match=r"\[tar\]\.examples\[0\]"):
+        all_tables(str(data))
+    data.write_text("[tar]\noptions = '--to-command'\nexampels = []\n")
+    with pytest.raises(ExecOptionsError, match="unknown field"):
+        all_tables(str(data))
+
+
+@pytest.mark.parametrize(
+    "command", ["tar --to-comm=sh -xf a.tar", "tar xIf ./evil a.tar", "gmake --eval=x all",
+                "rsync -avze ./evil a h:b", "rg --pre ./evil x", "gdb -ex run ./a.out"],
+)  # fmt: skip
+def test_an_option_that_runs_a_program_asks(world, command: str) -> None:
+    assert _decide(world, "permissive", command).action is not Action.ALLOW, command
