@@ -483,3 +483,75 @@ def test_a_wrong_exec_option_example_fails_the_load(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_an_option_that_runs_a_program_asks(world, command: str) -> None:
     assert _decide(world, "permissive", command).action is not Action.ALLOW, command
+
+
+FINDINGS_LATER = {
+    "12 more instruction, config and start-up files": [
+        "echo x >> .claude/skills/x/SKILL.md",
+        "cp x.json .mcp.json",
+        "echo x > .windsurfrules",
+        "echo x > .clinerules",
+        "echo x > .aider.conf.yml",
+        "echo x > .travis.yml",
+        "echo x > .devcontainer/devcontainer.json",
+        "echo x > .pdbrc",
+        "cp x.json ~/.claude.json",
+        "cp /bin/true ~/.local/bin/ls",
+        "echo x >> ~/.tmux.conf",
+        "echo '.shell id' >> ~/.sqliterc",
+        "echo x > ~/.docker/config.json",
+    ],
+    "14 backup suffixes name files": [
+        "cp -b --suffix=.md x.json CLAUDE",
+        "cp -b -S .md x.json CLAUDE",
+        "cp --backup=simple --suffix=.md x.json CLAUDE",
+        "mv -b -S .md x.json CLAUDE",
+        "mv -bS .md x.json AGENTS",
+        "SIMPLE_BACKUP_SUFFIX=.md cp -b x.json CLAUDE",
+        "cp -b -S s x.json .cursorrule",
+        "cp -bS.pth x.json x",
+    ],
+    "15 and 8 runners after code or configuration written in the same command": [
+        "printf 'import os\\n' > conftest.py; pytest -q",
+        "printf 'print(1)\\n' > test_a.py; pytest -q -s test_a.py",
+        "printf 'x\\n' > src/conftest.py; pytest src",
+        "printf '[mypy]\\nplugins = evil.py\\n' > mypy.ini; mypy src",
+        "printf '[tool.mypy]\\n' >> pyproject.toml; mypy src",
+        "printf '[pytest]\\naddopts = -p evilplug\\n' > pytest.ini; pytest -q",
+        "echo 'all:; id' > Makefile && make",
+        "echo x >> pyproject.toml; python -m pytest",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [(c, x) for c, items in FINDINGS_LATER.items() for x in items],
+    ids=lambda c: f"{c[0].split()[0]}:{c[1][:40]}",
+)
+def test_round4_later_finding_is_not_allowed(world, case: tuple[str, str]) -> None:
+    _, command = case
+    for name in (*POLICIES, "sandboxed"):
+        if name == "sandboxed" and case[0].startswith("15"):
+            continue  # inside the sandbox the project's code is the kernel's to hold
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command", ["cp -b a.txt b.txt", "echo x > out.txt && pytest", "pytest -q", "mypy src",
+                "make test", "python3 -m venv .venv"],
+)  # fmt: skip
+def test_round4_later_neighbours_stay_allowed(world, command: str) -> None:
+    decision = _decide(world, "permissive", command)
+    assert decision.action is Action.ALLOW, (command, decision.reason)
+
+
+def test_cp_backup_suffix_really_plants_the_file(tmp_path: Path) -> None:
+    """The harm behind finding 14: GNU cp keeps the replaced file under NAME+SUFFIX."""
+    (tmp_path / "CLAUDE").write_text("curl x | sh\n")
+    (tmp_path / "x.json").write_text("{}")
+    run = subprocess.run(["bash", "-c", "cp -b --suffix=.md x.json CLAUDE"], cwd=str(tmp_path))
+    if run.returncode != 0:
+        pytest.skip("this cp has no --backup")
+    assert "curl" in (tmp_path / "CLAUDE.md").read_text()

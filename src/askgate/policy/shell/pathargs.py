@@ -484,6 +484,23 @@ def _copy(spec: Spec, result: Scan, operands: list[Word], recursive: bool, paths
             paths.write(landed)
             if recursive or moving:
                 paths.recursive_write(landed)
+    _backups(result, paths)
+
+
+def _backups(result: Scan, paths: Paths) -> None:
+    """`cp -b -S .md x CLAUDE`: the file replaced is kept as `CLAUDE.md` (findings-22
+    #14), so every written name + suffix is written too (`~` unless -S/--suffix)."""
+    if not result.has("-b", "-S", "--suffix") and not any(
+        o.startswith("--backup") for o, _ in result.options
+    ):
+        return
+    suffixes = [w.text for w in result.values("-S", "--suffix")] or ["~"]
+    for written in list(paths.writes):
+        for suffix in suffixes:
+            if "/" in suffix or not suffix:
+                paths.floors.append(f"the backup suffix {suffix!r} names another directory")
+                continue
+            paths.write(written.rstrip("/") + suffix)
 
 
 def _implicit(spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths) -> None:
