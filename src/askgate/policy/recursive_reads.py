@@ -18,8 +18,8 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-MAX_ENTRIES = 20_000
-MAX_SECONDS = 0.25
+MAX_ENTRIES = 10_000
+MAX_SECONDS = 0.1
 # Recursive readers that only list names (their `recursive_reads` hold no content).
 NAME_LISTERS = frozenset({"ls", "find", "fd", "fdfind", "du", "tree"})
 
