@@ -154,20 +154,18 @@ def test_a_deny_is_never_lifted_by_a_proposal(tmp_path: Path) -> None:
     assert "would lift the deny" in rejected["make *"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known regression at the 2026-12-01 merge: suggest re-checks the logged (unquoted) "
-    "unit too, and the round-3 analysis now refuses it; see the closing note",
-)
 def test_the_original_request_is_rechecked_not_the_unquoted_unit(tmp_path: Path) -> None:
     """The unit's logged command is unquoted: `grep 'x > ~/.bashrc' f` logs as
     `grep x > ~/.bashrc f`, which re-parses as a write to ~/.bashrc. Re-checking the
     original allows it; the unquoted copy would be wrongly refused (or, the other way
-    round, wrongly allowed)."""
+    round, wrongly allowed). (Checked in a project: the harness's own directory holds
+    HOME, and an ancestor of HOME is never a project, so there every file is outside.)"""
     cli = Cli(tmp_path)
+    project = cli.project("app")
+    (project / "notes.txt").write_text("x\n")
     original = "grep 'x > ~/.bashrc' notes.txt"
     log = _log(cli, [_record([("grep x > ~/.bashrc notes.txt", "ask")], original=original)] * 3)
-    report = _suggest(cli, log, "--json").json()
+    report = _suggest(cli, log, "--json", "--cwd", str(project)).json()
     assert [p["pattern"] for p in report["proposals"]] == ["grep *"], report
 
 

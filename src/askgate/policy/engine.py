@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -29,8 +29,9 @@ from askgate.policy.model import (
     UnitDecision,
 )
 from askgate.policy.net import NETWORK_PROGRAMS
-from askgate.policy.patterns import compile_pattern
-from askgate.policy.recursive_writes import reaches_below
+from askgate.policy.patterns import Pattern, compile_pattern
+from askgate.policy.recursive_reads import NAME_LISTERS
+from askgate.policy.recursive_writes import literal_root, reaches_below
 from askgate.policy.rules import Evaluation, RuleSet, expand_path_pattern
 from askgate.policy.sandbox_table import SandboxSettings
 
@@ -84,6 +85,7 @@ class Policy:
         # (unit, request cwd, agent) -> a verdict that looked at no file (_decide_unit)
         self._unit_decisions: dict[tuple[Unit, str, str | None], UnitDecision] = {}
         self._roots_cache: dict[tuple[str | None, int], list[tuple[str, Rule]]] = {}
+        self._anywhere_cache: dict[str | None, list[Pattern]] = {}
         self._guards: tuple[bool, list[str]] | None = None  # see _path_guards
         self._env_rules: list[Rule] | None = None  # see _secret_env_checks
         self._guard_memo: dict[str, bool] = {}
@@ -594,16 +596,95 @@ class Policy:
         self._roots_cache[key] = found
         return found
 
-    def _recursive_checks(self, path: str, cwd: str, agent: str | None) -> list[Check]:
+    def _anywhere_reads(self, agent: str | None) -> list[Pattern]:
+        """Read deny/ask rules without a literal root (`**/.env*`), compiled: a
+        recursive reader may open any file they name (recursive_reads.py)."""
+        cached = self._anywhere_cache.get(agent)
+        if cached is not None:
+            return cached
+        found: list[Pattern] = []
+        for rule in self.rules.rules:
+            if rule.surface is not Surface.READ or rule.action is Action.ALLOW:
+                continue
+            if rule.agent is not None and rule.agent != agent:
+                continue
+            expanded = expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
+            if _literal_root(expanded) is None:
+                found.append(compile_pattern("path", expanded))
+        self._anywhere_cache[agent] = found
+        return found
+
+    def _recursive_guards(self, agent: str | None) -> bool:
+        return bool(self._guarded_roots(agent) or self._anywhere_reads(agent))
+
+    def _kernel_hides(self, directory: str) -> bool:
+        """With `[sandbox] bash = "required"` an allowed command runs in the sandbox,
+        which hides the files read rules name inside the project (sandbox/plan.py
+        searches the project and its added directories for anywhere-patterns)."""
+        if self.sandbox.bash != "required":
+            return False
+        return any(paths.is_inside(directory, root) for root in self._roots)
+
+    def _recursive_content_checks(
+        self, directory: str, agent: str | None, cap: Action | None
+    ) -> list[Check]:
+        """The files below `directory` an anywhere-pattern read rule names, each decided
+        as a read of that file (deny stays deny, unless `cap`); a walk that cannot
+        finish asks."""
+        from askgate.policy.recursive_reads import matching_below
+
+        patterns = self._anywhere_reads(agent)
+        if not patterns or self._kernel_hides(directory):
+            return []
+        walk = matching_below(directory, lambda p: any(pt.match(p) for pt in patterns))
+        checks: list[Check] = []
+        if walk.incomplete is not None:
+            note = (
+                f"reads the files below {directory}, which may include a file a read rule "
+                f"names, and {walk.incomplete}"
+            )
+            checks.append(_floor(Surface.READ, directory, Action.ASK, note))
+        for match in walk.matches:
+            action, check = self._lookup(Surface.READ, match, agent)
+            if check is None or action is Action.ALLOW or action is None:
+                continue
+            if cap is not None and _STRICTNESS[action] > _STRICTNESS[cap]:
+                action = cap
+            note = f"reads everything below {directory}, including {match} ({check.action})"
+            checks.append(
+                Check(
+                    surface=Surface.READ,
+                    value=match,
+                    action=action,
+                    rule=check.rule,
+                    basis=Basis.FLOOR,
+                    note=note,
+                )
+            )
+            break  # one named file is enough to say why
+        return checks
+
+    def _recursive_checks(
+        self,
+        path: str,
+        cwd: str,
+        agent: str | None,
+        contents: bool = False,
+        cap: Action | None = None,
+    ) -> list[Check]:
         """A directory read with everything below it: a read deny or ask rule whose
-        literal root lies inside makes the read ask, naming the rule."""
+        literal root lies inside makes the read ask, naming the rule; when the reader
+        opens the files (`contents`), a file below it that an anywhere-pattern read
+        rule names is decided as that rule says (`recursive_reads.py`)."""
         roots = self._guarded_roots(agent)
-        if not roots:
+        if not roots and not (contents and self._anywhere_reads(agent)):
             return []
         forms = self._resolve(path, cwd)
         if isinstance(forms, Check):
             return [forms]
         checks: list[Check] = []
+        if contents:
+            checks += self._recursive_content_checks(forms.resolved, agent, cap)
         for root, rule in roots:
             for form in forms.forms:
                 if paths.is_inside(root, form):
@@ -639,8 +720,16 @@ class Policy:
                 continue
             expanded = expand_path_pattern(rule.pattern, home=self.home, base_dir=rule.base_dir)
             pattern = compile_pattern("path", expanded)
+            root = literal_root(expanded)
             for form in forms.forms:
-                if reaches_below(form, expanded, pattern):
+                if reaches_below(form, expanded, pattern) or (
+                    # Outside the project a rule's whole tree below the directory counts
+                    # (`tar -x -C ~` may write ~/.bashrc); inside it, only rules that name
+                    # the directory do, so `tar -xf x.tar` in the project stays allowed.
+                    root is not None
+                    and paths.is_inside(root, form)
+                    and not any(paths.is_inside(form, r) for r in self._roots)
+                ):
                     note = f"writes everything below {form}, including {rule.pattern!r}"
                     ref = self._refs.get(id(rule)) or RuleRef.of(rule)
                     checks.append(Check(surface=Surface.WRITE, value=form, action=Action.ASK,
@@ -804,19 +893,7 @@ class Policy:
                             # gives them roles by position, so each is a read and a write.
                             check(Surface.READ, path, directory)
                             check(Surface.WRITE, path, directory, tighten=True)
-        recursive = unit.recursive_reads if self._guarded_roots(agent) else ()
-        for written in recursive:
-            for directory in directories if _is_relative(written) else directories[:1]:
-                for path in named(written, directory):
-                    key = (Surface.READ, "\x01" + path, directory)
-                    found = path_memo.get(key)
-                    if found is None:
-                        found = path_memo[key] = self._recursive_checks(path, directory, agent)
-                    checks.extend(found)
-        for written in unit.recursive_writes:  # (bash-programs: rm -r D, mv D x …)
-            for directory in directories if _is_relative(written) else directories[:1]:
-                for path in named(written, directory):
-                    checks.extend(self._recursive_write_checks(path, directory, agent))
+        checks += self._unit_tree_checks(unit, directories, named, path_memo, agent)
         for written in unit.operands:
             for directory in directories if _is_relative(written) else directories[:1]:
                 for word in named(written, directory):
@@ -826,6 +903,38 @@ class Policy:
                         # Role unknown: read, and a write that can only tighten.
                         check(Surface.READ, word, directory)
                         check(Surface.WRITE, word, directory, tighten=True)
+        return checks
+
+    def _unit_tree_checks(
+        self,
+        unit: Unit,
+        directories: list[str],
+        named: Callable[[str, str], list[str]],
+        path_memo: dict[tuple[Surface, str, str], list[Check]],
+        agent: str | None,
+    ) -> list[Check]:
+        """Directories the unit reads or writes with everything below them."""
+        checks: list[Check] = []
+        recursive = unit.recursive_reads if self._recursive_guards(agent) else ()
+        program = unit.command.partition(" ")[0].rpartition("/")[2]
+        contents = program not in NAME_LISTERS
+        # git add -A stages what .gitignore does not exclude, which is not modelled: ask.
+        # xargs' unknown names may or may not include the file: ask (Names passed as data).
+        cap = Action.ASK if program == "git" or unit.unknown_names else None
+        for written in recursive:
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for path in named(written, directory):
+                    key = (Surface.READ, ("\x01" if contents else "\x03") + path, directory)
+                    found = path_memo.get(key)
+                    if found is None:
+                        found = path_memo[key] = self._recursive_checks(
+                            path, directory, agent, contents, cap
+                        )
+                    checks.extend(found)
+        for written in unit.recursive_writes:  # (bash-programs: rm -r D, mv D x …)
+            for directory in directories if _is_relative(written) else directories[:1]:
+                for path in named(written, directory):
+                    checks.extend(self._recursive_write_checks(path, directory, agent))
         return checks
 
     def _expand_glob(self, pattern: str, directory: str) -> list[str] | str:
@@ -862,7 +971,7 @@ class Policy:
         """False when the unit's only paths are bare words in the request's directory
         and no rule could say anything about a file there (the common `git status`), and
         no read rule could be inside a directory it reads recursively."""
-        if unit.recursive_reads and self._guarded_roots(agent):
+        if unit.recursive_reads and self._recursive_guards(agent):
             return True
         if not unit.operands:
             return False
@@ -1112,7 +1221,7 @@ _CONSENT_NOTE = "lifted: a bash rule without `*` allows exactly this command"
 # Unit floors about what a path means (not about what runs): a literal rule cannot speak
 # for a path whose directory or target is not known (shell/commands.py, shell/links.py).
 _PATH_FLOORS = ("a relative path", "through a link", "pass through", "through a process",
-                "open file whose name")  # fmt: skip
+                "open file whose name", "written earlier in the same command")  # fmt: skip
 
 
 def _literal_consent(primary: Check) -> bool:

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from askgate.policy.lazy_regex import lazy_compile
-from askgate.policy.model import Action, ShellAnalysis
+from askgate.policy.model import Action, ShellAnalysis, Unit
 from askgate.policy.shell.base import Frame
 from askgate.policy.shell.cwd import Cwd, Probe
 from askgate.policy.shell.walker import Sink, Walker
@@ -228,6 +228,8 @@ def _analyze(command: str, max_length: int, probe: Probe | None = None) -> Shell
 
         sink.units[:] = apply_links(sink.units, sink.links)
     units = tuple(dict.fromkeys(sink.units)) if len(sink.units) > 1 else tuple(sink.units)
+    if len(units) > 1:
+        units = _runs_what_it_wrote(units)
     if not units and not reasons:
         reasons.append("the command contains nothing to run")
     reason = "; ".join(dict.fromkeys(reasons)) or None
@@ -237,6 +239,73 @@ def _analyze(command: str, max_length: int, probe: Probe | None = None) -> Shell
         floor=Action.ASK if reason else None,
         floor_reason=reason,
     )
+
+
+_RUNNERS_OF_FILES = frozenset({"source", ".", "bash", "sh", "zsh", "dash", "ksh", "python",
+                               "python3", "node", "perl", "ruby", "php"})  # fmt: skip
+WRITTEN_EARLIER = "runs a file written earlier in the same command"
+# Programs that run the project's code and configuration (findings-22 #8, #15: a
+# conftest.py, a mypy plugin, a pytest.ini `addopts = -p` written just before).
+_PROJECT_RUNNERS = frozenset(
+    {
+        "pytest",
+        "py.test",
+        "mypy",
+        "tox",
+        "nox",
+        "make",
+        "gmake",
+        "npm",
+        "yarn",
+        "pnpm",
+        "bun",
+        "cargo",
+        "go",
+        "ruff",
+        "pylint",
+        "flake8",
+        "coverage",
+        "hatch",
+        "poetry",
+        "uv",
+        "pre-commit",
+    }
+)
+_CODE_OR_CONFIG = lazy_compile(
+    r"(?:^|/)(?:[^/]*\.(?:py|pyi|pth|ini|cfg|toml|mk|js|mjs|cjs|ts|json|go|rs)|Makefile|"
+    r"GNUmakefile|makefile|\.pdbrc|\.npmrc)$"
+)
+
+
+def _runs_what_it_wrote(units: tuple[Unit, ...]) -> tuple[Unit, ...]:
+    """`echo 'cat .env' > .venv/bin/activate; source .venv/bin/activate`: a unit that
+    runs a file (`source F`, `./F`, `bash F`, `python F`) an earlier unit of the same
+    command wrote runs code nobody reviewed, whatever a literal rule for `source F`
+    says: floored, with a reason consent cannot lift (engine._PATH_FLOORS). So does a
+    runner of project code (`pytest`, `mypy`, `make` …) after a file of code or
+    configuration was written (`> conftest.py; pytest`)."""
+    import msgspec
+
+    written: set[str] = set()
+    code_written = False
+    found: list[Unit] = []
+    for unit in units:
+        head = unit.command.partition(" ")[0]
+        runs = head in _RUNNERS_OF_FILES or "/" in head
+        runner = head in _PROJECT_RUNNERS or (head.startswith("python") and " -m " in unit.command)
+        if (runs or runner) and written:
+            here = unit.cwd or ""
+            if (runner and code_written) or any(
+                os.path.normpath(os.path.join(here, p)) in written for p in unit.reads
+            ):
+                reason = WRITTEN_EARLIER
+                if unit.floor_reason:
+                    reason = f"{unit.floor_reason}; {reason}"
+                unit = msgspec.structs.replace(unit, floor=Action.ASK, floor_reason=reason)
+        written.update(os.path.normpath(os.path.join(unit.cwd or "", p)) for p in unit.writes)
+        code_written = code_written or any(_CODE_OR_CONFIG.search(p) for p in unit.writes)
+        found.append(unit)
+    return tuple(found)
 
 
 # Text that changes what `cd`, `pushd` and `popd` do for the whole command (a function

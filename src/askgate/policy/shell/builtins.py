@@ -8,7 +8,7 @@ from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.shell.base import Frame
 from askgate.policy.shell.commands import CommandMixin
 from askgate.policy.shell.cwd import Cwd
-from askgate.policy.shell.pathargs import FILE_TESTS
+from askgate.policy.shell.pathargs import FILE_TESTS, Paths, operand_value
 from askgate.policy.shell.variables import declaration_floors
 from askgate.policy.shell.words import Node, Word, synthetic
 
@@ -28,9 +28,10 @@ class BuiltinMixin(CommandMixin):
                  "variable_assignment"]  # fmt: skip
         redirects = self.redirects(tail, state, frame)
         floors.extend(redirects.floors)
-        if floors or tail:
+        named = _exported_paths(texts) if _EXPORTS.search(self.src) else None
+        if floors or tail or named is not None:
             self.add_unit(" ".join(texts), (), redirects.reads, redirects.writes, floors, frame,
-                          state, "assignment")  # fmt: skip
+                          state, "assignment", paths=named)  # fmt: skip
 
     def declaration(self, node: Node, state: Cwd, frame: Frame, tail: Sequence[Node]) -> None:
         self.visited.add(node.id)
@@ -51,7 +52,7 @@ class BuiltinMixin(CommandMixin):
         redirects = self.redirects(tail, state, frame)
         floors.extend(redirects.floors)
         self.add_unit(" ".join(texts), (), redirects.reads, redirects.writes, floors, frame,
-                      state)  # fmt: skip
+                      state, paths=_exported_paths(texts[1:]))  # fmt: skip
 
     def _loose_words(
         self, nodes: Sequence[Node], state: Cwd, frame: Frame, floors: list[str]
@@ -141,3 +142,19 @@ class BuiltinMixin(CommandMixin):
         if "$" in body or "`" in body or _IDENTIFIER.search(body):
             floors.append("arithmetic on variables can run commands hidden in their values")
         self.add_unit(text, (), (), (), floors, frame, state, "arithmetic")
+
+
+# A command that exports variables: `export`, `declare|typeset -x`, `set -a`, allexport.
+_EXPORTS = lazy_compile(rb"\bexport\b|\b(?:declare|typeset|local)\s+-\w*x|\bset\s+-\w*a|allexport")
+
+
+def _exported_paths(texts: Sequence[str]) -> Paths | None:
+    """`export GIT_TRACE=~/.bashrc`: a program may write (git's trace) or read the file a
+    variable in its environment names, so each `NAME=path` value is an argument of
+    unknown role of the unit that sets it (a read, and a write that only tightens)."""
+    paths = Paths()
+    for text in texts:
+        value = operand_value(Word(text, text))
+        if value is not None:
+            paths.operand(value)
+    return paths if paths.operands else None

@@ -171,6 +171,8 @@ def _plain_unit(
         for path in form.writes:
             paths.write(path)
         paths.recursive.extend(form.recursive)
+        for path in form.recursive_writes:
+            paths.recursive_write(path)
     elif slash:
         base_form = join_words([Word(base, base), *args])
         if in_system_dir:
@@ -698,6 +700,8 @@ class CommandMixin(RedirectMixin):
             for path in form.writes:
                 paths.write(path)
             paths.recursive.extend(form.recursive)
+            for path in form.recursive_writes:
+                paths.recursive_write(path)
             if form.stripped:
                 alternates.append(text)
                 text = join_words(form.argv)
@@ -710,7 +714,10 @@ class CommandMixin(RedirectMixin):
             collect(name, args, paths)
         if name in _NAME_BUILTINS:
             for word in _variable_names(name, primary):
-                if name not in ("test", "["):
+                if word.dynamic is not None:
+                    # `printf -v "$x" 1` with x='a[$(cmd)]': bash evaluates the subscript.
+                    floors.append(f"`{name}` names a variable only known at run time")
+                elif name not in ("test", "["):
                     floors.extend(name_floors(word.text, name))
                 elif "[" in word.text:
                     floors.append(f"`{name}` with an array subscript evaluates it as arithmetic")

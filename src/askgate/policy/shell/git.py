@@ -60,11 +60,14 @@ def _runs_program(option: str, word: str) -> bool:
 class GitForm:
     """git with its global options removed, and what those options did."""
 
-    __slots__ = ("argv", "cwd", "floors", "reads", "recursive", "stripped", "writes")
+    __slots__ = (
+        "argv", "cwd", "floors", "reads", "recursive", "recursive_writes", "stripped", "writes",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.writes: list[str] = []  # `git init [DIR]`: the repository it creates
         self.recursive: list[str] = []  # trees read whole (git archive, git grep)
+        self.recursive_writes: list[str] = []  # git apply, git format-patch -o D
         self.argv: list[Word] = []
         self.cwd: list[Word] = []
         self.reads: list[str] = []
@@ -166,6 +169,9 @@ def _object_paths(rest: Sequence[Word], form: GitForm) -> None:
         return
     if rest[0].text in _WHOLE_TREE:
         form.recursive.append(".")
+    form.recursive.extend(_staged_trees(rest))
+    _patch_targets(rest, form)
+    _listing_that_changes(rest, form)
     if rest[0].text == "init":
         # An implicit target: without a directory, git init writes .git in the cwd.
         operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
@@ -177,3 +183,118 @@ def _object_paths(rest: Sequence[Word], form: GitForm) -> None:
         match = _OBJECT_PATH.match(text)
         if match and not text.startswith(("http:", "https:", "ssh:", "git@")):
             form.reads.append(match.group(1))
+
+
+def _staged_trees(rest: Sequence[Word]) -> list[str]:
+    """`git add -A`, `git add .`, `git add DIR`, `git stash -u` copy the content of every
+    file below a directory into .git/objects (where `git diff --cached` or `git log -p`
+    print it): recursive reads. `git add -u` and `git stash` alone take tracked files."""
+    sub = rest[0].text
+    if sub == "diff" and any(w.text == "--no-index" for w in rest[1:]):
+        # `git diff --no-index DIR1 DIR2` compares two trees on disk, printing both.
+        return [w.text for w in rest[1:] if not w.text.startswith("-")]
+    if sub not in ("add", "stash"):
+        return []
+    options = [w.text for w in rest[1:] if w.text.startswith("-") and w.text != "--"]
+    operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
+    if sub == "stash":
+        untracked = any(
+            o in ("--include-untracked", "--all")
+            or (not o.startswith("--") and ("u" in o or "a" in o))
+            for o in options
+        )
+        return ["."] if untracked else []
+    if operands:
+        return [o for o in operands if not o.startswith(":")] or ["."]
+    every = any(
+        o in ("--all", "--no-ignore-removal") or (not o.startswith("--") and "A" in o)
+        for o in options
+    )
+    return ["."] if every else []
+
+
+def _option_value(rest: Sequence[Word], names: tuple[str, ...], short: str = "") -> list[str]:
+    """The values of `--name=V`, `--name V` (and `-oV`, `-o V` for `short`)."""
+    found: list[str] = []
+    for index, word in enumerate(rest):
+        text = word.text
+        following = rest[index + 1].text if index + 1 < len(rest) else None
+        name, eq, value = text.partition("=")
+        if name in names:
+            if eq:
+                found.append(value)
+            elif following is not None:
+                found.append(following)
+        elif short and text.startswith(short) and not text.startswith("--"):
+            if len(text) > len(short):
+                found.append(text[len(short) :])
+            elif following is not None:
+                found.append(following)
+    return found
+
+
+def _patch_targets(rest: Sequence[Word], form: GitForm) -> None:
+    """Writers into directories the input chooses names in: `git apply` writes the files
+    its patch names below the working tree (`--directory=D` below D), `git am` the same,
+    `git format-patch -o D` writes D/0001-….patch; each directory is written with
+    everything below it. `--unsafe-paths` lets the patch name paths outside the tree."""
+    sub = rest[0].text
+    if sub == "mv":
+        # As mv: every source disappears (a write) and lands in the target (`git mv src
+        # .claude` writes .claude/src; `git mv x CLAUDE.md` writes CLAUDE.md).
+        operands = [w.text for w in rest[1:] if not w.text.startswith("-") and w.static]
+        for source in operands[:-1]:
+            form.writes.append(source)
+            form.recursive_writes.append(source)
+            if len(operands) > 1:
+                landed = f"{operands[-1].rstrip('/')}/{source.rstrip('/').rpartition('/')[2]}"
+                form.writes.append(landed)
+                form.recursive_writes.append(landed)
+        if operands:
+            form.writes.append(operands[-1])
+            form.recursive_writes.append(operands[-1])
+        return
+    if sub in ("apply", "am"):
+        texts = [w.text for w in rest[1:]]
+        if any(t.startswith("--unsafe") for t in texts):
+            form.floors.append("git apply --unsafe-paths writes wherever the patch says")
+        listing = any(t in ("--stat", "--numstat", "--summary", "--check") for t in texts)
+        if not listing or "--apply" in texts:
+            directories = _option_value(rest[1:], ("--directory",)) or ["."]
+            form.writes.extend(directories)
+            form.recursive_writes.extend(directories)
+    elif sub == "format-patch":
+        for directory in _option_value(rest[1:], ("--output-directory",), "-o"):
+            form.writes.append(directory)
+            form.recursive_writes.append(directory)
+
+
+# `git branch -v *`, `git tag -l *` are listing rules (the read-only profile has them);
+# git also accepts a changing option beside the listing one (`git branch -v -D main`).
+_LISTING = {"branch": ("-v", "-vv", "--list", "-l", "-a", "-r", "--all", "--remotes",
+                       "--show-current", "--verbose", "--contains", "--merged"),
+            "tag": ("-l", "--list", "-n", "--contains", "--merged")}  # fmt: skip
+_CHANGING = {
+    "branch": frozenset("dDmMcCfu"),
+    "tag": frozenset("dfasum"),
+}
+_CHANGING_LONG = ("--delete", "--move", "--copy", "--force", "--set-upstream-to",
+                  "--unset-upstream", "--edit-description", "--track", "--annotate",
+                  "--sign", "--message", "--file", "--local-user", "--create-reflog")  # fmt: skip
+
+
+def _listing_that_changes(rest: Sequence[Word], form: GitForm) -> None:
+    sub = rest[0].text
+    if sub not in _LISTING:
+        return
+    options = [w.text for w in rest[1:] if w.text.startswith("-")]
+    if not any(o.split("=")[0] in _LISTING[sub] for o in options):
+        return
+    for option in options:
+        name = option.split("=")[0]
+        changing = any(name == long or (len(name) > 3 and long.startswith(name))
+                       for long in _CHANGING_LONG) if name.startswith("--") else bool(
+            set(name[1:]) & _CHANGING[sub])  # fmt: skip
+        if changing:
+            form.floors.append(f"git {sub} {option} changes refs beside a listing option")
+            return

@@ -619,6 +619,18 @@ def _git_remote(word: str) -> NetTarget | bool | None:
 
 
 def _git(words: Sequence[str], cwd: str) -> Targets:
+    found = _git_globals(words, cwd)
+    if found is None:
+        return [Unknown]  # `-c url.X.insteadOf=…` rewrites every URL
+    index, directory, git_dir = found
+    if index >= len(words):
+        return []
+    return _git_subcommand(words[index], list(words[index + 1 :]), directory, git_dir)
+
+
+def _git_globals(words: Sequence[str], cwd: str) -> tuple[int, str, str | None] | None:
+    """(index of the subcommand, the directory `-C` moves to, `--git-dir`), or None when
+    a `-c` option rewrites URLs (`url.*.insteadOf`)."""
     index = 0
     git_dir: str | None = None
     directory = cwd
@@ -626,28 +638,33 @@ def _git(words: Sequence[str], cwd: str) -> Targets:
         name, eq, attached = words[index].partition("=")
         value = attached if eq else (words[index + 1] if index + 1 < len(words) else "")
         if name == "-c" and "insteadof" in value.lower():
-            return [Unknown]
+            return None
         if name == "-C" and value:
             directory = os.path.join(directory, value)
         if name == "--git-dir" and value:
             git_dir = os.path.join(directory, value)
         index += 1 if eq or name not in _GIT_GLOBAL_VALUES else 2
-    if index >= len(words):
-        return []
-    sub, rest = words[index], list(words[index + 1 :])
-    if sub in ("submodule",) and rest[:1] and rest[0] in ("add", "update", "sync", "foreach"):
+    return index, directory, git_dir
+
+
+_GIT_NETWORK = frozenset({"clone", "fetch", "pull", "push", "ls-remote"})
+
+
+def _git_subcommand(sub: str, rest: list[str], directory: str, git_dir: str | None) -> Targets:
+    """The hosts `git SUB REST…` talks to."""
+    if sub == "submodule" and rest[:1] and rest[0] in ("add", "update", "sync", "foreach"):
         return [Unknown]  # the URLs are in .gitmodules (or the command runs a script)
     if sub == "archive":
         remotes = [w.partition("=")[2] for w in rest if w.startswith("--remote=")]
         return [_named_or_url(r, directory, git_dir) for r in remotes]
     if sub == "remote":
         return [Unknown] if "-f" in rest or rest[:1] == ["update"] else []
-    if sub not in ("clone", "fetch", "pull", "push", "ls-remote"):
+    if sub not in _GIT_NETWORK:
         return []
     options, operands = _options(rest, _GIT_VALUES)
     if sub == "clone":
         return [_named_or_url(operands[0], directory, git_dir)] if operands else [Unknown]
-    if any(name == "--all" or name == "--multiple" for name, _ in options):
+    if any(name in ("--all", "--multiple") for name, _ in options):
         return [Unknown]
     remote = operands[0] if operands else "origin"
     return [_named_or_url(remote, directory, git_dir)]

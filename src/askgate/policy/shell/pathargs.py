@@ -10,6 +10,7 @@ outside the project costs an external-directory prompt, so pattern arguments
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -140,6 +141,12 @@ _CHMOD_MODE = lazy_compile(r"^-[rwxXstugoa]+$")
 _SUBSTITUTION = lazy_compile(r"\$\(|`|<\(|>\(")
 
 
+def _only_glob(word: Word) -> bool:
+    """An unquoted glob and nothing else only known at run time (`.e*`, not `$D/*`)."""
+    reason = word.dynamic or ""
+    return reason.startswith("glob in") and ";" not in reason
+
+
 def _is_path(text: str) -> bool:
     """Worth reporting: not a pseudo-device, not find's `{}`, not a command's output."""
     return (
@@ -215,6 +222,12 @@ class Paths:
         operands = self.operands
         for word in words:
             text = word.text
+            if _only_glob(word):
+                # `git diff --no-index .e* x`: an unquoted glob names what it expands to
+                # (the engine expands it, shell/globs.py): those names are operands too.
+                operands.append(text)
+                previous = ""
+                continue
             if word.dynamic is None and text.isalnum():
                 # The common case (`status`, `HEAD`, `5`): no path syntax, and the word
                 # itself is the operand (what the general steps below make of it).
@@ -298,7 +311,14 @@ def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> Non
         words, spec.short_value, spec.long_value, permute=True, optional_value=spec.optional_value
     )
     _option_paths(result, spec, paths)
+    if spec.kind == "opaque":
+        # Every word is of unknown role (as for a program with no spec); only the
+        # option checks below say more (`mypy --python-executable`, `date -s`).
+        _option_checks(name, spec, result, result.operands, paths)
+        paths.unknown(args)
+        return
     operands = _spec_operands(name, spec, result, words, paths)
+    _option_checks(name, spec, result, operands, paths)
     recursive = bool(spec.recursive) and result.has(*spec.recursive)
     kind = spec.kind
     if kind == "read" and spec.in_place and result.has(*spec.in_place):
@@ -326,6 +346,33 @@ def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> Non
     if first is not None:
         # An option the spec does not name: its value and what follows may be anything.
         paths.unknown(words[first:])
+
+
+def _option_checks(
+    name: str, spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths
+) -> None:
+    if spec.changes or spec.changes_with:
+        _system_changes(name, spec, result, operands, paths)
+    for option, _ in result.options if spec.widens else ():
+        if option in spec.widens:
+            # `ruff check --extension=env:python .` reads (and quotes) `.env`.
+            paths.floors.append(f"`{name} {option}` makes it read files no operand names")
+            break
+
+
+def _system_changes(
+    name: str, spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths
+) -> None:
+    """A read-only tool with a mutating option or operand (`date -s`, `hostname NAME`,
+    `sysctl -w`, `ip link set`) changes the machine: ask, whatever allows `date *`."""
+    for option, _ in result.options:
+        if option in spec.changes:
+            paths.floors.append(f"`{name} {option}` changes the system, not only reads it")
+            return
+    for word in operands:
+        if any(fnmatch.fnmatchcase(word.text, p) for p in spec.changes_with) or not word.static:
+            paths.floors.append(f"`{name} {word.text}` changes the system, not only reads it")
+            return
 
 
 def _canonical(args: Sequence[Word], spec: Spec) -> Sequence[Word]:
@@ -437,6 +484,23 @@ def _copy(spec: Spec, result: Scan, operands: list[Word], recursive: bool, paths
             paths.write(landed)
             if recursive or moving:
                 paths.recursive_write(landed)
+    _backups(result, paths)
+
+
+def _backups(result: Scan, paths: Paths) -> None:
+    """`cp -b -S .md x CLAUDE`: the file replaced is kept as `CLAUDE.md` (findings-22
+    #14), so every written name + suffix is written too (`~` unless -S/--suffix)."""
+    if not result.has("-b", "-S", "--suffix") and not any(
+        o.startswith("--backup") for o, _ in result.options
+    ):
+        return
+    suffixes = [w.text for w in result.values("-S", "--suffix")] or ["~"]
+    for written in list(paths.writes):
+        for suffix in suffixes:
+            if "/" in suffix or not suffix:
+                paths.floors.append(f"the backup suffix {suffix!r} names another directory")
+                continue
+            paths.write(written.rstrip("/") + suffix)
 
 
 def _implicit(spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths) -> None:
@@ -610,8 +674,11 @@ def _tar(args: Sequence[Word], paths: Paths) -> None:
     directories = result.values("-C", "--directory")
     for value in directories:
         (paths.write if mode == "extract" else paths.read)(value.text)
+        if mode == "extract":  # the archive names the files: anything below may change
+            paths.recursive_write(value.text)
     if mode == "extract" and not directories and not result.has("-O", "--to-stdout"):
         paths.write(".")
+        paths.recursive_write(".")
     if mode == "extract" and (
         result.has("-P") or any(o.startswith("--abs") for o, _ in result.options)
     ):
@@ -647,8 +714,10 @@ def _zip(name: str, args: Sequence[Word], paths: Paths) -> None:
     targets = result.values("-d")
     for value in targets:
         paths.write(value.text)
+        paths.recursive_write(value.text)  # the archive names the files below it
     if not listing and not targets:
         paths.write(".")
+        paths.recursive_write(".")
 
 
 def _jq(name: str, args: Sequence[Word], paths: Paths) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 PROGRAMS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "builtin", "programs")
-KINDS = frozenset({"read", "write", "copy", "move", "link", "none", "ignore", "unknown"})
+KINDS = frozenset({"read", "write", "copy", "move", "link", "none", "ignore", "unknown", "opaque"})
 
 
 class ProgramSpecError(ValueError):
@@ -51,7 +51,8 @@ class Spec(NamedTuple):
     it disappears), "link" (as copy), "none" (operands only when they look like paths),
     "ignore" (operands are never local paths: ssh's host and remote command), "unknown"
     (every word is of unknown role, as for a program with no spec: a spec that only says
-    `network` or `floor`).
+    `network` or `floor`), "opaque" (as "unknown", every word of unknown role, but the
+    spec's option checks apply: `code`, `widens`, `changes`, `floor`).
     pattern: the first operand is a pattern/program unless an option in `pattern_opts`
     supplied it. skip: leading operands that are not paths (chmod MODE).
     flags/long_flags: the options known to take no value; None when the spec names no
@@ -85,13 +86,17 @@ class Spec(NamedTuple):
     implicit: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (option or "", paths written)
     floor: str | None = None  # why the program is always ask
     network: bool = False  # it talks to other machines (a secret given to it leaves)
+    changes: frozenset[str] = frozenset()  # options that change the system (`date -s`)
+    changes_with: tuple[str, ...] = ()  # operand patterns that do (`hostname NAME`: `*`)
+    widens: frozenset[str] = frozenset()  # options that make it read files nobody named
 
 
 _FIELDS = {
     "kind", "also", "values", "flags", "optional", "reads", "writes", "into", "code",
     "scripts", "in_place", "names_from", "recursive", "no_target", "code_operands",
     "pattern", "skip", "remote", "assignments", "modes", "lands", "variables", "implicit", "floor",
-    "examples", "note", "network",
+    "examples", "note", "network", "changes", "changes_with",
+    "widens",
 }  # fmt: skip
 _EXAMPLE_FIELDS = {"run", "reads", "writes", "operands", "recursive", "recursive_writes",
                    "floor"}  # fmt: skip
@@ -153,7 +158,7 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
 
     # Every option of a category that names a file, a directory or a program takes a
     # value (unless it is listed as taking one only when attached).
-    for key in ("reads", "writes", "into", "code", "scripts", "names_from"):
+    for key in ("reads", "writes", "into", "code", "scripts", "names_from", "widens"):
         short, long = _options(table.get(key, ""), f"{where}.{key}")
         optional = category("optional")
         short_value += "".join(c for c in short if c not in short_value and f"-{c}" not in optional)
@@ -186,6 +191,9 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
         implicit=tuple((option, tuple(written)) for option, written in implicit.items()),
         floor=floor,
         network=bool(table.get("network", False)),
+        changes=category("changes"),
+        widens=category("widens"),
+        changes_with=_strings(table.get("changes_with", []), f"{where}.changes_with") or (),
     )
 
 

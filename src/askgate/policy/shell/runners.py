@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from askgate.policy.lazy_regex import lazy_compile
+from askgate.policy.shell import exec_options
 from askgate.policy.shell.sedscript import runs_commands, sed_scripts
 from askgate.policy.shell.words import Word
 
@@ -124,26 +125,7 @@ def _inner(
     return words or None
 
 
-_EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
-    "tar": ("--to-command", "--use-compress-program", "-I", "--checkpoint-action", "--info-script",
-            "-F", "--new-volume-script", "--rsh-command", "--rmt-command"),
-    "rsync": ("-e", "--rsh", "--rsync-path"),
-    "scp": ("-S",),
-    "sftp": ("-S", "-D"),
-    "zip": ("-TT", "--unzip-command"),
-    "sort": ("--compress-program",),
-    "man": ("-P", "--pager", "-H", "--html"),
-    "wget": ("-e", "--execute", "--use-askpass"),
-    "tcpdump": ("-z",),
-    "make": ("--eval", "-E"),
-    "gmake": ("--eval", "-E"),
-    "gdb": ("-ex", "-iex", "--eval-command", "--init-eval-command", "-x", "--command", "-ix",
-            "--init-command"),
-    "lldb": ("-o", "--one-line", "-O", "--one-line-before-file", "-s", "--source", "-S",
-             "--source-before-file", "-k", "--one-line-on-crash"),
-    "expect": ("-c",),
-    "rg": ("--pre",),
-}  # fmt: skip
+# Options that run programs: data in policy/builtin/exec-options.toml (exec_options.py).
 _EDITORS = frozenset({"vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim"})
 _EDITOR_OPTIONS = ("-c", "--cmd", "-S", "-s", "-u", "--startuptime")
 _SSH_LIKE = frozenset({"scp", "sftp", "rsync"})
@@ -169,7 +151,7 @@ _SEDS = ("sed", "gsed")
 
 def exec_option_floor(name: str, args: Sequence[Word]) -> str | None:
     """Why `name args` runs another program through an option, or None."""
-    options = _EXEC_OPTIONS.get(name)
+    options = exec_options.options_for(name)
     if options is not None:
         found = _exec_option(name, args, options)
         if found:
@@ -290,6 +272,13 @@ _AWK_VALUED = "fvFileE"
 # Every name container_run_forms, runner_inner or exec_option_floor can answer for:
 # for any other name they find nothing (commands.py skips them).
 RUNNER_OR_EXEC_NAMES = frozenset(
-    {*_CONTAINER_RUN, *_RUNNERS, *(name for name, _, _ in _ALSO), *_EXEC_OPTIONS, *_SSH_LIKE,
+    {*_CONTAINER_RUN, *_RUNNERS, *(name for name, _, _ in _ALSO), *exec_options.names(), *_SSH_LIKE,
      *_EDITORS, *_AWKS, *_SEDS, "less"}
 )  # fmt: skip
+
+
+def _example_runs(name: str, words: list[str], options: tuple[str, ...]) -> str | None:
+    return _exec_option(name, [Word(w, w) for w in words], options)
+
+
+exec_options.example_checker = _example_runs  # a table's examples run when it loads

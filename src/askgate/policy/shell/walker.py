@@ -49,6 +49,22 @@ _RESERVED_WORD = lazy_compile(
 _INERT_QUOTED = lazy_compile(rb"'[^']*'|\"[^\"$`\\]*\"")
 
 
+# A value `while read f` may stand for: plain characters only (bash prints them as written).
+_PLAIN_VALUE = re.compile(r"~?[A-Za-z0-9._/+,:@=-]*")
+_MAX_READ_VALUES = 16
+
+
+def _sets_variable(name: str, body: str) -> bool:
+    """Whether a loop body may set `name` (then `$name` is not the loop's value)."""
+    return bool(
+        re.search(
+            rf"\b{re.escape(name)}\+?=|\b(?:read|mapfile|readarray|getopts|printf|declare|"
+            rf"local|typeset|export|let|unset|eval|source)\b|\.\s",
+            body,
+        )
+    )
+
+
 def _flat_command_bound(src: bytes) -> int:
     """At most how many command-like nodes src parses into; -1 when that is not obvious."""
     if (b"'" in src or b'"' in src) and b"<<" not in src:
@@ -132,6 +148,7 @@ class Walker(BuiltinMixin):
         self.visited: set[int] = set()
         self.nesting = 0
         self.piped_text: str | None = None
+        self.piped_lines: list[str] | None = None  # the lines it prints, when exactly known
         self.shallow = False  # set by sweep(): substitutions are handled one by one
         self.clean = False  # the tree parsed without errors (set by program())
         # `for f in src/*.py`: inside the body, `$f` stands for this word (loop_variable).
@@ -324,7 +341,28 @@ class Walker(BuiltinMixin):
             # tree-sitter hangs `a && b > f` on the whole list; bash gives it to `b`.
             self.statement(body, state, frame, piped, redirects)
         else:
-            self.statement(body, state, self.inherit(redirects, state, frame), piped)
+            inherited = self.inherit(redirects, state, frame)
+            lines = self.substituted_lines(body, redirects)
+            if lines is not None:
+                self.piped_lines = lines  # `while read f; …; done < <(printf …)`
+            try:
+                self.statement(body, state, inherited, piped)
+            finally:
+                if lines is not None:
+                    self.piped_lines = None
+
+    def substituted_lines(self, body: Node, redirects: Sequence[Node]) -> list[str] | None:
+        """`while …; done < <(echo WORDS)`: the lines of a literal producer."""
+        if body.type != "while_statement" or len(redirects) != 1:
+            return None
+        redirect = redirects[0]
+        if redirect.type != "file_redirect" or not self.text(redirect).startswith("<"):
+            return None
+        target = redirect.child_by_field_name("destination")
+        if target is None or target.type != "process_substitution":
+            return None
+        inner = [c for c in target.children if c.is_named and c.type != "comment"]
+        return self.static_lines(inner[0]) if len(inner) == 1 else None
 
     def inherit(self, redirects: Sequence[Node], state: Cwd, frame: Frame) -> Frame:
         """Redirects of a compound statement belong to every command inside it."""
@@ -357,9 +395,11 @@ class Walker(BuiltinMixin):
         if frame.context == "command":
             frame = in_context(frame, "pipeline")
         previous_output: str | None = None
+        previous_lines: list[str] | None = None
         for index, stage in enumerate(stages):
             last = index == len(stages) - 1
             self.piped_text = previous_output if index > 0 else None
+            self.piped_lines = previous_lines if index > 0 else None
             # Every stage runs in its own subshell: a cd there does not leak (except
             # the last one under `shopt -s lastpipe`).
             stage_state = state if last and self.sink.lastpipe else state.copy()
@@ -368,7 +408,9 @@ class Walker(BuiltinMixin):
             if before is not None and not state.same(before) and state.fallible != before.fallible:
                 state.union([before])
             self.piped_text = None
+            self.piped_lines = None
             previous_output = self.static_output(stage) if not last else None
+            previous_lines = self.static_lines(stage) if not last else None
 
     def static_output(self, stage: Node) -> str | None:
         """What `echo 'literal'`, `printf 'literal'` or `cat <<EOF` print, when it is fixed."""
@@ -394,6 +436,49 @@ class Walker(BuiltinMixin):
             info = self.redirects(heredocs, Cwd(), Frame())
             return info.stdin_text
         return " ".join(w.text for w in argv if not w.text.startswith("-"))
+
+    def static_lines(self, stage: Node) -> list[str] | None:
+        """The lines `echo WORDS` or `printf '%s\\n' WORDS` print, when they are exactly the
+        words as written: no options, escapes, quotes or expansions (anything else, and
+        any other producer: None, the lines are unknown)."""
+        if stage.type != "command" or not self.src.startswith(
+            (b"echo ", b"printf "), stage.start_byte
+        ):
+            return None
+        name = stage.child_by_field_name("name")
+        if name is None or name.text not in (b"echo", b"printf"):
+            return None
+        parts = [c for c in stage.children if c.is_named and c.type != "command_name"]
+        argv = self.words(parts, Cwd(), Frame())
+        if not argv or any(not w.static for w in argv):
+            return None
+        if name.text == b"printf":
+            if argv[0].text != "%s\\n":
+                return None
+            argv = argv[1:]
+        if len(argv) > _MAX_READ_VALUES or any(
+            w.source != w.text or w.text[:1] == "-" or not _PLAIN_VALUE.fullmatch(w.text)
+            for w in argv
+        ):
+            return None
+        if name.text == b"echo":
+            return [" ".join(w.text for w in argv)] if argv else None
+        return [w.text for w in argv]
+
+    def read_variable(self, node: Node) -> str | None:
+        """`while read [-r] NAME` (one variable, nothing else): NAME."""
+        condition = node.child_by_field_name("condition")
+        if condition is None or condition.type != "command":
+            return None
+        name = condition.child_by_field_name("name")
+        if name is None or name.text != b"read":
+            return None
+        args = [self.text(c) for c in condition.children if c.is_named and c.type != "command_name"]
+        if args[:1] == ["-r"]:
+            args = args[1:]
+        if len(args) != 1 or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", args[0]):
+            return None
+        return args[0]
 
     # -- control flow -------------------------------------------------------------
 
@@ -471,11 +556,7 @@ class Walker(BuiltinMixin):
         word = self.words(values, Cwd(), Frame())
         if len(word) != 1 or not (word[0].static or (word[0].dynamic or "").startswith("glob")):
             return None
-        if ";" in (word[0].dynamic or "") or re.search(
-            rf"\b{re.escape(name)}\+?=|\b(?:read|mapfile|readarray|getopts|printf|declare|"
-            rf"local|typeset|export|let|unset|eval|source)\b|\.\s",
-            self.text(body),
-        ):
+        if ";" in (word[0].dynamic or "") or _sets_variable(name, self.text(body)):
             return None
         return name, word[0]
 
@@ -490,6 +571,24 @@ class Walker(BuiltinMixin):
             reason = "arithmetic loops evaluate variables, which can run commands"
             self.add_unit(text, (), (), (), [reason], frame, state, "arithmetic")
         loop_value = self.loop_variable(node, state, frame)
+        lines = self.piped_lines if node.type == "while_statement" else None
+        if lines:
+            # `printf '%s\\n' a b | while read f; do …; done`: the body runs once per line,
+            # `$f` standing for it (from any other producer `$f` stays unknown: ask).
+            variable = self.read_variable(node)
+            body = node.child_by_field_name("body")
+            if (
+                variable is not None
+                and body is not None
+                and not _sets_variable(variable, self.text(body))
+            ):
+                self.piped_lines = None
+                for index, child in enumerate(node.children):
+                    if node.field_name_for_child(index) == "condition":
+                        self.statement(child, state, frame, piped)
+                for line in lines:
+                    self.bound_body(body, variable, Word(line, line), state, frame, piped)
+                return
         for index, child in enumerate(node.children):
             kind = child.type
             if kind == "select":
@@ -504,17 +603,23 @@ class Walker(BuiltinMixin):
             elif field == "variable":
                 continue
             elif field == "body" and loop_value is not None:
-                previous = self.loop_values.get(loop_value[0])
-                self.loop_values[loop_value[0]] = loop_value[1]
-                try:
-                    self.statement(child, state, frame, piped)
-                finally:
-                    if previous is None:
-                        del self.loop_values[loop_value[0]]
-                    else:
-                        self.loop_values[loop_value[0]] = previous
+                self.bound_body(child, loop_value[0], loop_value[1], state, frame, piped)
             else:
                 self.statement(child, state, frame, piped)
+
+    def bound_body(
+        self, body: Node, name: str, value: Word, state: Cwd, frame: Frame, piped: bool
+    ) -> None:
+        """Walk a loop body with `$name` standing for `value`."""
+        previous = self.loop_values.get(name)
+        self.loop_values[name] = value
+        try:
+            self.statement(body, state, frame, piped)
+        finally:
+            if previous is None:
+                del self.loop_values[name]
+            else:
+                self.loop_values[name] = previous
 
     def function(self, node: Node, state: Cwd, frame: Frame) -> None:
         """A function body's commands are units where it is defined (calls are not traced)."""
