@@ -361,10 +361,8 @@ def test_a_new_pth_file_in_the_user_site_does_not_run_in_pythons_outside(
     "name",
     [
         "src/.claude/settings.json",
-        "src/.claude/settings.local.json",
         "src/.codex/config.toml",
         "src/.gemini/settings.json",
-        "src/.pi/settings.json",
     ],
 )
 def test_init_policy_a_registration_file_cannot_be_created_below_the_root(
@@ -389,9 +387,7 @@ def test_init_policy_a_registration_file_cannot_be_created_below_the_root(
     [
         # Claude Code runs a file from here before every Bash command, unasked.
         ".claude/shell-snapshots/snapshot-bash-1-abc.sh",
-        ".claude/session-env/1/env.sh",
         ".claude.json",  # mcpServers: stdio commands started with the next session
-        ".claude/plugins/installed_plugins.json",
         ".bash_aliases",  # Debian's .bashrc sources it
         ".local/bin/git",  # ahead of /usr/bin on the user's PATH
     ],
