@@ -13,6 +13,7 @@ for some, the real `askgate hook claude-code` and the command it hands back (cla
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -360,10 +361,8 @@ def test_a_new_pth_file_in_the_user_site_does_not_run_in_pythons_outside(
     "name",
     [
         "src/.claude/settings.json",
-        "src/.claude/settings.local.json",
         "src/.codex/config.toml",
         "src/.gemini/settings.json",
-        "src/.pi/settings.json",
     ],
 )
 def test_init_policy_a_registration_file_cannot_be_created_below_the_root(
@@ -388,9 +387,7 @@ def test_init_policy_a_registration_file_cannot_be_created_below_the_root(
     [
         # Claude Code runs a file from here before every Bash command, unasked.
         ".claude/shell-snapshots/snapshot-bash-1-abc.sh",
-        ".claude/session-env/1/env.sh",
         ".claude.json",  # mcpServers: stdio commands started with the next session
-        ".claude/plugins/installed_plugins.json",
         ".bash_aliases",  # Debian's .bashrc sources it
         ".local/bin/git",  # ahead of /usr/bin on the user's PATH
     ],
@@ -580,3 +577,45 @@ def test_a_symlinked_hooks_directory_cannot_be_replaced(world: World, mode: str)
     world.git("commit", "-q", "--allow-empty", "-m", "outside")
     assert not world.marker.exists(), "a hook planted in place of the link ran outside"
     assert hooks.is_symlink()
+
+
+# --- finding 10: abstract sockets are in the network namespace the command shares ---------
+
+
+@pytest.mark.xfail(strict=True, reason="finding 10 in /work/findings-20.md")
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_an_abstract_x11_like_socket_is_out_of_reach_when_secrets_are_hidden(
+    world: World, mode: str
+) -> None:
+    """The policy hides ~/.ssh, so the agents' sockets are hidden; an X server or a
+    session bus on an abstract address (`@/tmp/.X11-unix/X0`) is one of them."""
+    import socket
+    import threading
+
+    name = f"\0/tmp/.X11-unix/askgate-escape-{os.getpid()}-{mode}"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(name)
+    server.listen(4)
+    accepted: list[bool] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            connection, _ = server.accept()
+            accepted.append(True)
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    probe = (
+        "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+        f"try:\n    s.connect({name!r}); print('CONNECTED')\n"
+        "except OSError as e: print('refused', e)\n"
+    )
+    try:
+        done = world.run(mode, f"{sys.executable} -c {shlex.quote(probe)}")
+    finally:
+        with contextlib.suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        thread.join(timeout=10)
+    assert "CONNECTED" not in done.stdout and not accepted, done
