@@ -555,3 +555,33 @@ def test_cp_backup_suffix_really_plants_the_file(tmp_path: Path) -> None:
     if run.returncode != 0:
         pytest.skip("this cp has no --backup")
     assert "curl" in (tmp_path / "CLAUDE.md").read_text()
+
+
+# finding 16: tree-sitter hangs the words after a redirect's target on the redirect
+REDIRECT_HIDES_OPERANDS = [
+    "cat 2>/dev/null .env",
+    "cat 2>&1 ~/.ssh/id_rsa",
+    "cat >/dev/stdout ~/.ssh/id_rsa",
+    "head 2>/dev/null ~/.ssh/id_rsa",
+    "grep 2>/dev/null . .env",
+    "sed -n 2>/dev/null p .env",
+    "git 2>/dev/null diff --no-index .env x.json",
+    "tee < x.json ~/.bashrc",
+    "tee < x.json -a ~/.bashrc",
+    "cp </dev/null x.json ~/.bashrc",
+]
+
+
+@pytest.mark.parametrize("command", REDIRECT_HIDES_OPERANDS)
+def test_words_after_a_redirect_target_are_the_commands_operands(world, command) -> None:
+    for name in POLICIES:
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+    assert _decide(world, "permissive", command).action is Action.DENY, command
+
+
+def test_cat_after_a_redirect_really_prints_the_secret(world) -> None:
+    run = subprocess.run(["bash", "-c", "cat 2>/dev/null .env"], cwd=str(world["root"]),
+                         capture_output=True, text=True)  # fmt: skip
+    assert SECRET in run.stdout
+    assert _decide(world, "permissive", "cat 2>/dev/null .env").action is Action.DENY
