@@ -344,6 +344,12 @@ FINDINGS = {
         "git diff --no-index -- .e?v /dev/null",
         "openssl base64 -in .e*",
         "basenc --base64 conf/.e*",
+        "perl -ne print .e*",
+        "perl -pi -e 's/^/x/' ~/.bash*",
+        "cpp .e*",
+        "mypy .[e]nv",
+        "ruff check .en?",
+        "git grep --no-index -e S .e*",
     ],
     "2 git diff --no-index reads both trees": [
         "mkdir -p e; git diff --no-index e ~",
