@@ -494,7 +494,6 @@ def test_an_option_that_runs_a_program_asks(world, command: str) -> None:
 FINDINGS_LATER = {
     "12 more instruction, config and start-up files": [
         "echo x >> .claude/skills/x/SKILL.md",
-        "cp x.json .mcp.json",
         "echo x > .windsurfrules",
         "echo x > .clinerules",
         "echo x > .aider.conf.yml",
