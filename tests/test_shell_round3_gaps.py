@@ -344,6 +344,12 @@ FINDINGS = {
         "git diff --no-index -- .e?v /dev/null",
         "openssl base64 -in .e*",
         "basenc --base64 conf/.e*",
+        "perl -ne print .e*",
+        "perl -pi -e 's/^/x/' ~/.bash*",
+        "cpp .e*",
+        "mypy .[e]nv",
+        "ruff check .en?",
+        "git grep --no-index -e S .e*",
     ],
     "2 git diff --no-index reads both trees": [
         "mkdir -p e; git diff --no-index e ~",
@@ -488,7 +494,6 @@ def test_an_option_that_runs_a_program_asks(world, command: str) -> None:
 FINDINGS_LATER = {
     "12 more instruction, config and start-up files": [
         "echo x >> .claude/skills/x/SKILL.md",
-        "cp x.json .mcp.json",
         "echo x > .windsurfrules",
         "echo x > .clinerules",
         "echo x > .aider.conf.yml",
@@ -555,3 +560,33 @@ def test_cp_backup_suffix_really_plants_the_file(tmp_path: Path) -> None:
     if run.returncode != 0:
         pytest.skip("this cp has no --backup")
     assert "curl" in (tmp_path / "CLAUDE.md").read_text()
+
+
+# finding 16: tree-sitter hangs the words after a redirect's target on the redirect
+REDIRECT_HIDES_OPERANDS = [
+    "cat 2>/dev/null .env",
+    "cat 2>&1 ~/.ssh/id_rsa",
+    "cat >/dev/stdout ~/.ssh/id_rsa",
+    "head 2>/dev/null ~/.ssh/id_rsa",
+    "grep 2>/dev/null . .env",
+    "sed -n 2>/dev/null p .env",
+    "git 2>/dev/null diff --no-index .env x.json",
+    "tee < x.json ~/.bashrc",
+    "tee < x.json -a ~/.bashrc",
+    "cp </dev/null x.json ~/.bashrc",
+]
+
+
+@pytest.mark.parametrize("command", REDIRECT_HIDES_OPERANDS)
+def test_words_after_a_redirect_target_are_the_commands_operands(world, command) -> None:
+    for name in POLICIES:
+        decision = _decide(world, name, command)
+        assert decision.action is not Action.ALLOW, (name, command, decision.reason)
+    assert _decide(world, "permissive", command).action is Action.DENY, command
+
+
+def test_cat_after_a_redirect_really_prints_the_secret(world) -> None:
+    run = subprocess.run(["bash", "-c", "cat 2>/dev/null .env"], cwd=str(world["root"]),
+                         capture_output=True, text=True)  # fmt: skip
+    assert SECRET in run.stdout
+    assert _decide(world, "permissive", "cat 2>/dev/null .env").action is Action.DENY

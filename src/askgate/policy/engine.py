@@ -508,6 +508,21 @@ class Policy:
                 self._unit_decisions[key] = found
         return found
 
+    def _unit_floor(self, unit: Unit, consent: bool) -> list[Check]:
+        """The unit's own floor: lifted (kept as ignored) by literal consent unless it is
+        about what a path means."""
+        assert unit.floor is not None
+        if unit.floor_reason == _WRITTEN_EARLIER:
+            # Code the command wrote and then runs: under `[sandbox] bash = "required"`
+            # the kernel holds what it can reach; otherwise nothing does (ask).
+            if self.sandbox.bash == "required":
+                return []
+            return [_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason)]
+        check = _floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason)
+        if consent and not _path_floor(unit.floor_reason):
+            return [_ignored(check, _CONSENT_NOTE)]
+        return [check]
+
     def _judge_unit(
         self,
         unit: Unit,
@@ -535,11 +550,7 @@ class Policy:
             and not _wrapped(unit)
         )
         if unit.floor is not None:
-            if consent and not _path_floor(unit.floor_reason):
-                checks.append(_ignored(_floor(Surface.BASH, unit.command, unit.floor,
-                                              unit.floor_reason), _CONSENT_NOTE))  # fmt: skip
-            else:
-                checks.append(_floor(Surface.BASH, unit.command, unit.floor, unit.floor_reason))
+            checks += self._unit_floor(unit, consent)
         if unit.unknown_names and any(self._path_guards()):  # (bash-programs: xargs, tar -T)
             checks.append(_floor(Surface.BASH, unit.command, Action.ASK, unit.unknown_names))
         if not consent:
@@ -1220,6 +1231,7 @@ def _ignored(check: Check, note: str = "an allow here cannot loosen the command"
 _CONSENT_NOTE = "lifted: a bash rule without `*` allows exactly this command"
 # Unit floors about what a path means (not about what runs): a literal rule cannot speak
 # for a path whose directory or target is not known (shell/commands.py, shell/links.py).
+_WRITTEN_EARLIER = "runs a file written earlier in the same command"  # (shell/__init__.py)
 _PATH_FLOORS = ("a relative path", "through a link", "pass through", "through a process",
                 "open file whose name", "written earlier in the same command")  # fmt: skip
 

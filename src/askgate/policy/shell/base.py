@@ -77,6 +77,7 @@ class Base:
     src: bytes
     ascii_src: str | None  # src as str when it is ASCII (byte offsets are then str offsets)
     visited: set[int]
+    redirect_words_taken: set[int]  # file redirects whose trailing words are arguments
     sink: SinkLike
     piped_text: str | None  # what the previous pipeline stage is known to print
     loop_values: dict[str, Word]  # `for f in GLOB`: what `$f` stands for in the body

@@ -225,6 +225,10 @@ class CommandMixin(RedirectMixin):
         assignments, word_nodes, redirect_nodes, bodies = _children_by_role(node)
         if extra_redirects:
             redirect_nodes.extend(extra_redirects)
+        if redirect_nodes and word_nodes:
+            trailing = self.redirect_arguments(redirect_nodes)
+            if trailing:  # `cat 2>/dev/null .env`: `.env` is cat's argument
+                word_nodes = sorted([*word_nodes, *trailing], key=lambda n: n.start_byte)
         groups = self.group(word_nodes)
         argv = self.arguments(groups, state, frame)
         if self.loop_values:

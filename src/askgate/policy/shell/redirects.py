@@ -29,6 +29,20 @@ class RedirectMixin(Base):
                     result.stdin, result.stdin_text = "herestring", word.text
         return result
 
+    def redirect_arguments(self, redirects: Sequence[Node]) -> list[Node]:
+        """The words after each file redirect's target: arguments of the command."""
+        found: list[Node] = []
+        for node in redirects:
+            if node.type != "file_redirect":
+                continue
+            destinations = [c for c in node.children if c.is_named and c.type not in
+                            ("file_descriptor", "ERROR")]  # fmt: skip
+            groups = self.group(destinations)
+            if len(groups) > 1:
+                self.redirect_words_taken.add(node.id)
+                found.extend(n for group in groups[1:] for n in group)
+        return found
+
     def file_redirect(self, node: Node, state: Cwd, frame: Frame, result: Redirects) -> None:
         operators: list[str] = []
         descriptor: str | None = None
@@ -46,7 +60,15 @@ class RedirectMixin(Base):
                 destinations.append(child)
         if not destinations:
             return
-        for target_nodes in self.group(destinations):
+        groups = self.group(destinations)
+        if len(groups) > 1:
+            # tree-sitter-bash hangs the words after a redirect's target on the redirect
+            # (`cat 2>/dev/null .env`); bash gives them to the command: command() takes
+            # them as arguments (redirect_arguments). Anywhere else they are not modelled.
+            if node.id not in self.redirect_words_taken:
+                result.floors.append("words after a redirect target are not modelled here")
+            groups = groups[:1]
+        for target_nodes in groups:
             word = self.builder(state, frame).build(target_nodes)
             if len(target_nodes) == 1 and target_nodes[0].type == "process_substitution":
                 if "<" in operators or "<>" in operators:

@@ -146,6 +146,7 @@ class Walker(BuiltinMixin):
         self.src = src
         self.ascii_src = src.decode("ascii") if src.isascii() else None
         self.visited: set[int] = set()
+        self.redirect_words_taken: set[int] = set()
         self.nesting = 0
         self.piped_text: str | None = None
         self.piped_lines: list[str] | None = None  # the lines it prints, when exactly known
