@@ -2,7 +2,8 @@
 assert the harm did NOT happen: code planted by a sandboxed command does not run
 outside, a file outside is unchanged, a secret is not read.
 
-Each attack is one finding in /work/findings-20.md (the number is in its xfail reason):
+Each attack is one finding in /work/findings-20.md (the number is in its xfail reason, or
+in the section comment once fixed):
 a test marked `xfail(strict=True)` still escapes on main; the marker goes once the fix
 merges. The world lives outside every directory the sandbox makes writable by itself
 (/tmp, /var/tmp): under /srv for root, else under ~/.cache (`outside_scratch_dir`), with
@@ -282,7 +283,6 @@ def test_an_interrupted_run_does_not_leave_a_planted_commondir(
 DAEMON_SECRET = "daemon-http-secret-round2-5e0c"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 3 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 @pytest.mark.parametrize("scope", ["user", "project"])
 def test_the_http_hook_secret_is_not_readable_inside(world: World, mode: str, scope: str) -> None:
@@ -380,7 +380,6 @@ def test_init_policy_a_registration_file_cannot_be_created_below_the_root(
 # --- finding 5: what the agents themselves run later ------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="finding 5 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 @pytest.mark.parametrize(
     "name",
