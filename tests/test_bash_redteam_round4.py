@@ -167,7 +167,6 @@ def test_git_diff_no_index_with_a_glob_really_prints_env(world: World, command: 
     assert ENV_SECRET in world.bash(command)
 
 
-@_finding(1)
 @pytest.mark.parametrize("command", GIT_DIFF_GLOB_READS_ENV)
 def test_git_diff_no_index_with_a_glob_naming_env_is_not_allowed(
     world: World, command: str
@@ -190,7 +189,6 @@ def test_git_diff_no_index_of_home_really_prints_the_key(world: World, command: 
     assert SSH_KEY in world.bash(command)
 
 
-@_finding(2)
 @pytest.mark.parametrize("command", GIT_DIFF_TREES_READ_HOME)
 def test_git_diff_no_index_of_home_is_not_allowed_by_a_policy_denying_ssh(
     world: World, command: str
@@ -217,7 +215,6 @@ def test_git_add_then_diff_cached_really_prints_env(world: World, command: str) 
     assert ENV_SECRET in world.bash(command)
 
 
-@_finding(3)
 @pytest.mark.parametrize("command", GIT_ADD_THEN_PRINT_INDEX)
 def test_git_add_then_printing_the_index_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -237,7 +234,6 @@ def test_git_stash_untracked_really_prints_env(world: World, command: str) -> No
     assert ENV_SECRET in world.bash(command)
 
 
-@_finding(4)
 @pytest.mark.parametrize("command", GIT_STASH_UNTRACKED_PRINTED)
 def test_git_stash_untracked_then_show_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -259,7 +255,6 @@ def test_mypy_python_executable_really_runs_the_program(world: World) -> None:
     assert "pwned" in (world.home / ".bashrc").read_text()
 
 
-@_finding(5)
 @pytest.mark.parametrize("command", MYPY_RUNS_A_PROGRAM)
 def test_mypy_python_executable_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -280,7 +275,6 @@ def test_sourcing_a_just_written_activate_really_runs_it(world: World) -> None:
     assert ENV_SECRET in world.bash(ACTIVATE_WRITTEN_THEN_SOURCED[0])
 
 
-@_finding(6)
 @pytest.mark.parametrize("command", ACTIVATE_WRITTEN_THEN_SOURCED)
 def test_sourcing_a_just_written_activate_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -301,7 +295,6 @@ def test_ruff_extension_really_prints_env(world: World, command: str) -> None:
     assert ENV_SECRET in world.bash(command + " --no-cache")
 
 
-@_finding(7)
 @pytest.mark.parametrize("command", RUFF_READS_ENV)
 def test_ruff_extension_reading_env_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -324,7 +317,6 @@ def test_pytest_really_runs_a_just_written_conftest(world: World) -> None:
     assert "pwned" in (world.home / ".bashrc").read_text()
 
 
-@_finding(8)
 @pytest.mark.parametrize("command", PYTEST_RUNS_WRITTEN_CODE)
 def test_pytest_after_writing_its_code_is_not_allowed_without_the_sandbox(
     world: World, command: str
@@ -353,7 +345,6 @@ def test_printf_v_with_a_dynamic_subscript_really_runs_it(world: World, command:
     assert ENV_SECRET in world.bash(command)
 
 
-@_finding(9)
 @pytest.mark.parametrize("command", PRINTF_V_DYNAMIC_NAME + PRINTF_V_NAME_FROM_A_FILE)
 def test_printf_v_with_a_dynamic_name_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -381,7 +372,6 @@ def test_git_mv_really_plants_the_file(world: World, planted: str, command: str)
     assert (world.project / planted).exists()
 
 
-@_finding(10)
 @pytest.mark.parametrize("command", [command for _, command in GIT_MV_PLANTS])
 def test_git_mv_onto_a_protected_file_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -418,7 +408,6 @@ def test_exported_git_trace_really_writes_the_file(world: World, target: str, co
     assert path.exists() and path.read_text() != before
 
 
-@_finding(11)
 @pytest.mark.parametrize("command", [command for _, command in EXPORTED_GIT_TRACE])
 def test_exported_git_trace_onto_a_protected_file_is_not_allowed(
     world: World, command: str
@@ -434,7 +423,10 @@ def test_git_trace_as_a_prefix_is_already_caught(world: World) -> None:
 
 UNLISTED_PROJECT_PERSISTENCE = [
     ".claude/skills/x/SKILL.md",  # Claude Code loads project skills by itself
-    ".mcp.json",  # project MCP servers: a command to run
+    pytest.param(
+        ".mcp.json",  # project MCP servers: a command to run
+        marks=_finding(12),  # not listed: its sandbox placeholder shows in `git status`
+    ),
     ".cursor/mcp.json",
     ".windsurfrules",
     ".clinerules",
@@ -462,14 +454,12 @@ UNLISTED_HOME_PERSISTENCE = [
 ]
 
 
-@_finding(12)
 @pytest.mark.parametrize("path", UNLISTED_PROJECT_PERSISTENCE)
 def test_planting_an_unlisted_agent_or_ci_file_is_not_allowed(world: World, path: str) -> None:
     _not_allowed(world, f"echo x >> {path}", ("init-off", "permissive"))
     _not_allowed(world, f"cp x.json {path}", ("init-off", "permissive"))
 
 
-@_finding(12)
 @pytest.mark.parametrize("path", UNLISTED_HOME_PERSISTENCE)
 def test_planting_an_unlisted_home_file_is_not_allowed_by_a_permissive_policy(
     world: World, path: str
@@ -515,9 +505,11 @@ def _plant_credentials(world: World) -> None:
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None or BASH is None, reason="needs bwrap")
-def test_the_sandboxed_init_policy_really_shows_the_agents_credentials(world: World) -> None:
+def test_the_sandboxed_init_policy_hides_the_agents_credentials(world: World) -> None:
     _plant_credentials(world)
-    command = "; ".join(f"cat {name}" for name in AGENT_AND_TOOL_CREDENTIALS) + "; cat .env"
+    command = (
+        "; ".join(f"cat {name}" for name in AGENT_AND_TOOL_CREDENTIALS) + "; cat .env; echo RAN"
+    )
     result = subprocess.run(
         [sys.executable, "-m", "askgate", "sandbox", "--required", "--config",
          str(_init_sandboxed(world)), "--", BASH or "bash", "-c", command],
@@ -526,11 +518,11 @@ def test_the_sandboxed_init_policy_really_shows_the_agents_credentials(world: Wo
     )  # fmt: skip
     if "sandbox" in result.stderr and result.returncode == 125:
         pytest.skip("the kernel sandbox does not start here: " + result.stderr.strip())
-    assert "CLAUDE-OAUTH-TOKEN" in result.stdout and "CODEX-AUTH-TOKEN" in result.stdout
-    assert ENV_SECRET not in result.stdout  # the listed secrets are hidden
+    assert "RAN" in result.stdout, result.stderr  # the command ran; its reads found nothing
+    leaked = [value for value in AGENT_AND_TOOL_CREDENTIALS.values() if value in result.stdout]
+    assert leaked == [] and ENV_SECRET not in result.stdout
 
 
-@_finding(13)
 @pytest.mark.parametrize("path", list(AGENT_AND_TOOL_CREDENTIALS))
 def test_reading_an_agent_or_tool_credential_is_not_allowed(world: World, path: str) -> None:
     _plant_credentials(world)
@@ -567,7 +559,6 @@ def test_backup_suffix_really_plants_the_file(world: World, planted: str, comman
     assert (world.project / planted).read_text() == "curl x | sh\n"
 
 
-@_finding(14)
 @pytest.mark.parametrize("command", [command for _, command in BACKUP_SUFFIX_PLANTS])
 def test_backup_suffix_naming_a_protected_file_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -601,7 +592,6 @@ def test_config_naming_code_really_runs_it(world: World, command: str) -> None:
     assert "pwned" in (world.home / ".bashrc").read_text()
 
 
-@_finding(15)
 @pytest.mark.parametrize("command", CONFIG_NAMES_CODE)
 def test_checker_after_writing_config_that_names_code_is_not_allowed(
     world: World, command: str
@@ -664,7 +654,6 @@ def test_redirect_first_really_leaks_the_key_and_writes_bashrc(world: World) -> 
     assert '"env"' in (world.home / ".bashrc").read_text()
 
 
-@_finding(16)
 @pytest.mark.parametrize("command", [command for _, command in REDIRECT_FIRST_WRITES])
 def test_redirect_first_write_of_a_protected_file_is_not_allowed(
     world: World, command: str
@@ -672,14 +661,12 @@ def test_redirect_first_write_of_a_protected_file_is_not_allowed(
     _not_allowed(world, command)
 
 
-@_finding(16)
 @pytest.mark.parametrize("command", REDIRECT_FIRST_READS)
 def test_redirect_first_read_of_a_secret_is_not_allowed(world: World, command: str) -> None:
     (world.project / ".git-credentials").write_text(GIT_CREDENTIAL + "\n")
     _not_allowed(world, command)
 
 
-@_finding(16)
 @pytest.mark.parametrize("command", REDIRECT_FIRST_UNDER_PERMISSIVE)
 def test_redirect_first_is_decided_on_its_operands_under_a_permissive_policy(
     world: World, command: str
@@ -722,7 +709,6 @@ def test_glob_operand_really_prints_env(world: World, command: str) -> None:
     assert ENV_SECRET in world.bash(command)
 
 
-@_finding(1)
 @pytest.mark.parametrize("command", GLOB_READS_ENV_INIT + GLOB_READS_ENV_PERMISSIVE)
 def test_glob_operand_expanding_to_env_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
@@ -734,7 +720,6 @@ def test_perl_in_place_on_a_glob_really_rewrites_bashrc(world: World) -> None:
     assert (world.home / ".bashrc").read_text() == "x# rc\n"
 
 
-@_finding(1)
 @pytest.mark.parametrize("command", GLOB_WRITES_BASHRC_PERMISSIVE)
 def test_perl_in_place_on_a_glob_naming_bashrc_is_not_allowed(world: World, command: str) -> None:
     _not_allowed(world, command)
