@@ -171,16 +171,17 @@ class _Child:
         return Figure(name=self.name, stats=Stats.of(self.samples), note=self.note)
 
 
-def _sample_children(children: Sequence[_Child], runs: int, warmup: int) -> None:
+def _sample_children(children: Sequence[_Child | _HttpCaller], runs: int, warmup: int) -> None:
     """Round robin: each round runs every child once, so a change in machine load during
     the run lands on all of them alike instead of skewing their ratios."""
     for round_ in range(warmup + runs):
         for child in children:
-            if child.failure:
-                continue
-            elapsed = child.once()
-            if elapsed is not None and round_ >= warmup:
-                child.samples.append(elapsed)
+            for _ in range(getattr(child, "repeat", 1)):
+                if child.failure:
+                    break
+                elapsed = child.once()
+                if elapsed is not None and round_ >= warmup:
+                    child.samples.append(elapsed)
 
 
 def _import_cost(module: str, runs: int, env: dict[str, str]) -> Figure:
@@ -289,23 +290,29 @@ class _Warm:
         run_process([*_askgate_argv(), "daemon", "stop"], env=self.env, timeout=TIMEOUT_S)
 
 
-def _http_figure(warm: _Warm, body: bytes, runs: int, warmup: int) -> Figure:
-    """Claude Code's side of an http hook: a fresh connection, POST, read the answer."""
-    import http.client
+class _HttpCaller:
+    """Claude Code's side of an http hook: a fresh connection, POST, read the answer.
+    `repeat` calls per round, so its samples interleave with the process rows' rounds."""
 
-    name = "askgate http hook"
-    if warm.port is None:
-        return Figure(name=name, note=warm.note or NOT_BUILT)
-    samples: list[float] = []
-    for i in range(warmup + runs):
+    def __init__(self, warm: _Warm, body: bytes, repeat: int) -> None:
+        self.name = "askgate http hook"
+        self.warm = warm
+        self.body = body
+        self.repeat = repeat
+        self.samples: list[float] = []
+        self.failure = "" if warm.port is not None else (warm.note or NOT_BUILT)
+
+    def once(self) -> float | None:
+        import http.client
+
         start = time.perf_counter_ns()
-        conn = http.client.HTTPConnection("127.0.0.1", warm.port, timeout=TIMEOUT_S)
+        conn = http.client.HTTPConnection("127.0.0.1", self.warm.port, timeout=TIMEOUT_S)
         try:
             conn.request(
                 "POST",
                 "/hook/claude-code",
-                body=body,
-                headers={"Content-Type": "application/json", "X-Askgate-Secret": warm.secret},
+                body=self.body,
+                headers={"Content-Type": "application/json", "X-Askgate-Secret": self.warm.secret},
             )
             response = conn.getresponse()
             answer = response.read()
@@ -313,10 +320,14 @@ def _http_figure(warm: _Warm, body: bytes, runs: int, warmup: int) -> Figure:
             conn.close()
         elapsed = time.perf_counter_ns() - start
         if response.status != 200 or _decision_of(answer) != "allow":
-            return Figure(name=name, note=f"failed: {response.status} {answer[:60]!r}")
-        if i >= warmup:
-            samples.append(elapsed)
-    return Figure(name=name, stats=Stats.of(samples))
+            self.failure = f"failed: {response.status} {answer[:60]!r}"
+            return None
+        return float(elapsed)
+
+    def figure(self) -> Figure:
+        if self.failure:
+            return Figure(name=self.name, note=self.failure[:100])
+        return Figure(name=self.name, stats=Stats.of(self.samples))
 
 
 def _agent_stdin(agent: str, event: dict[str, object]) -> bytes:
@@ -406,13 +417,14 @@ def run(quick: bool) -> AreaReport:
             for agent in AGENTS
         }
         with _Warm(env) as warm:
-            children = [bare, *peer_children]
+            http_caller = _HttpCaller(warm, stdin, max(1, http_runs // runs))
+            children: list[_Child | _HttpCaller] = [bare, *peer_children]
             if built:
                 children.append(cold_child)
                 if warm.port is not None:
-                    children += relay_children.values()
+                    children += [*relay_children.values(), http_caller]
             _sample_children(children, runs, warmup)
-            http_fig = _http_figure(warm, stdin, http_runs, 0 if quick else 20)
+            http_fig = http_caller.figure()
         cold = cold_child.figure() if built else Figure(name="askgate", note=NOT_BUILT)
         relayed_by_agent = {
             agent: (
@@ -461,7 +473,8 @@ def run(quick: bool) -> AreaReport:
     notes.append(
         "all children: same interpreter, private HOME/XDG dirs, warm .pyc caches, policy read"
         " from disk each run; the in-process row has no target (the daemon is the fast path);"
-        " the http row is a fresh connection per call, as Claude Code makes"
+        " the http row is a fresh connection per call, as Claude Code makes, its calls"
+        " interleaved with the process rows' rounds"
     )
     measured_all = all(f.stats is not None for f in (cold, *relayed_by_agent.values(), http_fig))
     return AreaReport(

@@ -536,10 +536,13 @@ def _schema_errors(
     if "oneOf" in schema:
         passing = [s for s in schema["oneOf"] if not _schema_errors(s, value, root, at)]
         return [] if len(passing) == 1 else [f"{at}: oneOf matched {len(passing)}"]
+    if "anyOf" in schema:
+        passing = [s for s in schema["anyOf"] if not _schema_errors(s, value, root, at)]
+        return [] if passing else [f"{at}: anyOf matched none"]
     errors: list[str] = []
     if "enum" in schema and value not in schema["enum"]:
         return [f"{at}: not in enum"]
-    kinds = {"object": dict, "array": list, "string": str, "boolean": bool}
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "number": int | float}
     if "type" in schema and not isinstance(value, kinds[schema["type"]]):
         return [f"{at}: not {schema['type']}"]
     if isinstance(value, str):

@@ -750,6 +750,27 @@ def test_the_relay_imports_almost_nothing(tmp_path: Path, running: Running) -> N
     assert running.daemon.requests == 1
 
 
+def test_connections_held_open_do_not_starve_the_next_call(running: Running) -> None:
+    """Each connection is served by the thread that accepted it; more connections held
+    open (an ask waiting for a human, a stalled client) than there are idle threads still
+    leave the next call an answer: the pool grows."""
+    from askgate.daemon.server import IDLE_ACCEPTORS
+
+    sock_path = paths.socket_path(running.daemon.env)
+    held = []
+    try:
+        for _ in range(IDLE_ACCEPTORS + 2):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(sock_path)
+            conn.sendall(b"AG1 ping")  # half a header: its thread waits for the rest
+            held.append(conn)
+        answer = relay.exchange(sock_path, protocol.encode_request(b"ping", []), 30.0)
+        assert isinstance(answer, tuple) and answer[0] == 0 and b"pid=" in answer[1]
+    finally:
+        for conn in held:
+            conn.close()
+
+
 def test_a_hook_with_another_pinned_variable_is_refused_visibly(
     tmp_path: Path, running: Running
 ) -> None:

@@ -735,16 +735,30 @@ def run_with_prompt_channel(
     pending: list[str] = []
     seen: list[str] = []  # frame kinds, for the failure message
     deadline = time.monotonic() + RUN_TIMEOUT
+    audit_log = tmp_path / "review.jsonl"
     done = False
+    pending_since = 0.0
+
+    def left_to_the_person() -> bool:
+        """The hook has run and delegated the ask (its review-log record says so): it will
+        not answer, so the prompt stays and the person may answer now."""
+        return audit_log.exists() and '"ask_delegated"' in audit_log.read_text()
+
     with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ)
         try:
             while not done and time.monotonic() < deadline:
                 # Answer an open prompt only once Claude Code has had the chance to withdraw
-                # it (the hook's answer arrives within its own process run).
-                wait = PROMPT_GRACE_S if pending else deadline - time.monotonic()
+                # it: when the hook's record says it left the prompt to the person, else
+                # after the grace (the hook's answer arrives within its own process run).
+                wait = 0.05 if pending else deadline - time.monotonic()
                 ready = selector.select(timeout=wait)
                 if not ready:
+                    if not pending:
+                        continue  # the deadline passed: the loop ends
+                    grace_over = time.monotonic() - pending_since >= PROMPT_GRACE_S
+                    if not (grace_over or left_to_the_person()):
+                        continue
                     for request_id in pending:
                         behavior = {"behavior": human}
                         if human == "deny":
@@ -768,6 +782,8 @@ def run_with_prompt_channel(
                 seen.append(f"{frame.get('type')}:{frame.get('subtype', '')}")
                 if frame.get("type") == "control_request":
                     prompts.append(frame["request"])
+                    if not pending:
+                        pending_since = time.monotonic()
                     pending.append(frame["request_id"])
                 elif frame.get("type") == "control_cancel_request":
                     cancelled.append(frame["request_id"])
@@ -789,7 +805,6 @@ def run_with_prompt_channel(
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     assert done, f"no result frame from claude; frames: {seen}; prompts: {prompts}"
-    audit_log = tmp_path / "review.jsonl"
     audit = (
         [json.loads(x) for x in audit_log.read_text().splitlines()] if audit_log.exists() else []
     )

@@ -274,6 +274,9 @@ def test_askgate_pi_run_command_with_real_pi(pi16):
 
 def test_askgate_pi_run_fails_when_the_model_is_unreachable(pi16):
     pi16.fake.close()  # the "model" is gone: pi reports an error message
+    # pi retries a failed request with backoff (about 30 s by default): the outcome is the
+    # same without it, only sooner.
+    (pi16.agent_dir / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
     result = subprocess.run(
         [
             sys.executable,

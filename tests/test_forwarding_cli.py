@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from askgate.forward_cli import main, status
 from askgate.forwarding import ForwardingPrompter, ForwardingServer
-from askgate.forwarding.cli import main, status
 from askgate.forwarding.io import HOST, now_ms
 from askgate.forwarding.protocol import Heartbeat, Layout, decode_heartbeat, encode
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
@@ -92,7 +92,7 @@ def test_serve_answers_a_real_child_from_its_input_and_stops_on_sigterm(tmp_path
         [
             sys.executable,
             "-c",
-            "import sys; from askgate.forwarding.cli import main; sys.exit(main(sys.argv[1:]))",
+            "import sys; from askgate.forward_cli import main; sys.exit(main(sys.argv[1:]))",
             "serve",
             "--session",
             "term-1",

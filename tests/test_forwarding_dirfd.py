@@ -252,7 +252,7 @@ def test_orphan_collection_never_deletes_through_a_symlinked_responses(tmp_path,
 def test_status_never_reads_through_a_symlinked_directory(tmp_path) -> None:
     import io as text_io
 
-    from askgate.forwarding.cli import status
+    from askgate.forward_cli import status
 
     root = tmp_path / "fwd"
     layout = Layout(root)

@@ -178,8 +178,8 @@ def test_a_stale_heartbeat_still_fails_fast() -> None:
 def test_a_stopped_server_leaves_a_stopped_heartbeat_shown_by_status(tmp_path) -> None:
     import io
 
+    from askgate.forward_cli import status
     from askgate.forwarding import ForwardingPrompter, ForwardingServer
-    from askgate.forwarding.cli import status
 
     server = ForwardingServer("p", ScriptedPrompter([]), root=tmp_path)
     server.start()

@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
 # the word, owns its argparse (and --help) and returns the exit code. Each command loads
 # only what it needs.
 ROUTED: dict[str, str] = {
-    "forward": "askgate.forwarding.cli:main",
+    "forward": "askgate.forward_cli:main",
     "serve": "askgate.server.cli:serve_main",
     "user": "askgate.server.cli:user_main",
     "group": "askgate.server.cli:group_main",
@@ -200,7 +200,7 @@ def _routed_function(word: str) -> Callable[[list[str]], int]:
     """The function behind a routed word, imported explicitly (so the import contracts
     see every arrow) and only when that word is run."""
     if word == "forward":
-        from askgate.forwarding.cli import main as forward
+        from askgate.forward_cli import main as forward
 
         return forward
     if word in ("serve", "user", "enroll", "group"):

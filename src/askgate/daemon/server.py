@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import hmac
 import json
+import logging
 import os
 import secrets
 import socket
@@ -39,12 +40,15 @@ from askgate.hookrt import registry
 from askgate.hookrt.decide import load_policy, respond
 from askgate.hookrt.reply import Reply
 
+logger = logging.getLogger("askgate.daemon")
+
 SECRET_HEADER = "x-askgate-secret"
 HOOK_PREFIX = "/hook/"  # POST /hook/NAME for the adapters in registry.HTTP_NAMES
 IDLE_EXIT_S = 30 * 60
 CACHE_SIZE = 32
 MAX_POLICY_FILE = 4 * 1024 * 1024
 CONNECTION_TIMEOUT_S = 30.0
+IDLE_ACCEPTORS = 4  # threads kept waiting in accept() per listener
 
 
 # --- the policy cache ---------------------------------------------------------------------
@@ -69,10 +73,16 @@ def _read(path: str) -> bytes | None:
 def watched_files(root: str, config_files: Sequence[str], env: Mapping[str, str]) -> list[str]:
     """Every file a policy for project `root` is built from, as the loader finds them
     (discovery from the root itself finds the same files as from any cwd below it)."""
-    from askgate.policy.config import discover_paths, managed_policy_path
-    from askgate.policy.trust import trust_store_path
+    from askgate.policy.config import managed_policy_path, user_policy_path
+    from askgate.policy.trust import project_policy_path, trust_store_path
 
-    files = list(config_files) or [path for _, path in discover_paths(root, env)]
+    # config.discover_paths(root) spelled out: `root` is already a project root (finding
+    # it again costs a walk up the tree and four realpaths per call).
+    files = list(config_files)
+    if not files:
+        with contextlib.suppress(ValueError):  # neither XDG_CONFIG_HOME nor HOME known
+            files.append(user_policy_path(env))
+        files.append(project_policy_path(root))
     files.append(managed_policy_path(env))
     with contextlib.suppress(ValueError):
         files.append(trust_store_path(env))
@@ -232,6 +242,8 @@ class Daemon:
         self.secret = ""
         self.control = ""  # made at bind(): `stop` and `sweep` must carry it
         self._listeners: list[socket.socket] = []
+        self._idle_acceptors: dict[int, int] = {}  # listener fd -> threads waiting in accept()
+        self._acceptors_lock = threading.Lock()
         self._lock_fd: int | None = None
         self.socket_path = paths.socket_path(self.env)
 
@@ -309,12 +321,10 @@ class Daemon:
             import askgate.gate  # noqa: F401
 
     def serve_forever(self) -> None:
-        threads = [
-            threading.Thread(target=self._accept, args=(listener,), daemon=True)
-            for listener in self._listeners
-        ]
-        for thread in threads:
-            thread.start()
+        for listener in self._listeners:
+            self._idle_acceptors[listener.fileno()] = IDLE_ACCEPTORS
+            for _ in range(IDLE_ACCEPTORS):
+                self._start_acceptor(listener)
         idle = self.idle_exit_s
         while not self.stopping.wait(timeout=5.0 if idle is None else min(5.0, idle)):
             if idle is not None and time.monotonic() - self.last_request > idle:
@@ -340,15 +350,37 @@ class Daemon:
             os.close(self._lock_fd)
             self._lock_fd = None
 
+    # Each connection is served by the thread that accepted it: a few threads wait in
+    # accept() on each listener, so a call costs no thread start and no hand-off between
+    # threads (two wake-ups each, which a loaded machine makes slow). A thread that takes
+    # the last idle place starts another before serving (an ask may hold its thread for
+    # as long as a human takes), and one that finds enough idle threads after serving ends.
+    def _start_acceptor(self, listener: socket.socket) -> None:
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
     def _accept(self, listener: socket.socket) -> None:
-        is_unix = listener.family == socket.AF_UNIX
+        key = listener.fileno()
+        handler = self._serve_relay if listener.family == socket.AF_UNIX else self._serve_http
         while not self.stopping.is_set():
             try:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            handler = self._serve_relay if is_unix else self._serve_http
-            threading.Thread(target=handler, args=(conn,), daemon=True).start()
+            with self._acceptors_lock:
+                self._idle_acceptors[key] -= 1
+                another = self._idle_acceptors[key] == 0
+                if another:
+                    self._idle_acceptors[key] += 1  # counted before it starts: one spare
+            if another:
+                self._start_acceptor(listener)
+            try:
+                handler(conn)
+            except Exception:  # a bug in one answer must not shrink the pool
+                logger.exception("daemon: serving a connection failed")
+            with self._acceptors_lock:
+                if self._idle_acceptors[key] >= IDLE_ACCEPTORS:
+                    return
+                self._idle_acceptors[key] += 1
 
     # -- deciding --
 

@@ -243,12 +243,12 @@ def bounded_project_root(root: str, cwd: str, home: str | None) -> str:
 
 
 def _too_wide(directory: str, home: str | None) -> bool:
-    if fold_lexically(directory) == "/" or _realpath(directory) == "/":
+    forms = {fold_lexically(directory), _realpath(directory)}  # each resolved once: per call
+    if "/" in forms:
         return True
     if not home:
         return False
     homes = {fold_lexically(home), _realpath(home)}
-    forms = {fold_lexically(directory), _realpath(directory)}
     return any(is_inside(h, d) for h in homes for d in forms)
 
 
