@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -230,6 +231,24 @@ class User(msgspec.Struct, frozen=True, kw_only=True):
 
 
 SCOPES = ("user", "agent")
+
+# A token's public id: the first 16 hex digits of its stored SHA-256 (names it for listing and
+# revoking; reveals nothing usable about the token).
+TOKEN_ID_LENGTH = 16
+TOKEN_ID_RE = re.compile(rf"^[0-9a-f]{{{TOKEN_ID_LENGTH}}}$")
+
+
+def token_id(digest: str) -> str:
+    return digest[:TOKEN_ID_LENGTH]
+
+
+class TokenInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    scope: str
+    created_at: float
+
+
+TokenInfoList = list[TokenInfo]
 
 
 class Enrollment(msgspec.Struct, frozen=True, kw_only=True):
@@ -979,6 +998,37 @@ class Store:
                 )
             )
         return token
+
+    async def tokens_of(self, user_id: str) -> TokenInfoList:
+        """The user's own tokens (never the secret: an id, its scope and when)."""
+        query = (
+            sa.select(tokens.c.token_sha256, tokens.c.scope, tokens.c.created_at)
+            .where(tokens.c.user_id == user_id, tokens.c.revoked_at.is_(None))
+            .order_by(tokens.c.created_at)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [
+            TokenInfo(id=token_id(str(r[0])), scope=str(r[1]), created_at=float(r[2])) for r in rows
+        ]
+
+    async def revoke_token_id(self, user_id: str, the_id: str, *, scope: str | None = None) -> bool:
+        """Revoke one of `user_id`'s own tokens by its id (optionally only of `scope`); False
+        when no live token of theirs has that id. Takes effect at once in this process and
+        within TOKEN_CACHE_SECONDS on other replicas."""
+        if not TOKEN_ID_RE.fullmatch(the_id):
+            return False
+        query = tokens.update().where(
+            tokens.c.user_id == user_id,
+            tokens.c.token_sha256.startswith(the_id, autoescape=True),
+            tokens.c.revoked_at.is_(None),
+        )
+        if scope is not None:
+            query = query.where(tokens.c.scope == scope)
+        async with self.write() as conn:
+            changed = (await conn.execute(query.values(revoked_at=time.time()))).rowcount
+        self.forget_tokens()
+        return bool(changed)
 
     async def revoke_token(self, token: str) -> None:
         self.forget_tokens()
