@@ -16,12 +16,10 @@ test can rename a login or hand an old login to somebody else.
 
 from __future__ import annotations
 
-import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from standin_http import JsonHandler, serve, stop
 
 
 class GitHubStandIn:
@@ -35,7 +33,7 @@ class GitHubStandIn:
     def start(self) -> GitHubStandIn:
         stand_in = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 url = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
@@ -80,22 +78,8 @@ class GitHubStandIn:
                     stand_in._tokens[token] = person
                     self._json(200, {"access_token": token, "token_type": "bearer", "scope": ""})
 
-            def _json(self, status: int, body: dict[str, Any]) -> None:
-                raw = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server, self.url = serve(Handler)
         return self
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        stop(self._server)

@@ -19,10 +19,11 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
+
+from standin_http import JsonHandler, serve, stop
 
 TOPIC = re.compile(r"^[-_A-Za-z0-9]{1,64}$")
 MESSAGE_LIMIT = 4096
@@ -75,13 +76,13 @@ class NtfyStandIn:
     def start(self) -> NtfyStandIn:
         stand_in = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 data = self.rfile.read(int(self.headers.get("content-length", 0)))
                 stand_in.attempts += 1
                 stand_in.authorizations.append(self.headers.get("authorization", ""))
                 if stand_in.attempts <= stand_in.fail_first:
-                    self._answer(503, {"error": "temporarily unavailable"})
+                    self._json(503, {"error": "temporarily unavailable"})
                     return
                 try:
                     body = json.loads(data)
@@ -90,31 +91,17 @@ class NtfyStandIn:
                 problem = validate(body) if self.path == "/" else "JSON publish goes to /"
                 if problem:
                     stand_in.refused.append(problem)
-                    self._answer(400, {"error": problem})
+                    self._json(400, {"error": problem})
                     return
                 stand_in.messages.append(body)
                 stand_in.received.set()
-                self._answer(200, {"id": f"m{len(stand_in.messages)}", "event": "message"})
+                self._json(200, {"id": f"m{len(stand_in.messages)}", "event": "message"})
 
-            def _answer(self, status: int, body: dict[str, Any]) -> None:
-                raw = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server, self.url = serve(Handler)
         return self
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        stop(self._server)
 
     def wait(self, timeout: float = 20) -> dict[str, Any]:
         assert self.received.wait(timeout), f"nothing published; refused: {self.refused}"

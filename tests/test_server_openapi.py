@@ -43,7 +43,14 @@ def test_every_success_body_is_a_named_struct(schema: dict[str, Any]) -> None:
                 if path == "/v1/events" and code == "200":
                     continue  # text/event-stream
                 if code.startswith("2"):
-                    assert _ref(response) in {"ApprovalView", "ApprovalList", "Me", "Health"}, (
+                    assert _ref(response) in {
+                        "ApprovalView",
+                        "ApprovalList",
+                        "Me",
+                        "Health",
+                        "MintedToken",
+                        "TokenList",
+                    }, (
                         method,
                         path,
                         code,

@@ -206,11 +206,15 @@ def build_handler(
 
 
 def _timeout(args: argparse.Namespace, budget: float) -> int | float:
+    # The one budget rule, shared with `askgate doctor` (budget + MARGIN <= hook timeout).
+    from askgate.server.doctor import budget_check
+
     timeout = args.timeout if args.timeout is not None else budget + TIMEOUT_MARGIN_S
-    if timeout <= budget:
+    check = budget_check(budget, float(timeout), None, hook_source=" (--timeout)")
+    if check.state != "ok":
         raise InstallError(
-            f"--timeout {timeout:g} s must exceed the approval budget of {budget:g} s: a hook"
-            " that times out first lets Claude Code decide alone"
+            f"--timeout {timeout:g} s must exceed the approval budget of {budget:g} s by the"
+            f" margin ({check.detail}): a hook that times out first lets Claude Code decide alone"
         )
     return int(timeout) if float(timeout).is_integer() else timeout
 

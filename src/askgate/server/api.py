@@ -30,6 +30,7 @@ from litestar.response.sse import ServerSentEventMessage
 from askgate.server import keys
 from askgate.server.context import ServerContext, approval_view, user_view
 from askgate.server.store import Approval, User
+from askgate.server.wake import Wakeup
 from askgate.server.wire import (
     ApprovalList,
     ApprovalView,
@@ -164,28 +165,31 @@ async def create_approval(
     return Response(content=approval_view(approval, card_url=card), status_code=201)
 
 
-async def _await_decision(ctx: ServerContext, approval: Approval, wait: float) -> Approval:
+async def _await_decision(
+    ctx: ServerContext, approval: Approval, wait: float, woken: Wakeup
+) -> Approval:
     """Sleep until a decision wakes us, the wait ends, the waiter's deadline passes or the
-    approval expires; no polling."""
+    approval expires; no polling. `woken` was registered before `approval` was read, so a
+    decision recorded in between has set it."""
     now_wall, now = time.time(), time.monotonic()
     ends = [now + wait, now + approval.expires_at - now_wall]
     if approval.wait_until is not None:
         ends.append(now + approval.wait_until - now_wall)
     deadline = min(ends)
-    with ctx.waker.waiter(approval.id) as woken:
-        while True:
-            fresh = woken.row if woken.is_set() and woken.row is not None else None
-            if fresh is None:  # the waker had no row (first pass, or a lost NOTIFY)
-                fresh = await ctx.store.get(approval.id)
-            if fresh is None or fresh.decided_at is not None:
-                return fresh or approval
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return fresh
-            woken.clear()
-            woken.row = None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), remaining)
+    fresh: Approval | None = approval
+    while True:
+        if woken.is_set():
+            # the decided row, as the waker had it; else (a lost NOTIFY) read it
+            fresh = woken.row if woken.row is not None else await ctx.store.get(approval.id)
+        if fresh is None or fresh.decided_at is not None:
+            return fresh or approval
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return fresh
+        woken.clear()
+        woken.row = None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(woken.wait(), remaining)
 
 
 async def _readable(
@@ -209,12 +213,14 @@ async def read_approval(
     request: Request[Any, Any, Any], approval_id: FromPath[str], wait: FromQuery[float] = 0.0
 ) -> Response[ApprovalView]:
     ctx = context(request)
-    _user, approval, failure = await _readable(request, approval_id)
-    if failure is not None or approval is None:
-        return failure or error(404, "not-found")
     wait = max(0.0, min(float(wait), float(ctx.config.max_wait)))
-    if wait > 0 and approval.decided_at is None and approval.status() == "pending":
-        approval = await _await_decision(ctx, approval, wait)
+    # Registered before the row is read, so a decision landing in between wakes us.
+    with ctx.waker.waiter(approval_id) as woken:
+        _user, approval, failure = await _readable(request, approval_id)
+        if failure is not None or approval is None:
+            return failure or error(404, "not-found")
+        if wait > 0 and approval.decided_at is None and approval.status() == "pending":
+            approval = await _await_decision(ctx, approval, wait, woken)
     return Response(content=approval_view(approval), status_code=200)
 
 
@@ -235,23 +241,25 @@ async def consume_approval(
     request: Request[Any, Any, Any], approval_id: FromPath[str]
 ) -> Response[ApprovalView]:
     ctx = context(request)
-    user, approval, failure = await _readable(request, approval_id)
-    if failure is not None or approval is None or user is None:
-        return failure or error(404, "not-found")
-    if approval.created_by != user.id:  # only the asking call may run it
+    user = await caller(request)
+    if user is None:
+        return error(401, "unauthorized", "a bearer token is required")
+    # The guarded UPDATE names the caller (only the asking call may run it), so it goes
+    # first; the row is read only to tell 404 from 409 when nothing was taken.
+    taken = await ctx.store.consume_row(approval_id, created_by=user.id)
+    if taken is not None:  # the row as consumed, read back in the same statement
+        return Response(content=approval_view(taken), status_code=200)
+    fresh = await ctx.store.get(approval_id)
+    if fresh is None or fresh.created_by != user.id:
         return error(404, "not-found")
-    won = await ctx.store.consume(approval.id, created_by=user.id)
-    fresh = await ctx.store.get(approval.id) or approval
-    if not won:
-        return _conflict(
-            409,
-            DecisionConflict(
-                error="not-consumable",
-                detail="only an unconsumed allow, before the waiter's deadline, can be taken",
-                approval=approval_view(fresh),
-            ),
-        )
-    return Response(content=approval_view(fresh), status_code=200)
+    return _conflict(
+        409,
+        DecisionConflict(
+            error="not-consumable",
+            detail="only an unconsumed allow, before the waiter's deadline, can be taken",
+            approval=approval_view(fresh),
+        ),
+    )
 
 
 async def _decider(
@@ -314,13 +322,15 @@ async def decide(
         await ctx.record_decision(approval, "expired", decided_by="askgate", reason=None)
         fresh = await ctx.store.get(approval.id)
         return 410, DecisionConflict(error="expired", approval=approval_view(fresh or approval))
-    won = approval.decided_at is None and await ctx.record_decision(
-        approval, decision, decided_by=decided_by, reason=reason
+    recorded_row = (
+        await ctx.record_decision(approval, decision, decided_by=decided_by, reason=reason)
+        if approval.decided_at is None
+        else None
     )
+    if recorded_row is not None:  # read back from the row in the deciding statement
+        await ctx.announce_decision(recorded_row)
+        return 200, approval_view(recorded_row)
     fresh = await ctx.store.get(approval.id) or approval
-    if won:
-        await ctx.announce_decision(fresh)
-        return 200, approval_view(fresh)
     recorded = fresh.status()
     if recorded == decision or (recorded == "timeout" and fresh.late == decision):
         return 200, approval_view(fresh)

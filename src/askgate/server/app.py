@@ -137,6 +137,7 @@ def create_app(
     without, the app opens it at startup and closes it at shutdown."""
     from askgate.server.pages import PAGE_HANDLERS
     from askgate.server.signin import SIGNIN_HANDLERS
+    from askgate.server.tokens import TOKEN_HANDLERS
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -152,7 +153,7 @@ def create_app(
             await close_context(own)
 
     return Litestar(
-        route_handlers=[*HANDLERS, *PAGE_HANDLERS, *SIGNIN_HANDLERS],
+        route_handlers=[*HANDLERS, *PAGE_HANDLERS, *SIGNIN_HANDLERS, *TOKEN_HANDLERS],
         lifespan=[lifespan],
         request_max_body_size=config.max_body,
         # The ntfy web app performs Approve/Deny with a cross-origin fetch. Credentials are

@@ -169,16 +169,17 @@ class ServerContext:
 
     async def record_decision(
         self, approval: Approval, decision: str, *, decided_by: str, reason: str | None
-    ) -> bool:
-        """The once-only write, plus the cross-replica NOTIFY in the same transaction."""
+    ) -> Approval | None:
+        """The once-only write, plus the cross-replica NOTIFY in the same transaction: the
+        row as recorded when this call decided it, else None."""
         async with self.store.write() as conn:
-            won = await self.store.decide(
+            row = await self.store.decide_row(
                 approval.id, decision, decided_by=decided_by, reason=reason, conn=conn
             )
-            if won and self.store.postgres:
+            if row is not None and self.store.postgres:
                 payload = notify_payload(approval.tenant, approval.id)
                 await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, payload)))
-        return won
+        return row
 
 
 def approval_view(

@@ -374,9 +374,8 @@ def qr_data_uri(text: str) -> str:
     return str(segno.make(text, error="m").svg_data_uri(scale=6, border=2))
 
 
-@get("/me", include_in_schema=False)
-async def me_page(request: Request[Any, Any, Any]) -> Any:
-    from askgate.server.pages import _cookie_user, csrf_token, render
+async def _me_values(request: Request[Any, Any, Any]) -> Any:
+    from askgate.server.pages import _cookie_user, csrf_token
 
     ctx = context(request)
     user, token = await _cookie_user(request)
@@ -388,6 +387,8 @@ async def me_page(request: Request[Any, Any, Any]) -> Any:
         "csrf": csrf_token(ctx.secret, token),
         "enrolled": enrollment is not None,
         "default_ntfy": ctx.config.ntfy_url or "https://ntfy.sh",
+        "agent_tokens": [t for t in await ctx.store.tokens_of(user.id) if t.scope == "agent"],
+        "minted": None,
     }
     if enrollment is not None:
         topic = ctx.ntfy_topic(user.id, enrollment.topic_epoch)
@@ -399,6 +400,16 @@ async def me_page(request: Request[Any, Any, Any]) -> Any:
             qr=qr_data_uri(links["topic_url"]),
             **links,
         )
+    return values
+
+
+@get("/me", include_in_schema=False)
+async def me_page(request: Request[Any, Any, Any]) -> Any:
+    from askgate.server.pages import render
+
+    values = await _me_values(request)
+    if not isinstance(values, dict):
+        return values
     return render("me.html", **values)
 
 
@@ -441,7 +452,43 @@ async def me_rotate(request: Request[Any, Any, Any]) -> Any:
     return Redirect("/me", status_code=303)
 
 
+@post("/me/agent-tokens", include_in_schema=False)
+async def me_mint_agent_token(request: Request[Any, Any, Any]) -> Any:
+    """Mint an agent token of the signed-in person's own; the page shows it once."""
+    from askgate.server.pages import message, render
+    from askgate.server.tokens import AGENT_TOKENS_MAX, mint_agent_token
+
+    user, failure = await _form_user(request)
+    if failure is not None or user is None:
+        return failure
+    minted = await mint_agent_token(user, request)
+    if minted is None:
+        why = f"You hold {AGENT_TOKENS_MAX} agent tokens already; revoke one first."
+        return message("Not minted", why, 403)
+    values = await _me_values(request)
+    if not isinstance(values, dict):
+        return values
+    values["minted"] = minted
+    return render("me.html", **values)
+
+
+@post("/me/agent-tokens/revoke", include_in_schema=False)
+async def me_revoke_agent_token(request: Request[Any, Any, Any]) -> Any:
+    from askgate.server.pages import message
+
+    user, failure = await _form_user(request)
+    if failure is not None or user is None:
+        return failure
+    form = await request.form()
+    the_id = str(form.get("id", ""))
+    if not await context(request).store.revoke_token_id(user.id, the_id, scope="agent"):
+        return message("Not revoked", "No live agent token of yours has that id.", 404)
+    return Redirect("/me", status_code=303)
+
+
 SIGNIN_HANDLERS = [
+    me_mint_agent_token,
+    me_revoke_agent_token,
     oidc_start,
     oidc_callback,
     github_start,

@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -28,6 +29,10 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from askgate.server import keys
+from askgate.server.sqlite_inline import INLINE_BUSY_MS, InlineConnection, InlineSQLiteEngine
+
+# A connection of either engine: PostgreSQL's async one, or SQLite's inline one.
+Connection = AsyncConnection | InlineConnection
 
 metadata = sa.MetaData()
 
@@ -227,6 +232,24 @@ class User(msgspec.Struct, frozen=True, kw_only=True):
 
 SCOPES = ("user", "agent")
 
+# A token's public id: the first 16 hex digits of its stored SHA-256 (names it for listing and
+# revoking; reveals nothing usable about the token).
+TOKEN_ID_LENGTH = 16
+TOKEN_ID_RE = re.compile(rf"^[0-9a-f]{{{TOKEN_ID_LENGTH}}}$")
+
+
+def token_id(digest: str) -> str:
+    return digest[:TOKEN_ID_LENGTH]
+
+
+class TokenInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    scope: str
+    created_at: float
+
+
+TokenInfoList = list[TokenInfo]
+
 
 class Enrollment(msgspec.Struct, frozen=True, kw_only=True):
     ntfy_server: str
@@ -274,15 +297,31 @@ def is_postgres(url: str) -> bool:
     return url.startswith("postgresql")
 
 
-def _sqlite_pragmas(engine: AsyncEngine, busy_ms: int) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(busy_ms: int) -> Callable[[Any], None]:
+    def on_connect(dbapi_connection: Any) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        # WAL + NORMAL: a commit survives the process being killed (the guarantee the
+        # one-execution tests check with SIGKILL); only a power loss can drop the last
+        # commits, and never leaves half a decision (the WAL is checksummed).
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
+
+    return on_connect
+
+
+def _migrate_sqlite(url: str, busy_ms: int) -> None:
+    """Migrations on a short-lived plain connection (before the server takes requests)."""
+    engine = sa.create_engine(sa.engine.make_url(url).set(drivername="sqlite"))
+    pragmas = _sqlite_pragmas(busy_ms)
+    event.listen(engine, "connect", lambda dbapi, _record: pragmas(dbapi))
+    try:
+        with engine.begin() as conn:
+            _run_migrations(conn)
+    finally:
+        engine.dispose()
 
 
 def _run_migrations(connection: sa.Connection) -> None:
@@ -301,10 +340,101 @@ def _run_migrations(connection: sa.Connection) -> None:
     command.upgrade(config, "head")
 
 
+# The hot path's statements, built once: SQLAlchemy memoizes a statement object's cache key,
+# so executing a prebuilt statement with bound parameters skips building the expression and
+# computing its key on every call (together most of an approval's Python cost). Decisions and
+# consumes read the row back with RETURNING in the same statement (SQLite >= 3.35, PostgreSQL),
+# so the verdict a caller sees is still the row's, without another round trip.
+_c = approvals.c
+_NOW = sa.bindparam("b_now", type_=sa.Float)
+_GET = approvals.select().where(_c.id == sa.bindparam("b_id"))
+_GET_IN_TENANT = _GET.where(_c.tenant == sa.bindparam("b_tenant"))
+_INSERT = approvals.insert()
+_PAST_WAIT = sa.or_(
+    _c.waiter_gave_up_at.is_not(None),
+    sa.and_(_c.wait_until.is_not(None), _c.wait_until <= _NOW),
+)
+_DECIDE = (
+    approvals.update()
+    .where(_c.id == sa.bindparam("b_id"), _c.decided_at.is_(None))
+    .where(_c.expires_at > _NOW)
+    .values(
+        decided_at=_NOW,
+        decided_by=sa.bindparam("b_by", type_=sa.String(200)),
+        reason=sa.bindparam("b_why", type_=sa.Text),
+        decision=sa.case(
+            (_PAST_WAIT, sa.literal("timeout")),
+            else_=sa.bindparam("b_verdict", type_=sa.String(16)),
+        ),
+        late=sa.case((_PAST_WAIT, sa.bindparam("b_verdict", type_=sa.String(16))), else_=sa.null()),
+    )
+    .returning(*approvals.c)
+)
+_EXPIRE = (
+    approvals.update()
+    .where(_c.id == sa.bindparam("b_id"), _c.decided_at.is_(None))
+    .values(
+        decided_at=_NOW,
+        decided_by=sa.bindparam("b_by", type_=sa.String(200)),
+        reason=sa.bindparam("b_why", type_=sa.Text),
+        decision=sa.literal("expired"),
+    )
+    .returning(*approvals.c)
+)
+_CONSUME = (
+    approvals.update()
+    .where(
+        _c.id == sa.bindparam("b_id"),
+        _c.created_by == sa.bindparam("b_by", type_=sa.String(200)),
+        _c.decision == "allow",
+        _c.consumed_at.is_(None),
+        _c.expires_at > _NOW,
+        sa.or_(_c.wait_until.is_(None), _c.wait_until > _NOW),
+    )
+    .values(consumed_at=_NOW)
+    .returning(*approvals.c)
+)
+_LATE_CANDIDATES = (
+    sa.select(_c.id)
+    .where(
+        _c.created_by == sa.bindparam("b_by", type_=sa.String(200)),
+        _c.tool == sa.bindparam("b_tool"),
+        _c.input_sha256 == sa.bindparam("b_digest"),
+        _c.cwd.is_not_distinct_from(sa.bindparam("b_cwd", type_=sa.Text)),
+        _c.session.is_not_distinct_from(sa.bindparam("b_session", type_=sa.String)),
+        _c.agent.is_not_distinct_from(sa.bindparam("b_agent", type_=sa.String)),
+        # answered late, or allowed in time but never taken by its call (it gave up
+        # first: the two deadlines differ by the request's transit time)
+        sa.or_(
+            sa.and_(_c.decision == "timeout", _c.late == "allow"),
+            sa.and_(
+                _c.decision == "allow",
+                _c.wait_until.is_not(None),
+                _c.wait_until <= _NOW,
+            ),
+        ),
+        _c.consumed_at.is_(None),
+        _c.expires_at > _NOW,
+    )
+    .order_by(_c.decided_at)
+    .limit(5)
+)
+_LATE_CLAIM = (
+    approvals.update()
+    .where(
+        _c.id == sa.bindparam("b_id"),
+        _c.consumed_at.is_(None),
+        sa.or_(_c.late == "allow", _c.decision == "allow"),
+    )
+    .values(consumed_at=_NOW)
+    .returning(*approvals.c)
+)
+
+
 class Store:
     """Async access to the approval tables. Open with `Store.open(url)`."""
 
-    def __init__(self, engine: AsyncEngine, url: str) -> None:
+    def __init__(self, engine: AsyncEngine | InlineSQLiteEngine, url: str) -> None:
         self.engine = engine
         self.url = url
         # SQLite has one writer at a time. Queueing our own writers here, instead of in
@@ -315,7 +445,7 @@ class Store:
         self._enrolled: dict[str, tuple[float, Enrollment | None]] = {}
 
     @contextlib.asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
+    async def write(self) -> AsyncIterator[Connection]:
         """A write transaction (serialised within this process on SQLite)."""
         if self._write_lock is None:
             async with self.engine.begin() as conn:
@@ -330,11 +460,13 @@ class Store:
             path = url.split("///", 1)[1] if "///" in url else ""
             if path and path != ":memory:":
                 os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
-            engine = create_async_engine(url, pool_size=8, max_overflow=24)
             busy = busy_ms if busy_ms is not None else _env_int(BUSY_TIMEOUT_ENV, DEFAULT_BUSY_MS)
-            _sqlite_pragmas(engine, busy)
-        else:
-            engine = create_async_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
+            _migrate_sqlite(url, busy)
+            inline = InlineSQLiteEngine(
+                url, busy_ms=busy, on_connect=_sqlite_pragmas(min(busy, INLINE_BUSY_MS))
+            )
+            return cls(inline, url)
+        engine = create_async_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
         store = cls(engine, url)
         try:
             async with engine.begin() as conn:
@@ -401,16 +533,18 @@ class Store:
             "late": None,
         }
         async with self.write() as conn:
-            await conn.execute(approvals.insert().values(**values))
+            await conn.execute(_INSERT, values)
         return Approval(**values)
 
     async def get(self, approval_id: str, *, tenant: str | None = None) -> Approval | None:
         """The row, or None when unknown (or, with `tenant`, owned by another tenant)."""
-        query = approvals.select().where(approvals.c.id == approval_id)
-        if tenant is not None:
-            query = query.where(approvals.c.tenant == tenant)
+        query, params = (
+            (_GET, {"b_id": approval_id})
+            if tenant is None
+            else (_GET_IN_TENANT, {"b_id": approval_id, "b_tenant": tenant})
+        )
         async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
+            row = (await conn.execute(query, params)).first()
         return None if row is None else _approval(row)
 
     async def decide(
@@ -421,9 +555,25 @@ class Store:
         decided_by: str,
         reason: str | None = None,
         now: float | None = None,
-        conn: AsyncConnection | None = None,
+        conn: Connection | None = None,
     ) -> bool:
-        """The once-only write: True when this call recorded the decision.
+        """The once-only write: True when this call recorded the decision."""
+        row = await self.decide_row(
+            approval_id, decision, decided_by=decided_by, reason=reason, now=now, conn=conn
+        )
+        return row is not None
+
+    async def decide_row(
+        self,
+        approval_id: str,
+        decision: str,
+        *,
+        decided_by: str,
+        reason: str | None = None,
+        now: float | None = None,
+        conn: Connection | None = None,
+    ) -> Approval | None:
+        """The once-only write: the row as recorded when this call decided it, else None.
 
         An answer that lands at or after the waiter's deadline (or after it gave up) is
         recorded as `timeout`, the human's answer kept in `late`: the call it was asked for
@@ -432,27 +582,16 @@ class Store:
         if decision not in ("allow", "deny", "expired"):
             raise ValueError(f"not a decision: {decision!r}")
         now = time.time() if now is None else now
-        query = approvals.update().where(
-            approvals.c.id == approval_id, approvals.c.decided_at.is_(None)
-        )
-        if decision == "expired":
-            values: dict[str, Any] = {"decision": decision}
-        else:
-            query = query.where(approvals.c.expires_at > now)
-            past = sa.or_(
-                approvals.c.waiter_gave_up_at.is_not(None),
-                sa.and_(approvals.c.wait_until.is_not(None), approvals.c.wait_until <= now),
-            )
-            values = {
-                "decision": sa.case((past, sa.literal("timeout")), else_=sa.literal(decision)),
-                "late": sa.case((past, sa.literal(decision)), else_=sa.null()),
-            }
-        query = query.values(decided_at=now, decided_by=decided_by, reason=reason, **values)
+        query = _EXPIRE if decision == "expired" else _DECIDE
+        params = {"b_id": approval_id, "b_now": now, "b_by": decided_by, "b_why": reason}
+        if decision != "expired":
+            params["b_verdict"] = decision
         if conn is not None:
-            return (await conn.execute(query)).rowcount == 1
-        async with self.write() as own:
-            changed = (await own.execute(query)).rowcount == 1
-        return changed
+            row = (await conn.execute(query, params)).first()
+        else:
+            async with self.write() as own:
+                row = (await own.execute(query, params)).first()
+        return None if row is None else _approval(row)
 
     async def abandon(self, approval_id: str, *, created_by: str, now: float | None = None) -> bool:
         """The waiter gave up. Refused (False) before the deadline the waiter announced: a
@@ -474,23 +613,20 @@ class Store:
             return (await conn.execute(query)).rowcount == 1
 
     async def consume(self, approval_id: str, *, created_by: str, now: float | None = None) -> bool:
+        """The call that executes takes its allow, once (see `consume_row`)."""
+        return await self.consume_row(approval_id, created_by=created_by, now=now) is not None
+
+    async def consume_row(
+        self, approval_id: str, *, created_by: str, now: float | None = None
+    ) -> Approval | None:
         """The call that executes takes its allow, once: a guarded UPDATE that succeeds for
-        one caller only, only for an allow, only before the waiter's deadline and expiry."""
+        one caller only, only for an allow, only before the waiter's deadline and expiry. The
+        consumed row, or None when nothing was taken."""
         now = time.time() if now is None else now
-        query = (
-            approvals.update()
-            .where(
-                approvals.c.id == approval_id,
-                approvals.c.created_by == created_by,
-                approvals.c.decision == "allow",
-                approvals.c.consumed_at.is_(None),
-                approvals.c.expires_at > now,
-                sa.or_(approvals.c.wait_until.is_(None), approvals.c.wait_until > now),
-            )
-            .values(consumed_at=now)
-        )
+        params = {"b_id": approval_id, "b_by": created_by, "b_now": now}
         async with self.write() as conn:
-            return (await conn.execute(query)).rowcount == 1
+            row = (await conn.execute(_CONSUME, params)).first()
+        return None if row is None else _approval(row)
 
     async def consume_late_approval(
         self,
@@ -507,44 +643,26 @@ class Store:
         to the next identical call of the same person, in the same working directory,
         session and agent, once (a guarded UPDATE), or None."""
         now = time.time() if now is None else now
-        c = approvals.c
-        candidates = (
-            sa.select(c.id)
-            .where(
-                c.created_by == created_by,
-                c.tool == tool,
-                c.input_sha256 == digest,
-                c.cwd.is_not_distinct_from(cwd),
-                c.session.is_not_distinct_from(session),
-                c.agent.is_not_distinct_from(agent),
-                # answered late, or allowed in time but never taken by its call (it gave up
-                # first: the two deadlines differ by the request's transit time)
-                sa.or_(
-                    sa.and_(c.decision == "timeout", c.late == "allow"),
-                    sa.and_(c.decision == "allow", c.wait_until.is_not(None), c.wait_until <= now),
-                ),
-                c.consumed_at.is_(None),
-                c.expires_at > now,
-            )
-            .order_by(c.decided_at)
-            .limit(5)
-        )
+        params = {
+            "b_by": created_by,
+            "b_tool": tool,
+            "b_digest": digest,
+            "b_cwd": cwd,
+            "b_session": session,
+            "b_agent": agent,
+            "b_now": now,
+        }
+        # A read first, outside the write lock: almost every call has no late approval, and
+        # the claim below is guarded anyway (a candidate taken meanwhile is simply skipped).
+        async with self.engine.connect() as conn:
+            found = (await conn.execute(_LATE_CANDIDATES, params)).all()
+        if not found:
+            return None
         async with self.write() as conn:
-            for (approval_id,) in (await conn.execute(candidates)).all():
-                claim = (
-                    approvals.update()
-                    .where(
-                        c.id == approval_id,
-                        c.consumed_at.is_(None),
-                        sa.or_(c.late == "allow", c.decision == "allow"),
-                    )
-                    .values(consumed_at=now)
-                )
-                if (await conn.execute(claim)).rowcount == 1:
-                    row = (
-                        await conn.execute(approvals.select().where(c.id == approval_id))
-                    ).first()
-                    return None if row is None else _approval(row)
+            for (approval_id,) in found:
+                row = (await conn.execute(_LATE_CLAIM, {"b_id": approval_id, "b_now": now})).first()
+                if row is not None:
+                    return _approval(row)
         return None
 
     async def list(
@@ -663,14 +781,14 @@ class Store:
 
     # --- approver groups ---------------------------------------------------------------
 
-    async def _group_row(self, conn: AsyncConnection, name: str) -> Any:
+    async def _group_row(self, conn: Connection, name: str) -> Any:
         query = approver_groups.select().where(approver_groups.c.name == name)
         row = (await conn.execute(query)).first()
         if row is None:
             raise StoreError(f"no group named {name!r} (askgate group create {name})")
         return row
 
-    async def _user_row(self, conn: AsyncConnection, name: str) -> Any:
+    async def _user_row(self, conn: Connection, name: str) -> Any:
         row = (await conn.execute(users.select().where(users.c.name == name))).first()
         if row is None:
             raise StoreError(f"no user named {name!r}")
@@ -880,6 +998,37 @@ class Store:
                 )
             )
         return token
+
+    async def tokens_of(self, user_id: str) -> TokenInfoList:
+        """The user's own tokens (never the secret: an id, its scope and when)."""
+        query = (
+            sa.select(tokens.c.token_sha256, tokens.c.scope, tokens.c.created_at)
+            .where(tokens.c.user_id == user_id, tokens.c.revoked_at.is_(None))
+            .order_by(tokens.c.created_at)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [
+            TokenInfo(id=token_id(str(r[0])), scope=str(r[1]), created_at=float(r[2])) for r in rows
+        ]
+
+    async def revoke_token_id(self, user_id: str, the_id: str, *, scope: str | None = None) -> bool:
+        """Revoke one of `user_id`'s own tokens by its id (optionally only of `scope`); False
+        when no live token of theirs has that id. Takes effect at once in this process and
+        within TOKEN_CACHE_SECONDS on other replicas."""
+        if not TOKEN_ID_RE.fullmatch(the_id):
+            return False
+        query = tokens.update().where(
+            tokens.c.user_id == user_id,
+            tokens.c.token_sha256.startswith(the_id, autoescape=True),
+            tokens.c.revoked_at.is_(None),
+        )
+        if scope is not None:
+            query = query.where(tokens.c.scope == scope)
+        async with self.write() as conn:
+            changed = (await conn.execute(query.values(revoked_at=time.time()))).rowcount
+        self.forget_tokens()
+        return bool(changed)
 
     async def revoke_token(self, token: str) -> None:
         self.forget_tokens()

@@ -143,3 +143,31 @@ class DecisionConflict(msgspec.Struct, kw_only=True):
     error: str
     detail: str | None = None
     approval: ApprovalView
+
+
+class MintToken(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Body of POST /v1/tokens: only agent tokens are minted here (a person's own sign-in
+    is their user credential)."""
+
+    scope: Literal["agent"] = "agent"
+
+
+class TokenView(msgspec.Struct, kw_only=True):
+    """One of the caller's tokens: its public id (never the secret), scope and age."""
+
+    id: str
+    scope: Literal["user", "agent"]
+    created_at: float
+
+
+class MintedToken(msgspec.Struct, kw_only=True):
+    """A new token: the secret is shown once, here, and never again."""
+
+    id: str
+    scope: Literal["agent"]
+    created_at: float
+    token: str
+
+
+class TokenList(msgspec.Struct, kw_only=True):
+    tokens: list[TokenView]
