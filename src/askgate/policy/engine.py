@@ -439,7 +439,13 @@ class Policy:
         fallback = [(Surface.TOOL, tool)] if tool else []
         checks = self._path_checks(surface, forms, agent, fallback, stricter_only=False)
         if surface is Surface.READ and tool in RECURSIVE_TOOLS:
-            checks += self._recursive_checks(forms.lexical, cwd, agent)
+            # A content search (Grep) runs in the agent's process, outside any sandbox:
+            # a file below that an anywhere-pattern read rule names asks (its `glob`
+            # filter is not modelled); a name lister (Glob) opens no file.
+            searches = tool in CONTENT_SEARCH_TOOLS
+            checks += self._recursive_checks(
+                forms.lexical, cwd, agent, contents=searches, cap=Action.ASK, kernel=False
+            )
         if surface is not Surface.EXTERNAL_DIRECTORY:
             checks += self._external_checks(forms, agent)
         action = Action.strictest(*(c.action for c in checks if c.basis != Basis.IGNORED))
@@ -637,7 +643,7 @@ class Policy:
         return any(paths.is_inside(directory, root) for root in self._roots)
 
     def _recursive_content_checks(
-        self, directory: str, agent: str | None, cap: Action | None
+        self, directory: str, agent: str | None, cap: Action | None, kernel: bool = True
     ) -> list[Check]:
         """The files below `directory` an anywhere-pattern read rule names, each decided
         as a read of that file (deny stays deny, unless `cap`); a walk that cannot
@@ -645,7 +651,7 @@ class Policy:
         from askgate.policy.recursive_reads import matching_below
 
         patterns = self._anywhere_reads(agent)
-        if not patterns or self._kernel_hides(directory):
+        if not patterns or (kernel and self._kernel_hides(directory)):
             return []
         walk = matching_below(directory, lambda p: any(pt.match(p) for pt in patterns))
         checks: list[Check] = []
@@ -682,11 +688,13 @@ class Policy:
         agent: str | None,
         contents: bool = False,
         cap: Action | None = None,
+        kernel: bool = True,
     ) -> list[Check]:
         """A directory read with everything below it: a read deny or ask rule whose
         literal root lies inside makes the read ask, naming the rule; when the reader
         opens the files (`contents`), a file below it that an anywhere-pattern read
-        rule names is decided as that rule says (`recursive_reads.py`)."""
+        rule names is decided as that rule says (`recursive_reads.py`), at most `cap`.
+        `kernel`: the reader is a bash command, which the sandbox may confine."""
         roots = self._guarded_roots(agent)
         if not roots and not (contents and self._anywhere_reads(agent)):
             return []
@@ -695,7 +703,7 @@ class Policy:
             return [forms]
         checks: list[Check] = []
         if contents:
-            checks += self._recursive_content_checks(forms.resolved, agent, cap)
+            checks += self._recursive_content_checks(forms.resolved, agent, cap, kernel)
         for root, rule in roots:
             for form in forms.forms:
                 if paths.is_inside(root, form):
@@ -1114,6 +1122,8 @@ TEXT_URL_TOOLS = frozenset({"web_fetch"})
 RECURSIVE_TOOLS = frozenset(
     {"Glob", "Grep", "grep", "find", "glob", "grep_search", "search_file_content"}
 )
+# Those among them that open the files they search (the others list names).
+CONTENT_SEARCH_TOOLS = frozenset({"Grep", "grep", "grep_search", "search_file_content"})
 _GLOB_CHARACTERS = re.compile(r"[*?\[{]")
 
 

@@ -9,6 +9,10 @@ from askgate.policy.shell.base import NO_REDIRECTS, Base, Frame, Redirects
 from askgate.policy.shell.cwd import Cwd
 from askgate.policy.shell.words import Node, Word
 
+# `<&-` and `>&-` close a descriptor and take no target: tree-sitter-bash lexes them as one
+# operator and hangs the next word (`cat 0<&- .env`) on the redirect as if it were the target.
+_CLOSING = frozenset({"<&-", ">&-"})
+
 
 class RedirectMixin(Base):
     # -- redirects --------------------------------------------------------------
@@ -38,9 +42,10 @@ class RedirectMixin(Base):
             destinations = [c for c in node.children if c.is_named and c.type not in
                             ("file_descriptor", "ERROR")]  # fmt: skip
             groups = self.group(destinations)
-            if len(groups) > 1:
+            first = 0 if _closes(node) else 1
+            if len(groups) > first:
                 self.redirect_words_taken.add(node.id)
-                found.extend(n for group in groups[1:] for n in group)
+                found.extend(n for group in groups[first:] for n in group)
         return found
 
     def file_redirect(self, node: Node, state: Cwd, frame: Frame, result: Redirects) -> None:
@@ -61,6 +66,11 @@ class RedirectMixin(Base):
         if not destinations:
             return
         groups = self.group(destinations)
+        if _CLOSING.intersection(operators):
+            # every word is the command's (redirect_arguments), none is a target
+            if node.id not in self.redirect_words_taken:
+                result.floors.append("words after a closed descriptor are not modelled here")
+            return
         if len(groups) > 1:
             # tree-sitter-bash hangs the words after a redirect's target on the redirect
             # (`cat 2>/dev/null .env`); bash gives them to the command: command() takes
@@ -119,3 +129,8 @@ class RedirectMixin(Base):
         for match in re.finditer(r"`((?:[^`\\]|\\.)*)`", text, re.DOTALL):
             inner = re.sub(r"\\([`$\\])", r"\1", match.group(1))
             self.reparse(Word(inner, inner), "heredoc", heredoc_frame, state.copy())
+
+
+def _closes(node: Node) -> bool:
+    """`cat 0<&- .env`: the redirect closes a descriptor, its words are arguments."""
+    return any(not c.is_named and c.type in _CLOSING for c in node.children)

@@ -1,0 +1,110 @@
+"""Bash analysis, round 3 continued (issue 22): the gaps left after round 4, each decided by
+the engine under the policies the round-4 tests use (`init --yes --sandbox off`, the
+read-only profile, a permissive policy, `examples/policy.toml`) and, where the harm is
+observable, run in real bash in a scratch world (tests/test_bash_redteam_round4.World)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from askgate.policy.model import Action, Surface
+from test_bash_redteam_round4 import BASH, ENV_SECRET, UNSANDBOXED, World
+
+needs_bash = pytest.mark.skipif(BASH is None, reason="needs bash")
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
+
+
+def _not_allowed(world: World, command: str, policies: tuple[str, ...] = UNSANDBOXED) -> None:
+    got = world.answers(command)
+    allowed = [name for name in policies if got[name] is Action.ALLOW]
+    assert not allowed, (command, got)
+
+
+# -- redirects that close a descriptor take no target ---------------------------------------
+# tree-sitter-bash lexes `<&-` / `>&-` as one operator and hangs the next word on the
+# redirect as its target; bash gives that word to the command.
+
+CLOSED_DESCRIPTOR_READS_ENV = [
+    "cat 0<&- .env",
+    "cat <&- .env",
+    "cat 0<&-.env",
+    "cat <&-.env",
+    "cat 2>&- .env",
+    "cat 3<&- .env",
+    "cat 3>&- .env",
+    "sed -n p 0<&- .env",
+    "head 2>&- -n 5 .env",
+    "cat >&2 .env",
+    "cat &>/dev/stdout .env",
+    "cat 2>&1 <.env",
+    "cat 3<.env <&3",
+    "cat 9<.env /dev/fd/9",
+]
+
+
+@needs_bash
+@pytest.mark.parametrize("command", CLOSED_DESCRIPTOR_READS_ENV)
+def test_a_redirect_before_the_operand_really_prints_env(world: World, command: str) -> None:
+    assert ENV_SECRET in world.bash(command)
+
+
+@pytest.mark.parametrize("command", CLOSED_DESCRIPTOR_READS_ENV)
+def test_a_redirect_before_the_operand_is_the_read_it_is(world: World, command: str) -> None:
+    assert set(world.answers(command).values()) == {Action.DENY}, command
+
+
+@needs_bash
+def test_a_closed_descriptor_before_the_operand_copies_the_secret(world: World) -> None:
+    command = "cp 2>&- .env leak"
+    world.bash(command)
+    assert ENV_SECRET in (world.project / "leak").read_text()
+    _not_allowed(world, command)
+
+
+def test_closing_a_descriptor_alone_stays_allowed(world: World) -> None:
+    got = world.answers("ls 2>&- src")
+    assert got["permissive"] is Action.ALLOW, got
+
+
+# -- content-search tools read every file below their path -----------------------------------
+
+CONTENT_SEARCHES = ["Grep", "grep", "grep_search", "search_file_content"]
+
+
+@pytest.mark.parametrize("tool", CONTENT_SEARCHES)
+def test_a_content_search_over_a_tree_holding_env_is_not_allowed(world: World, tool: str) -> None:
+    for name, policy in world.policies.items():
+        for path in (str(world.project), str(world.home)):
+            got = policy.decide(Surface.READ, path, cwd=str(world.project), tool=tool)
+            assert got.action is not Action.ALLOW, (name, tool, path, got.reason)
+
+
+def test_a_content_search_beside_env_stays_allowed(world: World) -> None:
+    src = str(world.project / "src")
+    got = world.policies["permissive"].decide(
+        Surface.READ, src, cwd=str(world.project), tool="Grep"
+    )
+    assert got.action is Action.ALLOW, got.reason
+
+
+def test_a_content_search_under_the_required_sandbox_still_asks(world: World) -> None:
+    """Grep runs in the agent's process: the sandbox that hides .env from bash does not."""
+    path = world.project.parent / "sandboxed.toml"
+    path.write_text('default = "allow"\n[sandbox]\nbash = "required"\n')
+    policy = world.load(path)
+    assert not policy.errors, policy.errors
+    got = policy.decide(Surface.READ, str(world.project), cwd=str(world.project), tool="Grep")
+    assert got.action is not Action.ALLOW, got.reason
+
+
+def test_a_name_listing_over_a_tree_holding_env_stays_allowed(world: World) -> None:
+    got = world.policies["permissive"].decide(
+        Surface.READ, str(world.project), cwd=str(world.project), tool="Glob"
+    )
+    assert got.action is Action.ALLOW, got.reason
