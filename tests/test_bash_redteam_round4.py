@@ -423,10 +423,7 @@ def test_git_trace_as_a_prefix_is_already_caught(world: World) -> None:
 
 UNLISTED_PROJECT_PERSISTENCE = [
     ".claude/skills/x/SKILL.md",  # Claude Code loads project skills by itself
-    pytest.param(
-        ".mcp.json",  # project MCP servers: a command to run
-        marks=_finding(12),  # not listed: its sandbox placeholder shows in `git status`
-    ),
+    ".mcp.json",  # project MCP servers: a command to run
     ".cursor/mcp.json",
     ".windsurfrules",
     ".clinerules",

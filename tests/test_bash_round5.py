@@ -108,3 +108,23 @@ def test_a_name_listing_over_a_tree_holding_env_stays_allowed(world: World) -> N
         Surface.READ, str(world.project), cwd=str(world.project), tool="Glob"
     )
     assert got.action is Action.ALLOW, got.reason
+
+
+# -- .mcp.json: a project's MCP servers are commands the agent starts ------------------------
+
+
+@pytest.mark.parametrize("command", ["echo x >> .mcp.json", "cp x.json .mcp.json"])
+def test_planting_a_project_mcp_config_is_not_allowed(world: World, command: str) -> None:
+    _not_allowed(world, command, ("init-off", "permissive"))
+
+
+def test_a_missing_mcp_config_is_a_tripwire_not_a_placeholder_git_would_list(
+    world: World,
+) -> None:
+    from askgate.sandbox.plan import build_plan
+    from askgate.policy.sandbox_table import SandboxSettings
+
+    plan = build_plan(world.policies["permissive"], SandboxSettings(), cwd=str(world.project))
+    mcp = str(world.project / ".mcp.json")
+    assert mcp in {entry.path for entry in plan.tripwires}
+    assert mcp not in {entry.placeholder for entry in plan.write_holes}

@@ -94,6 +94,7 @@ LINKED_WORKTREE_PROTECTED: tuple[str, ...] = ("config.worktree", "commondir")
 AGENT_SOCKET_VARIABLES: tuple[str, ...] = ("SSH_AUTH_SOCK", "GPG_AGENT_INFO", "SSH_AGENT_PID")
 # Missing registration files get a placeholder the agent can still parse.
 JSON_PLACEHOLDER = b"{}\n"
+REGISTERS = "registers askgate with an agent"
 SCRATCH_DIRECTORIES: tuple[str, ...] = ("/tmp", "/var/tmp")
 SCRATCH = "scratch directory"
 CONTROL_PLANE = "askgate's control plane (hidden in every sandbox)"
@@ -316,9 +317,8 @@ class _Builder:
             for p in protected_paths(self.policy.env, self.root)
             if p not in hidden
         ]
-        registers = "registers askgate with an agent"
         sources += [
-            _Source(expand_path_pattern(p, home=self.home, base_dir=self.root), registers)
+            _Source(expand_path_pattern(p, home=self.home, base_dir=self.root), REGISTERS)
             for p in registration_paths(self.policy.env)
         ]
         git = os.path.join(self.root, ".git")
@@ -694,10 +694,11 @@ def git_directories(git: str) -> list[tuple[str, tuple[str, ...]]]:
 def _is_tripwire(entry: PlanEntry) -> bool:
     """A missing protected *file* whose placeholder would be seen (git, `git add -A`,
     direnv): watched instead. Registration files get a `{}` placeholder (an agent watching
-    its settings must never see a rewritten one, even for the length of a command)."""
+    its settings must never see a rewritten one, even for the length of a command); any
+    other JSON file (`.mcp.json`, which git would list) is a tripwire like the rest."""
     if entry.placeholder != entry.path or entry.pattern.endswith("/**"):
         return False  # a directory placeholder: invisible to git, harmless to programs
-    return not entry.path.endswith(".json")
+    return not (entry.why == REGISTERS and entry.path.endswith(".json"))
 
 
 def _hard_links(path: str) -> int:
