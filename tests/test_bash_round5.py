@@ -121,8 +121,8 @@ def test_planting_a_project_mcp_config_is_not_allowed(world: World, command: str
 def test_a_missing_mcp_config_is_a_tripwire_not_a_placeholder_git_would_list(
     world: World,
 ) -> None:
-    from askgate.sandbox.plan import build_plan
     from askgate.policy.sandbox_table import SandboxSettings
+    from askgate.sandbox.plan import build_plan
 
     plan = build_plan(world.policies["permissive"], SandboxSettings(), cwd=str(world.project))
     mcp = str(world.project / ".mcp.json")
