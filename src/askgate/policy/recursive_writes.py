@@ -37,7 +37,11 @@ def _sample(segment: str) -> str:
 
 
 def reaches_below(directory: str, expanded: str, pattern: Pattern) -> bool:
-    """Can the (expanded) path pattern match `directory` or a path below it?"""
+    """Does the (expanded) path pattern reach into `directory`? A rooted pattern does
+    when its literal root lies inside `directory`, or when `directory` lies inside that
+    root and the pattern matches a file directly below it (`DIR/x`). An anywhere-pattern
+    (`**/…`) does only when one of its literal segments names `directory` itself (`**/.git/**`
+    for `.git`): files below `directory` it could match elsewhere are not searched."""
     root = literal_root(expanded)
     if root is not None:
         if paths.is_inside(directory, root):
