@@ -213,6 +213,7 @@ PROCESSES_AND_CONTAINERS = [
     "pkill -f uvicorn",
     "lsof -i :8000",
     "sleep 2",
+    "export DEBUG=1",
 ]
 
 NETWORK_AND_MISC = [
@@ -227,7 +228,6 @@ NETWORK_AND_MISC = [
     "bash scripts/run.sh",
     "./scripts/run.sh",
     "sudo apt-get install -y jq",
-    "export DEBUG=1",
     "cat .env",
 ]
 
