@@ -145,3 +145,14 @@ def test_find_delete_is_a_recursive_write_of_its_starting_points(
     (unit,) = analyze(command).units
     assert written in unit.writes and written in unit.recursive_writes
     assert analyze("find -L . -delete").units[0].floor_reason is not None
+
+
+def test_an_interpreter_program_in_a_heredoc_is_held_only_by_the_required_sandbox() -> None:
+    """`python3 - <<EOF` is inline code: its floor is lifted only where the kernel holds it."""
+    from askgate.policy.engine import _HELD_BY_THE_SANDBOX
+    from askgate.policy.shell import analyze
+
+    (unit,) = analyze("python3 - <<'EOF'\nprint(1)\nEOF").units
+    assert unit.floor_reason in _HELD_BY_THE_SANDBOX
+    shell = analyze("bash <<'EOF'\nls\nEOF").units
+    assert all(u.floor_reason not in _HELD_BY_THE_SANDBOX for u in shell)

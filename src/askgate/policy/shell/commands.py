@@ -150,6 +150,7 @@ _FUSED_LIMIT = 4096
 _FUSED_TEXT_LIMIT = 1024
 _FD_NEXT = (b"<", b">")
 _DYNAMIC = attrgetter("dynamic")
+INTERPRETER_HEREDOC = "an interpreter reading its program from a heredoc"  # (engine.py)
 
 
 def _plain_unit(
@@ -770,7 +771,12 @@ class CommandMixin(RedirectMixin):
         if (piped or redirects.stdin == "pipe") and (name == "xargs" or script_reader):
             floors.append("pipe into a shell or interpreter runs whatever arrives on stdin")
         elif redirects.stdin in ("heredoc", "herestring") and script_reader:
-            floors.append("a shell or interpreter reading its program from a heredoc")
+            if name is not None and is_interpreter(name):
+                # Like `python -c CODE`: under the required sandbox the kernel holds it
+                # (engine.py lifts exactly this reason there); elsewhere it asks.
+                floors.append(INTERPRETER_HEREDOC)
+            else:
+                floors.append("a shell or interpreter reading its program from a heredoc")
             known = redirects.stdin_text
         else:
             return
