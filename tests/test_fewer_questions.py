@@ -115,3 +115,44 @@ def test_init_with_the_sandbox_asks_about_at_most_a_quarter_of_the_larger_worklo
     # The classes the sandbox cannot make safe stay questions: the network, installs.
     assert found["per_class"]["network"][0] == found["per_class"]["network"][1]
     assert found["per_class"]["installs"][0] == found["per_class"]["installs"][1]
+
+
+@pytest.mark.parametrize(
+    ("command", "harmless"),
+    __import__("askgate.policy.shell.programs", fromlist=["HARMLESS_EXAMPLES"]).HARMLESS_EXAMPLES,
+)
+def test_harmless_settings_lift_only_their_own_floor(command: str, harmless: bool) -> None:
+    """A pager of cat, a project-relative PYTHONPATH before Python: no floor; any other
+    value, a dynamic one, or another program: the floor stays."""
+    from askgate.policy.shell import analyze
+
+    floored = any(
+        "which changes what commands run" in (unit.floor_reason or "")
+        for unit in analyze(command).units
+    )
+    assert floored is not harmless
+
+
+@pytest.mark.parametrize(
+    ("command", "written"),
+    [("find . -name '*.pyc' -delete", "."), ("find -delete", "."), ("find / -delete", "/")],
+)
+def test_find_delete_is_a_recursive_write_of_its_starting_points(
+    command: str, written: str
+) -> None:
+    from askgate.policy.shell import analyze
+
+    (unit,) = analyze(command).units
+    assert written in unit.writes and written in unit.recursive_writes
+    assert analyze("find -L . -delete").units[0].floor_reason is not None
+
+
+def test_an_interpreter_program_in_a_heredoc_is_held_only_by_the_required_sandbox() -> None:
+    """`python3 - <<EOF` is inline code: its floor is lifted only where the kernel holds it."""
+    from askgate.policy.engine import _HELD_BY_THE_SANDBOX
+    from askgate.policy.shell import analyze
+
+    (unit,) = analyze("python3 - <<'EOF'\nprint(1)\nEOF").units
+    assert unit.floor_reason in _HELD_BY_THE_SANDBOX
+    shell = analyze("bash <<'EOF'\nls\nEOF").units
+    assert all(u.floor_reason not in _HELD_BY_THE_SANDBOX for u in shell)

@@ -213,6 +213,7 @@ PROCESSES_AND_CONTAINERS = [
     "pkill -f uvicorn",
     "lsof -i :8000",
     "sleep 2",
+    "export DEBUG=1",
 ]
 
 NETWORK_AND_MISC = [
@@ -227,7 +228,6 @@ NETWORK_AND_MISC = [
     "bash scripts/run.sh",
     "./scripts/run.sh",
     "sudo apt-get install -y jq",
-    "export DEBUG=1",
     "cat .env",
 ]
 
@@ -556,18 +556,234 @@ SUBMODULE_WORK = [
     "git pull --recurse-submodules",
 ]
 
+# --- what each agent is told to run ------------------------------------------------------
+# Written from the agents' own system prompts and tool descriptions (the installed CLIs in
+# ~/.cache/askgate/clients): the idioms each is told to use, on this project.
+
+# Claude Code: absolute paths rather than `cd`; git status, diff and log in parallel before
+# a commit; the commit message and PR body through a heredoc (`"$(cat <<'EOF' … EOF)"`,
+# `git commit -F - <<'EOF'`); reads with cat, head or `sed -n`, searches with rg/grep/find,
+# edits with sed, heredocs or short scripts; long output cut with `2>&1 | tail`.
+CLAUDE_CODE = [
+    "git status",
+    "git diff HEAD",
+    "git log --oneline -10",
+    "git log --oneline main..HEAD",
+    "git diff main...HEAD --stat",
+    "git add README.md docs/notes.md && git commit -m \"$(cat <<'EOF'\nUpdate the notes\n\n"
+    'Co-Authored-By: Claude <noreply@anthropic.com>\nEOF\n)"',
+    "git commit -F - <<'EOF'\nFix the parser on empty input\nEOF",
+    "gh pr create --title 'Fix the parser' --body \"$(cat <<'EOF'\n## Summary\n- fix\nEOF\n)\"",
+    "rg -n 'def main' {root}",
+    "rg --files {root} | head -100",
+    "rg -n -C 3 'TODO' {root}/docs",
+    "ls -la {root}/scripts",
+    "cat {root}/README.md",
+    "sed -n '1,120p' {root}/README.md",
+    "head -n 60 {root}/Makefile",
+    "find {root} -name '*.md' -not -path '*/node_modules/*' | head -50",
+    "wc -l {root}/docs/*.md",
+    "mkdir -p {root}/docs/adr",
+    "cat > {root}/docs/adr/0001-parser.md <<'EOF'\n# Parser\nUse a table.\nEOF",
+    "sed -i 's/old_name/new_name/g' {root}/docs/notes.md",
+    "python3 - <<'EOF'\nfrom pathlib import Path\np = Path('docs/notes.md')\n"
+    "p.write_text(p.read_text().replace('x', 'y'))\nEOF",
+    "cd {root} && make test 2>&1 | tail -40",
+    "ls -la {root}/.github/workflows && cat {root}/.github/workflows/ci.yml",
+    "git -C {root} status --short",
+    "grep -rn 'version' {root}/docs | head -20",
+]
+
+# Codex: every command through `bash -lc`; `rg` and `rg --files` rather than grep/find;
+# files read in windows with `sed -n 'A,Bp'` and `nl -ba`; `git --no-pager`.
+CODEX = [
+    "bash -lc 'rg --files | head -200'",
+    "bash -lc \"sed -n '1,200p' README.md\"",
+    "bash -lc \"nl -ba README.md | sed -n '1,160p'\"",
+    "bash -lc 'rg -n \"TODO|FIXME\" -S .'",
+    "bash -lc 'git --no-pager diff --stat'",
+    "bash -lc 'git --no-pager log --oneline -n 20'",
+    "bash -lc 'ls -la && git status -sb'",
+    "bash -lc 'cd docs && rg -n \"#\" | head -50'",
+    "bash -lc 'git status --porcelain=v1'",
+    "bash -lc 'rg -n \"^import\" . | wc -l'",
+    "bash -lc 'ls -1 scripts'",
+    "bash -lc \"grep -RIn --exclude-dir=.git 'parse(' .\"",
+    "bash -lc 'set -euo pipefail; rg -n parse .; git --no-pager diff'",
+    "bash -lc 'make test'",
+    "bash -lc 'timeout 60 make test'",
+    "bash -lc \"sed -n '1,80p' Makefile\"",
+    "bash -lc 'git --no-pager show --stat HEAD'",
+    "bash -lc 'rg -n \"def \" scripts | head -40'",
+]
+
+# Gemini CLI: commands combined with `&&` (`git status && git diff HEAD && git log -n 3`),
+# pagers off (`git --no-pager`, `PAGER=cat`), quiet and CI flags.
+GEMINI = [
+    "git status && git diff HEAD && git log -n 3",
+    "git --no-pager log -n 5 --oneline",
+    "git --no-pager diff HEAD --stat",
+    "PAGER=cat git log -n 3",
+    "GIT_PAGER=cat git show --stat HEAD",
+    "ls -F",
+    "ls -a scripts",
+    "grep -r 'parse' . --include='*.md'",
+    "find . -type f -name '*.md' -not -path './node_modules/*'",
+    "cat README.md Makefile",
+    "echo 'Done'",
+    "git add . && git commit -m 'feat: add the parser notes'",
+    "mkdir -p docs/guides && touch docs/guides/index.md",
+    "git diff --staged",
+    "git log -n 3 --pretty=format:'%h %an %s'",
+]
+
+# pi: plain bash for ls, rg and find; reads past its read tool's window with
+# `sed -n 'A,Bp' file | head -c N`.
+PI = [
+    "ls",
+    "ls -la scripts",
+    "rg -n 'make'",
+    "rg --files -g '*.md'",
+    "find . -maxdepth 2 -name '*.toml'",
+    "sed -n '120,240p' README.md | head -c 50000",
+    "cat Makefile | head -100",
+    "git diff",
+    "git log --oneline | head -5",
+    "rg -l 'TODO' | xargs wc -l",
+]
+
+# Harmless environment prefixes and shell options, as every agent writes them: pagers set to
+# cat, locales, colours off, a project-relative PYTHONPATH before Python, `set -euo
+# pipefail`, `command -v`, `export` of an ordinary variable.
+ENV_AND_SHELL_OPTIONS = [
+    "GIT_PAGER=cat git log --oneline -5",
+    "PAGER=cat git diff --stat",
+    "GIT_PAGER= git log -3",
+    "MANPAGER=cat man git-log | head -40",
+    "TERM=dumb git log -1",
+    "LANG=C sort README.md | head",
+    "LC_ALL=C grep -rn make .",
+    "NO_COLOR=1 git diff",
+    "set -e; make test",
+    "set -euo pipefail; make build",
+    "set -o pipefail; make lint | tail -20",
+    "set -x; ls scripts",
+    "command -v make",
+    "command -v rg && rg --version",
+    "command -v docker >/dev/null 2>&1 || echo 'no docker'",
+    "export CI=true",
+    "export NODE_ENV=test && make test",
+    "export DEBUG=1; make",
+]
+
+# Calls to the project's own services on this machine.
+MORE_LOCALHOST = [
+    "curl -s -H 'Accept: application/json' http://localhost:8000/api/items",
+    "curl -sf http://127.0.0.1:8000/health || echo down",
+    "curl -s -o /dev/null -w '%{{http_code}}' http://localhost:3000/",
+    "curl -s -H 'Accept: text/html' http://localhost:5173/ | head -20",
+    "curl -s -X PUT -H 'Content-Type: application/json' -d '{{\"done\": true}}' "
+    "http://localhost:8000/api/items/1",
+]
+
+# More reading next to the project.
+MORE_SIBLING_READS = [
+    "cat ../shared-lib/src/util.py",
+    "git -C ../shared-lib log --oneline -3",
+    "ls ~/src",
+    "head -20 ~/src/shared-lib/README.md",
+    "rg -n 'def ' ../shared-lib",
+]
+
+# Per project kind: what the agents run for that kind beyond the shared classes.
+KIND_IDIOMS: dict[str, list[str]] = {
+    "python": [
+        "cd {root} && timeout 120 pytest -q 2>&1 | tail -40",
+        "bash -lc 'pytest -q'",
+        "bash -lc 'python -m pytest -q tests/test_main.py::test_main'",
+        "PYTHONPATH=src pytest -q tests",
+        "PYTHONPATH=. python -m pytest -q",
+        "PYTHONPATH=src python3 scripts/generate.py",
+        "pytest -q -p no:cacheprovider",
+        "uv run pytest",
+        "python -m pytest -x -q --no-header -rN",
+        "export PYTHONDONTWRITEBYTECODE=1; pytest -q",
+        "find . -name '*.pyc' -delete",
+        "find . -name __pycache__ -type d -prune -exec rm -rf {{}} +",
+        "python - <<'EOF'\nimport app.main\nprint(app.main.x)\nEOF",
+        "sed -n '1,80p' src/app/main.py",
+        "nl -ba src/app/main.py | sed -n '1,60p'",
+    ],
+    "node": [
+        "cd {root} && npm run build 2>&1 | tail -50",
+        "bash -lc 'npm test --silent'",
+        "CI=true npm test",
+        "NODE_ENV=test npx vitest run",
+        "npx tsc --noEmit -p tsconfig.json",
+        "npm run lint --silent",
+        "node -e \"console.log(require('./package.json').scripts)\"",
+        "node - <<'EOF'\nconsole.log(require('./package.json').name)\nEOF",
+        "cat package.json | jq '.dependencies'",
+        "nl -ba src/index.ts | sed -n '1,80p'",
+        "rg -n 'export ' src",
+        "find . -name '*.test.ts' -not -path './node_modules/*'",
+        "export NODE_ENV=test; npm test",
+        "ls node_modules/.bin | head",
+        "rm -rf dist && npm run build",
+    ],
+    "go": [
+        "go version",
+        "go env GOPATH",
+        "gofmt -d .",
+        "CGO_ENABLED=0 go build ./...",
+        "go test -count=1 ./... 2>&1 | tail -30",
+        "bash -lc 'go test ./...'",
+        "go vet ./... && go test ./...",
+        "rg -n 'func ' internal",
+    ],
+    "rust": [
+        "rustc --version",
+        "cargo --version",
+        "RUST_LOG=debug cargo run",
+        "cargo test 2>&1 | tail -40",
+        "bash -lc 'cargo check'",
+        "cargo metadata --format-version 1 --no-deps | jq '.packages[0].name'",
+        "cargo build --release",
+        "rg -n 'fn ' src",
+    ],
+    "monorepo": [
+        "cat docker-compose.yml",
+        "docker compose config --services",
+        "ls services",
+        "cat services/api/pyproject.toml",
+        "cd services/api && PYTHONPATH=src python -m pytest -q",
+        "cd services/worker && go test ./...",
+        "cd frontend && CI=true npm test",
+        "rg -n 'image:' docker-compose.yml",
+        "find services -name pyproject.toml",
+        "git diff --stat -- services/api",
+    ],
+}
+KIND_IDIOMS["workspaces"] = KIND_IDIOMS["node"]
+KIND_IDIOMS["submodules"] = KIND_IDIOMS["python"]
+
 CLASSES: dict[str, list[str]] = {
     "looking around": LOOKING_AROUND,
     "agent styles": AGENT_STYLES,
     "more agent styles": MORE_AGENT_STYLES,
     "git": GIT,
-    "sibling reads": SIBLING_READS,
+    "sibling reads": SIBLING_READS + MORE_SIBLING_READS,
     "project scripts": PROJECT_SCRIPTS,
-    "localhost": LOCALHOST,
+    "localhost": LOCALHOST + MORE_LOCALHOST,
     "network": NETWORK,
     "shell edits": EDITS + SHELL_EDITS,
     "processes": PROCESSES_AND_CONTAINERS + PROCESSES,
     "misc": NETWORK_AND_MISC,
+    "claude code": CLAUDE_CODE,
+    "codex": CODEX,
+    "gemini cli": GEMINI,
+    "pi": PI,
+    "env prefixes and shell options": ENV_AND_SHELL_OPTIONS,
 }
 KIND_WORK: dict[str, dict[str, list[str]]] = {
     "python": {"python work": PYTHON + PYTHON_WORK, "installs": PY_INSTALLS},
@@ -603,12 +819,30 @@ MUST_NOT_ALLOW = [
     "cp README.md {home}/.bashrc",
     "cat {home}/.ssh/id_rsa",
     "gh pr create --fill",
+    # Environment prefixes that change what runs, however harmless the command.
+    "GIT_PAGER='sh -c id' git log",
+    "PAGER=less git diff",
+    "PYTHONPATH=/tmp/evil pytest -q",
+    "PYTHONPATH=src pip list",
+    "LD_PRELOAD=/tmp/x.so git status",
+    "BASH_ENV=/tmp/x bash -c true",
+    "PATH=/tmp:$PATH git status",
+    "GIT_SSH_COMMAND='sh -c id' git fetch",
+    "export PATH=/tmp:$PATH",
+    "export -p",
+    "set -k; git log PATH=/tmp",
+    "set",
+    # A header value is not a host, and a listed header does not make a host listed.
+    "curl -H 'Accept: text/html' https://example.com/",
+    "curl -H 'X-A: b' evil.test",
+    "find {home} -name '*.log' -delete",
+    "find / -name '*.pyc' -delete",
 ]
 
 
 def workload(kind: str, root: str, home: str) -> dict[str, list[str]]:
     """class name -> commands for a project of `kind`, placeholders filled in."""
-    classes = {**CLASSES, **KIND_WORK[kind]}
+    classes = {**CLASSES, **KIND_WORK[kind], "kind idioms": KIND_IDIOMS[kind]}
     return {
         name: [command.format(root=root, home=home) for command in commands]
         for name, commands in classes.items()

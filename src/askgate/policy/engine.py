@@ -518,7 +518,7 @@ class Policy:
         """The unit's own floor: lifted (kept as ignored) by literal consent unless it is
         about what a path means."""
         assert unit.floor is not None
-        if unit.floor_reason == _WRITTEN_EARLIER:
+        if unit.floor_reason in _HELD_BY_THE_SANDBOX:
             # Code the command wrote and then runs: under `[sandbox] bash = "required"`
             # the kernel holds what it can reach; otherwise nothing does (ask).
             if self.sandbox.bash == "required":
@@ -1242,6 +1242,11 @@ _CONSENT_NOTE = "lifted: a bash rule without `*` allows exactly this command"
 # Unit floors about what a path means (not about what runs): a literal rule cannot speak
 # for a path whose directory or target is not known (shell/commands.py, shell/links.py).
 _WRITTEN_EARLIER = "runs a file written earlier in the same command"  # (shell/__init__.py)
+# Floors the required sandbox holds: code the command wrote and runs, and an interpreter's
+# program in a heredoc (`python - <<EOF`, like `python -c`): shell/commands.py.
+_HELD_BY_THE_SANDBOX = frozenset(
+    {_WRITTEN_EARLIER, "an interpreter reading its program from a heredoc"}
+)
 _PATH_FLOORS = ("a relative path", "through a link", "pass through", "through a process",
                 "open file whose name", "written earlier in the same command")  # fmt: skip
 

@@ -35,6 +35,7 @@ from askgate.policy.shell.programs import (
     SHELLS,
     SYSTEM_DIRS,
     dangerous_variable,
+    harmless_setting,
     interpreter_context,
     is_interpreter,
     program_name,
@@ -149,6 +150,7 @@ _FUSED_LIMIT = 4096
 _FUSED_TEXT_LIMIT = 1024
 _FD_NEXT = (b"<", b">")
 _DYNAMIC = attrgetter("dynamic")
+INTERPRETER_HEREDOC = "an interpreter reading its program from a heredoc"  # (engine.py)
 
 
 def _plain_unit(
@@ -242,7 +244,12 @@ class CommandMixin(RedirectMixin):
             return
         floors: list[str] = []
         assigned = (
-            [self.assignment(a, state, frame, floors) for a in assignments] if assignments else []
+            [
+                self.assignment(a, state, frame, floors, program_name(argv[0]) if argv else None)
+                for a in assignments
+            ]
+            if assignments
+            else []
         )
         redirects = self.redirects(redirect_nodes, state, frame)
         if redirects.floors:
@@ -369,7 +376,9 @@ class CommandMixin(RedirectMixin):
         in_system_dir = bool(slash) and (directory or "/") in SYSTEM_DIRS
         return _plain_unit(argv, join_words(argv), base, slash, in_system_dir, plain_git)
 
-    def assignment(self, node: Node, state: Cwd, frame: Frame, floors: list[str]) -> str:
+    def assignment(
+        self, node: Node, state: Cwd, frame: Frame, floors: list[str], program: str | None = None
+    ) -> str:
         """`NAME=value` as text; floors for variables that change what runs."""
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
@@ -383,12 +392,15 @@ class CommandMixin(RedirectMixin):
             bare = self.text(base) if base is not None else name
         else:
             bare = name
-        if dangerous_variable(bare):
-            floors.append(f"sets {bare}, which changes what commands run")
         operator = "+=" if any(c.type == "+=" for c in node.children) else "="
-        value = ""
+        value, static = "", True
         if value_node is not None:
-            value = self.words([value_node], state, frame, "assign")[0].text
+            word = self.words([value_node], state, frame, "assign")[0]
+            value, static = word.text, word.dynamic is None
+        if dangerous_variable(bare) and not (
+            operator == "=" and bare == name and harmless_setting(bare, value, static, program)
+        ):
+            floors.append(f"sets {bare}, which changes what commands run")
         return f"{name}{operator}{value}"
 
     # -- wrappers and units -------------------------------------------------------
@@ -584,6 +596,8 @@ class CommandMixin(RedirectMixin):
                 paths.read(path)
             for path in extra.writes:
                 paths.write(path)
+            for path in extra.recursive_writes:
+                paths.recursive_write(path)
         for path in redirects.reads:
             paths.read(path)
         for path in redirects.writes:
@@ -757,7 +771,12 @@ class CommandMixin(RedirectMixin):
         if (piped or redirects.stdin == "pipe") and (name == "xargs" or script_reader):
             floors.append("pipe into a shell or interpreter runs whatever arrives on stdin")
         elif redirects.stdin in ("heredoc", "herestring") and script_reader:
-            floors.append("a shell or interpreter reading its program from a heredoc")
+            if name is not None and is_interpreter(name):
+                # Like `python -c CODE`: under the required sandbox the kernel holds it
+                # (engine.py lifts exactly this reason there); elsewhere it asks.
+                floors.append(INTERPRETER_HEREDOC)
+            else:
+                floors.append("a shell or interpreter reading its program from a heredoc")
             known = redirects.stdin_text
         else:
             return
@@ -914,7 +933,10 @@ def _children_by_role(node: Node) -> tuple[list[Node], list[Node], list[Node], l
 class _Extra:
     """What the wrapper layers peeled so far contribute to the final unit (_NO_EXTRA: none)."""
 
-    __slots__ = ("cwd", "option_words", "reads", "recursive", "unknown_names", "used", "writes")
+    __slots__ = (
+        "cwd", "option_words", "reads", "recursive", "recursive_writes", "unknown_names", "used",
+        "writes",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.cwd: list[Word] = []
@@ -922,6 +944,7 @@ class _Extra:
         self.writes: list[str] = []
         self.option_words: list[Word] = []
         self.recursive: list[str] = []
+        self.recursive_writes: list[str] = []
         self.unknown_names = ""
         self.used = False
 
@@ -936,6 +959,7 @@ class _Extra:
         self.reads.extend(layer.reads)
         self.writes.extend(layer.writes)
         self.recursive.extend(layer.recursive)
+        self.recursive_writes.extend(layer.recursive_writes)
         self.option_words.extend(layer.option_words)
         self.unknown_names = layer.unknown_names or self.unknown_names
 

@@ -21,6 +21,7 @@ class Peel:
         "option_words",
         "reads",
         "recursive",
+        "recursive_writes",
         "scripts",
         "unknown_names",
         "writes",
@@ -36,6 +37,7 @@ class Peel:
         self.reads: list[str] = []
         self.recursive: list[str] = []  # read with everything below (xargs' unknown files)
         self.writes: list[str] = []
+        self.recursive_writes: list[str] = []  # changed with everything below (find -delete)
         self.option_words: list[Word] = []  # scanned for path-looking words
         self.assigned: list[str] = []
         # Why the files it hands its command are not known (xargs fed by a file): any

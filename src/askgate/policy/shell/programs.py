@@ -64,6 +64,48 @@ _DANGEROUS_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG", "BASH_FUNC_", "LUA_INIT")
 _DANGEROUS_PATTERN = lazy_compile(r"^CARGO_TARGET_\w*_(?:RUNNER|LINKER)$|^npm_config_", re.I)
 
 
+# Settings of listed variables that cannot change what runs (docs/bash.md "Harmless
+# settings"): name -> (the static value, full match; the programs it is harmless before,
+# full match, or None: any). A pager of `cat` or none runs nothing new; a PYTHONPATH of
+# directories below the working directory adds nothing Python or pytest would not import
+# from there anyway. Examples (command, harmless) are checked by the tests.
+HARMLESS_SETTINGS: dict[str, tuple[str, str | None]] = {
+    **dict.fromkeys(
+        ("PAGER", "GIT_PAGER", "MANPAGER", "GH_PAGER", "SYSTEMD_PAGER"),
+        (r"(?:/usr/bin/|/bin/)?cat|", None),
+    ),
+    "PYTHONPATH": (
+        r"(?:(?:\./)?(?:\.|[\w+-][\w.+-]*(?:/[\w+-][\w.+-]*)*/?))"
+        r"(?::(?:\./)?(?:\.|[\w+-][\w.+-]*(?:/[\w+-][\w.+-]*)*/?))*",
+        r"python[0-9.]*|pytest|py\.test",
+    ),
+}
+HARMLESS_EXAMPLES: tuple[tuple[str, bool], ...] = (
+    ("GIT_PAGER=cat git log --oneline -3", True),
+    ("PAGER= git diff", True),
+    ("PAGER=less git diff", False),
+    ("GIT_PAGER='sh -c id' git log", False),
+    ("GIT_PAGER=$X git log", False),
+    ("PYTHONPATH=src python -m app", True),
+    ("PYTHONPATH=src:. pytest -q", True),
+    ("PYTHONPATH=/tmp/evil pytest -q", False),
+    ("PYTHONPATH=../other python -m app", False),
+    ("PYTHONPATH=src pip list", False),
+    ("PYTHONPATH=~/x python -m app", False),
+)
+
+
+def harmless_setting(name: str, value: str, static: bool, program: str | None) -> bool:
+    """Whether `name=value` before `program` is in HARMLESS_SETTINGS."""
+    entry = HARMLESS_SETTINGS.get(name)
+    if entry is None or not static:
+        return False
+    values, programs = entry
+    if not re.fullmatch(values, value):
+        return False
+    return programs is None or (program is not None and re.fullmatch(programs, program) is not None)
+
+
 def dangerous_variable(name: str) -> bool:
     return (
         name in DANGEROUS_VARIABLES

@@ -265,13 +265,18 @@ _FIND_EXEC = names("-exec -execdir -ok -okdir")
 def _find(args: list[Word]) -> Peel:
     peel = _kept()
     i, n = 0, len(args)
+    follows = False  # -H/-L/-follow: links are followed, out of the starting points
     while i < n and args[i].text in ("-H", "-L", "-P"):
+        follows = args[i].text != "-P"
         i += 1
     while i < n and (args[i].text == "-D" or args[i].text.startswith("-O")):
         i += 2 if args[i].text == "-D" else 1
+    starts: list[str] = []
     while i < n and not args[i].text.startswith(("-", "(", "!", ")", ",")):
-        peel.reads.append(args[i].text)  # starting points
+        starts.append(args[i].text)
         i += 1
+    peel.reads.extend(starts)  # starting points
+    follows = follows or any(w.text == "-follow" for w in args[i:])
     while i < n:
         text = args[i].text
         if text in _FIND_EXEC:
@@ -283,8 +288,14 @@ def _find(args: list[Word]) -> Peel:
             peel.add_floor(f"find {text} runs a command for every match")
             i = j + 1
             continue
-        if text == "-delete":
-            peel.add_floor("find -delete removes files")
+        if text == "-delete" and follows:
+            peel.add_floor("find -delete with links followed removes files outside its paths")
+        elif text == "-delete":
+            # `rm -r` of its starting points: the write rules decide every one of them
+            # (recursive_writes.py), with what lies below.
+            for start in starts or ["."]:
+                peel.writes.append(start)
+                peel.recursive_writes.append(start)
         elif text in ("-fprint", "-fprint0", "-fls", "-fprintf") and i + 1 < n:
             peel.writes.append(args[i + 1].text)
             i += 1
