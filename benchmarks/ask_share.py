@@ -368,6 +368,9 @@ STAND_IN_LIMITS = (
     "(python - <<EOF, node -e) this set has few of",
     "the projects are small and fresh (no origin remote, no lockfiles, few files): git "
     "remote work, lockfile-driven installs and real build trees may decide differently",
+    "the agents' classes (claude code, codex, gemini cli, pi) are written from their own "
+    "prompts' idioms, not from their sessions; Codex's apply_patch through the shell and "
+    "long generated scripts are not in the set",
     "the last real figure (896 commands, 65% asks) was taken without the sandbox on an "
     "older policy; no real traffic was replayed this round",
 )
