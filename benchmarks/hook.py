@@ -95,7 +95,7 @@ def _has(module: str, name: str) -> bool:
 def _hook_built() -> bool:
     """Feature check by import: the Claude Code adapter's entry point, and the bash
     analyser a Bash tool call needs (without it the hook can only fail closed)."""
-    return _has("askgate.hookrt.runner", "main") and _has("askgate.policy.shell", "analyze")
+    return _has("askgate.hooks.runner", "main") and _has("askgate.policy.shell", "analyze")
 
 
 def _expect(decision: str) -> Callable[[subprocess.CompletedProcess[bytes]], str | None]:

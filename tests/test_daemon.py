@@ -206,7 +206,7 @@ def test_codex_and_gemini_relay_with_the_same_answers(
 ) -> None:
     """The codex and gemini hooks relay to the daemon too (`agent=`), with byte-identical
     answers and the same review-log lines as in-process, on the whole bash corpus."""
-    from askgate.hookrt import registry
+    from askgate.adapters import registry
     from askgate.hookrt.decide import respond as decide
 
     adapter = registry.adapter(agent)
@@ -526,7 +526,7 @@ def test_a_misbehaving_daemon_falls_back_in_process(
 ) -> None:
     """The relay never trusts a bad answer: the hook decides in-process (same answer as
     without any daemon)."""
-    from askgate.hookrt.runner import answer as hook_answer
+    from askgate.hooks.runner import answer as hook_answer
 
     # The in-process path installs one-line logging: undo it.
     logger = logging.getLogger("askgate")

@@ -157,7 +157,7 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, body: dict[str,
     monkeypatch.setattr(sys, "stdin", stdin)
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
-    from askgate.hookrt.runner import main as hook_main
+    from askgate.hooks.runner import main as hook_main
 
     code = hook_main("codex", ["--config", str(policy)])
     stdout.flush()

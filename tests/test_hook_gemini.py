@@ -125,7 +125,7 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, body: bytes | d
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
-    from askgate.hookrt.runner import main as hook_main
+    from askgate.hooks.runner import main as hook_main
 
     code = hook_main("gemini", ["--config", str(policy)])
     stdout.flush()

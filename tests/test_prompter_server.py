@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from askgate.approvals.canonical import input_digest
 from askgate.gate import Gate
 from askgate.outcome import Resolution, ToolRequest
 from askgate.policy.engine import Policy
@@ -29,7 +30,6 @@ from askgate.prompters.server import (
     configured_prompter,
     load_settings,
 )
-from askgate.server.keys import input_digest
 from server_support import AutoDecider, LiveServer, free_socket
 
 COMMAND = {"command": "git push origin main"}

@@ -35,7 +35,7 @@ def test_create_answers_201_pending_with_the_input_digest(live: LiveServer, alic
     assert body["id"].startswith("appr-")
     assert body["input"] == {"command": "git push"}
     assert body["expires_at"] > time.time()
-    from askgate.server.keys import input_digest
+    from askgate.approvals.canonical import input_digest
 
     assert body["input_sha256"] == input_digest({"command": "git push"})
     read = alice.get(f"/v1/approvals/{body['id']}").json()

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from askgate.approvals.canonical import canonical_json
 from askgate.prompters.base import PromptState
 from askgate.server.display import card_of, neutralise, plain_text
-from askgate.server.keys import canonical_json
 from askgate.server.notify import MESSAGE_LIMIT, ntfy_message
 from askgate.server.store import Approval
 from server_support import LiveServer, Waiting

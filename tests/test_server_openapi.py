@@ -1,5 +1,5 @@
 """/openapi.json documents every body (issue 24 item 7, the approval API's half): each success
-schema is a named Struct from askgate.server.wire, every error status 400-503 that an operation
+schema is a named Struct from askgate.approvals.wire, every error status 400-503 that an operation
 can answer has the ErrorBody (or DecisionConflict) shape, and the whole document is pinned by a
 snapshot. After a deliberate API change: ASKGATE_UPDATE_SNAPSHOTS=1 pytest this file, and review
 the diff of tests/snapshots/openapi.json."""
@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from askgate.server import wire
+from askgate.approvals import wire
 from server_support import LiveServer
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "openapi.json"

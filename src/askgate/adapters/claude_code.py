@@ -1,6 +1,6 @@
 """Claude Code hooks: `askgate hook claude-code` for PreToolUse and PermissionRequest.
 
-A thin adapter on the hook runtime (askgate.hookrt): the hook's JSON in, its JSON out.
+A thin adapter on the hook runtime (askgate.hookrt.contract): the hook's JSON in, its JSON out.
 
 PreToolUse (every tool call):
 

@@ -1,7 +1,7 @@
 """The resident decider: one process per user, policies compiled and the bash parser warm.
 
 Two listeners, one decision step (askgate.hookrt.decide.respond) for every adapter, looked
-up by name (askgate.hookrt.registry):
+up by name (askgate.adapters.registry):
 
 * a Unix socket (0600, in a 0700 directory; the peer's uid checked with SO_PEERCRED) for
   the command hook's relay, which sends its environment, config files and stdin;
@@ -34,9 +34,9 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from askgate.adapters import registry
 from askgate.daemon import paths, protocol, request_env
 from askgate.daemon.http import HttpRequest
-from askgate.hookrt import registry
 from askgate.hookrt.decide import load_policy, respond
 from askgate.hookrt.reply import Reply
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
+from collections.abc import Callable, Sequence
 
-# agent -> module with `main(argv) -> int` (argv: the arguments after the agent name)
+# agent -> module with `main(argv) -> int` (argv: the arguments after the agent name); the
+# import itself is explicit, in `_installer`, so the import contracts see every arrow.
 AGENTS: dict[str, str] = {
     "claude-code": "askgate.install.claude_code",
     "codex": "askgate.install.codex",
@@ -13,14 +14,29 @@ AGENTS: dict[str, str] = {
 }
 
 
+def _installer(agent: str) -> Callable[[Sequence[str]], int]:
+    if agent == "claude-code":
+        from askgate.install.claude_code import main as claude_code
+
+        return claude_code
+    if agent == "codex":
+        from askgate.install.codex import main as codex
+
+        return codex
+    if agent == "gemini":
+        from askgate.install.gemini import main as gemini
+
+        return gemini
+    raise KeyError(agent)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in AGENTS:
         print(f"askgate: error: usage: askgate install {' | '.join(AGENTS)} …", file=sys.stderr)
         return 2
     try:
-        module = importlib.import_module(AGENTS[argv[0]])
+        installer = _installer(argv[0])
     except ModuleNotFoundError:
         print(f"askgate: error: install {argv[0]} is not available in this build", file=sys.stderr)
         return 2
-    result: int = module.main(argv[1:])
-    return result
+    return installer(argv[1:])

@@ -34,9 +34,9 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
+from askgate.approvals.wire import MAX_WAIT_ANNOUNCED, ApprovalView, ErrorBody
 from askgate.lazylog import LazyLogger
 from askgate.prompt import PromptReply, PromptRequest, PromptState
-from askgate.server.wire import MAX_WAIT_ANNOUNCED, ApprovalView, ErrorBody
 
 if TYPE_CHECKING:
     import httpx
@@ -235,7 +235,7 @@ class ServerPrompter:
         )
 
     def _ask(self, body: dict[str, Any], tool_input: Any, budget: float) -> PromptReply:
-        from askgate.server.keys import CanonicalError, input_digest
+        from askgate.approvals.canonical import CanonicalError, input_digest
 
         try:
             digest = input_digest(tool_input)

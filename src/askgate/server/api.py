@@ -1,6 +1,6 @@
 """The `/v1` HTTP API: create, long-poll, consume, decide, abandon and list approvals; `/v1/me`;
 `/v1/events` (Server-Sent Events); `/healthz`; `/openapi.json`. Bodies are the Structs of
-`askgate.server.wire`.
+`askgate.approvals.wire`.
 
 Who sees what: a caller reads their own approvals and those filed in a group they approve; a
 person decides their own personal approvals, and in a group only its approvers decide.
@@ -27,11 +27,7 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 
-from askgate.server import keys
-from askgate.server.context import ServerContext, approval_view, user_view
-from askgate.server.store import Approval, User
-from askgate.server.wake import Wakeup
-from askgate.server.wire import (
+from askgate.approvals.wire import (
     ApprovalList,
     ApprovalView,
     CreateApproval,
@@ -41,6 +37,10 @@ from askgate.server.wire import (
     Health,
     Me,
 )
+from askgate.server import keys
+from askgate.server.context import ServerContext, approval_view, user_view
+from askgate.server.store import Approval, User
+from askgate.server.wake import Wakeup
 
 TOKEN_COOKIE = "askgate_token"
 SSE_KEEPALIVE = 15.0

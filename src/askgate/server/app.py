@@ -17,13 +17,13 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from sqlalchemy.exc import SQLAlchemyError
 
+from askgate.approvals.wire import ErrorBody
 from askgate.server import keys
 from askgate.server.api import HANDLERS
 from askgate.server.context import ServerConfig, ServerContext
 from askgate.server.notify import Notifier
 from askgate.server.store import Store
 from askgate.server.wake import PostgresListener
-from askgate.server.wire import ErrorBody
 
 log = logging.getLogger("askgate.server")
 

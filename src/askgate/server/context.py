@@ -12,11 +12,11 @@ from urllib.parse import quote
 import msgspec
 import sqlalchemy as sa
 
+from askgate.approvals.wire import ApprovalView, Me
 from askgate.server import keys
 from askgate.server.notify import Notifier, ntfy_message
 from askgate.server.store import Approval, Store, User, personal_tenant
 from askgate.server.wake import CHANNEL, PostgresListener, Waker, notify_payload
-from askgate.server.wire import ApprovalView, Me
 
 log = logging.getLogger("askgate.server")
 

@@ -1,11 +1,9 @@
-"""Canonical JSON, input digests, approval keys, the server secret and derived ntfy topics.
+"""Approval keys, the server secret, derived ntfy topics and token hashes.
 
-Functional core, no I/O except `load_or_create_secret`. Shared by the server (which mints and
-verifies keys) and the gate's server prompter (which recomputes the input digest before it
-returns an approval), so it imports nothing of the server's.
+Functional core, no I/O except `load_or_create_secret`. Canonical JSON and the input digest,
+which the gate's client recomputes too, live below the server in askgate.approvals.canonical
+(re-exported here for the server's modules).
 
-* Canonical JSON is RFC 8785 (JCS) via `rfc8785`: sorted keys, no whitespace, ECMAScript number
-  forms. NaN, Infinity, integers beyond 2**53 and non-string keys are refused.
 * An approval key is ``<expiry>.<base64url HMAC-SHA256>`` over the canonical JSON array
   ``["askgate-approval-v1", tenant, approval id, input digest, expiry]``: an injective encoding,
   so no field can smuggle a delimiter into another (human-approval.md §4.2).
@@ -18,9 +16,30 @@ import hashlib
 import hmac
 import os
 import stat
-from typing import Any
 
-import rfc8785
+from askgate.approvals.canonical import (
+    CanonicalError,
+    canonical_json,
+    digest_of_canonical,
+    input_digest,
+)
+
+__all__ = [
+    "CanonicalError",
+    "SecretError",
+    "approval_key",
+    "canonical_json",
+    "digest_of_canonical",
+    "input_digest",
+    "key_expiry",
+    "load_or_create_secret",
+    "new_approval_id",
+    "new_token",
+    "ntfy_topic",
+    "token_hash",
+    "user_topic",
+    "verify_key",
+]
 
 KEY_VERSION = "askgate-approval-v1"
 TOPIC_PREFIX = "ag"
@@ -29,32 +48,8 @@ SECRET_ENV = "ASKGATE_SECRET"
 SECRET_FILE_ENV = "ASKGATE_SECRET_FILE"
 
 
-class CanonicalError(ValueError):
-    """The value has no canonical JSON form (NaN, Infinity, a non-string key, …)."""
-
-
 class SecretError(Exception):
     """The secret cannot be read, is too short, or its file is open to others."""
-
-
-def canonical_json(value: Any) -> bytes:
-    """RFC 8785 canonical UTF-8 bytes of a JSON value; CanonicalError when there are none."""
-    try:
-        return rfc8785.dumps(value)
-    except rfc8785.CanonicalizationError as exc:
-        raise CanonicalError(str(exc) or type(exc).__name__) from None
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise CanonicalError(f"not a JSON value: {exc}") from None
-
-
-def input_digest(value: Any) -> str:
-    """Lower-case hex SHA-256 of the canonical JSON of a tool input."""
-    return hashlib.sha256(canonical_json(value)).hexdigest()
-
-
-def digest_of_canonical(canonical: bytes) -> str:
-    """`input_digest` of a value whose canonical bytes are already at hand."""
-    return hashlib.sha256(canonical).hexdigest()
 
 
 def _b64(data: bytes) -> str:

@@ -18,10 +18,10 @@ from litestar import Request, Response, get, post
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, JSONBody
 
+from askgate.approvals.wire import ErrorBody, MintedToken, MintToken, TokenList, TokenView
 from askgate.server import keys
 from askgate.server.api import caller, context, error
 from askgate.server.store import User, token_id
-from askgate.server.wire import ErrorBody, MintedToken, MintToken, TokenList, TokenView
 
 AGENT_TOKENS_MAX = 50  # live agent tokens per person: a leak is bounded, a loop cannot flood
 

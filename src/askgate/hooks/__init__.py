@@ -1,5 +1,9 @@
 """`askgate hook AGENT …`: the hook routing table and the fail-closed runner.
 
+The package is the hook process, the top of the hook runtime: `entrypoints` (one function
+per agent), `runner` (relay to the daemon, else decide here). Below it: askgate.daemon,
+askgate.adapters, askgate.hookrt.
+
 Both the console entry (`askgate.entry`, which routes a hook before the full CLI loads)
 and the full CLI (`askgate.cli`) run hooks through here, so neither imports the other
 for it. Imported on every tool call: the standard library's `sys` only.
@@ -17,9 +21,9 @@ import sys
 
 # agent -> "module:function"; the function takes the arguments after the agent name.
 HOOKS: dict[str, str] = {
-    "claude-code": "askgate.hookrt.entrypoints:claude_code",
-    "codex": "askgate.hookrt.entrypoints:codex",
-    "gemini": "askgate.hookrt.entrypoints:gemini",
+    "claude-code": "askgate.hooks.entrypoints:claude_code",
+    "codex": "askgate.hooks.entrypoints:codex",
+    "gemini": "askgate.hooks.entrypoints:gemini",
 }
 # Agents that read a verdict on stdout even from a failed hook, and fail open without one:
 # what to print when the adapter itself cannot be loaded.
@@ -73,9 +77,9 @@ def run_hook(args: list[str]) -> int:
         return _blocked(f"askgate: error: usage: askgate hook {known} [--config FILE]...")
     try:
         module_name, _, function = HOOKS[args[0]].partition(":")
-        if module_name == "askgate.hookrt.entrypoints":
+        if module_name == "askgate.hooks.entrypoints":
             # The agents' own hooks: an explicit import, so the import contracts see it.
-            from askgate.hookrt import entrypoints
+            from askgate.hooks import entrypoints
 
             hook = getattr(entrypoints, function)
         else:  # a hook registered in the table by name (tests register broken ones)

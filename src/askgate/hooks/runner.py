@@ -6,7 +6,7 @@ starts a daemon for the next call (`ASKGATE_DAEMON=off`: never). Prints the repl
 
 The relay path imports `os`, `sys` and the relay (raw sockets, an import-free frame codec):
 no msgspec, no policy, no adapter. Only a call decided here, or an error, loads the
-adapter (askgate.hookrt.registry).
+adapter (askgate.adapters.registry).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def decide_in_process(
 ) -> Reply:
     """No daemon: a plain policy load in this process."""
     try:
-        from askgate.hookrt import registry
+        from askgate.adapters import registry
         from askgate.hookrt.decide import respond
 
         one_line_logging()
@@ -130,7 +130,7 @@ def answer(agent: str, data: bytes, config_files: Sequence[str], env: Mapping[st
 def failure(agent: str, data: bytes | None, text: str) -> Reply:
     """The adapter's block for an error met before deciding."""
     try:
-        from askgate.hookrt import registry
+        from askgate.adapters import registry
         from askgate.hookrt.contract import sniff_event
         from askgate.hookrt.decide import fail
 

@@ -4,7 +4,7 @@ What `askgate.hooks.HOOKS` routes to. Imports only the runner (lean: the relay p
 
 from __future__ import annotations
 
-from askgate.hookrt.runner import main
+from askgate.hooks.runner import main
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
