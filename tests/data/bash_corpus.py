@@ -204,7 +204,7 @@ GROUPS: dict[str, tuple[Case, ...]] = {
         Case('find / -exec rm -rf {} +', (U('find / -exec rm -rf {} +', floor=True, reads=('/',)), U('rm -rf {}', floor=True, reads=('/',))), at_least_ask=True),
         Case('find / -execdir rm -rf {} \\;', (U('find / -execdir rm -rf {} ;', floor=True, reads=('/',)), U('rm -rf {}', floor=True, reads=('/',))), at_least_ask=True),
         Case('find / -ok rm -rf {} \\;', (U('find / -ok rm -rf {} ;', floor=True, reads=('/',)), U('rm -rf {}', floor=True, reads=('/',))), at_least_ask=True),
-        Case('find / -delete', (U('find / -delete', reads=('/',), writes=('/',)),), deny_visible=('find / -delete',)),
+        Case('find / -delete', (U('find / -delete', writes=('/',)),), deny_visible=('find / -delete',)),
         Case('find . -name x -exec sh -c \'rm -rf "$1"\' _ {} \\;', (U('find . -name x -exec sh -c rm -rf "$1" _ {} ;', floor=True, reads=('.',)), U('rm -rf $1', floor=True, reads=('.',), writes=('$1',), alternates=('sh -c rm -rf "$1" _ {}',))), at_least_ask=True),
         Case('fd -x rm -rf', (U('fd -x rm -rf', floor=True), U('rm -rf', floor=True)), at_least_ask=True),
         Case('fd . / -X rm -rf', (U('fd . / -X rm -rf', floor=True, reads=('/',)), U('rm -rf', floor=True)), at_least_ask=True),
