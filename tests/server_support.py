@@ -307,6 +307,7 @@ class Waiting:
         token: str,
         command: str,
         tool_input: dict[str, Any] | None = None,
+        budget: float = 60,
         **reported: str,
     ) -> None:
         self.views: list[dict[str, Any]] = []
@@ -317,7 +318,7 @@ class Waiting:
             self.views.append(view)
             self.registered.set()
 
-        self.prompter = ServerPrompter(live.url, token, budget=60, on_registered=on_registered)
+        self.prompter = ServerPrompter(live.url, token, budget=budget, on_registered=on_registered)
         request = PromptRequest(
             request_id="r",
             surface="bash",

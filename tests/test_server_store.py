@@ -31,7 +31,7 @@ def test_migrations_run_at_open_and_again_do_nothing(db_url: str) -> None:  # no
             version = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).all()
             names = await conn.run_sync(lambda c: sa.inspect(c).get_table_names())
         await store.close()
-        assert [v[0] for v in version] == ["0003"]
+        assert [v[0] for v in version] == ["0004"]
         return sorted(names)
 
     assert {"approvals", "users", "tokens", "enrollments", "approver_groups"} <= set(run(go()))

@@ -135,6 +135,7 @@ def create_app(
 ) -> Litestar:
     """The application. With `ctx` the caller owns the context (opened before, closed after);
     without, the app opens it at startup and closes it at shutdown."""
+    from askgate.server.devices import DEVICE_HANDLERS
     from askgate.server.pages import PAGE_HANDLERS
     from askgate.server.signin import SIGNIN_HANDLERS
     from askgate.server.tokens import TOKEN_HANDLERS
@@ -153,7 +154,13 @@ def create_app(
             await close_context(own)
 
     return Litestar(
-        route_handlers=[*HANDLERS, *PAGE_HANDLERS, *SIGNIN_HANDLERS, *TOKEN_HANDLERS],
+        route_handlers=[
+            *HANDLERS,
+            *PAGE_HANDLERS,
+            *SIGNIN_HANDLERS,
+            *TOKEN_HANDLERS,
+            *DEVICE_HANDLERS,
+        ],
         lifespan=[lifespan],
         request_max_body_size=config.max_body,
         # The ntfy web app performs Approve/Deny with a cross-origin fetch. Credentials are

@@ -109,6 +109,11 @@ class ServerContext:
         base = self.config.public_url.rstrip("/")
         return f"{base}/v1/approvals/{approval.id}/decide?k={quote(self.key_for(approval))}"
 
+    def _action_url(self, approval: Approval) -> str:
+        from askgate.server.devices import action_path
+
+        return self.config.public_url.rstrip("/") + action_path(self.secret, approval)
+
     def ntfy_topic(self, user_id: str, epoch: int = 0) -> str:
         return keys.user_topic(self.secret, user_id, epoch)
 
@@ -127,7 +132,10 @@ class ServerContext:
                 topic = self.ntfy_topic(approval.created_by, enrolled.topic_epoch)
                 self.notifier.publish_ntfy(
                     ntfy_message(
-                        approval, topic=topic, card_url=self.card_url(approval, with_key=False)
+                        approval,
+                        topic=topic,
+                        card_url=self.card_url(approval, with_key=False),
+                        action_url=self._action_url(approval),
                     ),
                     server=enrolled.ntfy_server,
                     user_token=enrolled.ntfy_token,

@@ -115,6 +115,30 @@ def new_token() -> str:
     return f"agt_{_b64(os.urandom(32))}"
 
 
+def new_device_secret() -> str:
+    return f"agd_{_b64(os.urandom(32))}"
+
+
+ACTION_VERSION = "askgate-action-v1"
+
+
+def action_mac(secret: bytes, user_id: str, approval_id: str, digest: str, expires: int) -> str:
+    """The phone's action link for one person and one approval of one input until `expires`
+    (a short time: the waiting call's deadline). Alone it decides nothing: the decision also
+    needs that person's enrolled device (or their signed-in session)."""
+    message = canonical_json([ACTION_VERSION, user_id, approval_id, digest, int(expires)])
+    return _b64(hmac.new(secret, message, hashlib.sha256).digest())
+
+
+def verify_action_mac(
+    secret: bytes, mac: str, *, user_id: str, approval_id: str, digest: str, expires: int
+) -> bool:
+    if not isinstance(mac, str) or len(mac) > 64:
+        return False
+    expected = action_mac(secret, user_id, approval_id, digest, expires)
+    return hmac.compare_digest(expected.encode("ascii"), mac.encode("utf-8", "replace"))
+
+
 def new_approval_id() -> str:
     return f"appr-{os.urandom(12).hex()}"
 

@@ -3,8 +3,10 @@
 The message builders are pure (approval in, JSON out) and follow ntfy's documented limits: a
 message of at most 4,096 bytes, at most three actions, topics matching ``^[-_A-Za-z0-9]{1,64}$``.
 An approval notification has its own shape and carries no capability (the topic is not a decide
-capability, seed 003 #899): Approve…, Deny… and Details are ``view`` actions opening the card,
-where a decision needs the person signed in (their session cookie); nobody who merely reads the
+capability, seed 003 #899): Approve… and Deny… are ``view`` actions opening the person's
+short-lived action link, which decides with one tap only on a device they enrolled (its
+credential is a cookie on that phone, never in the notification), and otherwise opens the card,
+where a decision needs the person signed in; Details opens the card. Nobody who merely reads the
 topic can decide.
 
 Delivery runs in background tasks with retries and backoff; a notifier that fails or hangs never
@@ -67,12 +69,20 @@ def shown_input(approval: Approval) -> str:
 
 
 def ntfy_message(
-    approval: Approval, *, topic: str, card_url: str, now: float | None = None
+    approval: Approval,
+    *,
+    topic: str,
+    card_url: str,
+    action_url: str | None = None,
+    now: float | None = None,
 ) -> dict[str, Any]:
     """The JSON body published to the ntfy root URL for one approval. `card_url` must carry
-    no key: the notification is readable by whoever reads the topic."""
-    if "k=" in card_url.partition("?")[2]:
-        raise ValueError("a notification must not carry an approval key")
+    no key: the notification is readable by whoever reads the topic. `action_url` is the
+    person's short-lived action link (`askgate.server.devices`): it decides only on their
+    enrolled device, so it is no capability for a reader of the topic either."""
+    for url in (card_url, action_url or ""):
+        if "k=" in url.partition("?")[2]:
+            raise ValueError("a notification must not carry an approval key")
     if not TOPIC_RE.fullmatch(topic):
         raise ValueError(f"not an ntfy topic: {topic!r}")
     now = time.time() if now is None else now
@@ -89,9 +99,10 @@ def ntfy_message(
     # No capability rides in a notification: whoever reads the topic (on a public server,
     # anyone who learns its name) gets links that open the card, where deciding needs the
     # person signed in. Approve / Deny jump to the card's buttons.
+    target = action_url or card_url
     actions = [
-        {"action": "view", "label": "Approve…", "url": f"{card_url}#approve", "clear": True},
-        {"action": "view", "label": "Deny…", "url": f"{card_url}#deny", "clear": True},
+        {"action": "view", "label": "Approve…", "url": f"{target}#approve", "clear": True},
+        {"action": "view", "label": "Deny…", "url": f"{target}#deny", "clear": True},
         {"action": "view", "label": "Details", "url": card_url},
     ]
     return {

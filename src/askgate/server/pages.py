@@ -1,8 +1,10 @@
 """The web pages: the approval card ("what am I approving?"), the list of pending and recent
 decisions, sign-in. Jinja2 templates in the package, no build step, usable on a phone.
 
-Sign-in is the user's token in a cookie (HttpOnly, SameSite=Strict) or the `?k=` key of one
-approval. Forms are CSRF-safe: a cookie-authenticated form carries an HMAC of the session token
+Sign-in is the user's token in a cookie (HttpOnly, SameSite=Lax: a link from the phone's ntfy
+app must open signed in) or the `?k=` key of one approval; an enrolled phone decides through
+its action link and device credential (`askgate.server.devices`).
+Forms are CSRF-safe: a cookie-authenticated form carries an HMAC of the session token
 (double submit, checked in constant time) and a key-authenticated form carries the key itself;
 a foreign Origin header is refused either way.
 """
@@ -114,19 +116,29 @@ async def card_page(
         return message(
             "Not available", "This approval does not exist or is not yours.", http_status
         )
-    status = approval.status()
     may_decide = key_ok or (user is not None and user.may_decide_on(approval))
-    return render(
-        "card.html",
-        a=approval,
-        status=status,
-        card=card_of_approval(approval),
-        requested=_when(approval.requested_at),
-        expires=_when(approval.expires_at),
-        decidable=may_decide and approval.decided_at is None and status != "expired",
+    values = card_values(approval, decidable=may_decide and approval.decided_at is None)
+    values.update(
         key=k if key_ok else None,
         csrf=csrf_token(ctx.secret, token) if user is not None and not key_ok else None,
     )
+    return render("card.html", **values)
+
+
+def card_values(approval: Approval, *, decidable: bool) -> dict[str, Any]:
+    """What card.html shows of an approval; the caller adds how its form authenticates
+    (`key`, `csrf`) and, for another endpoint, `form_action`."""
+    status = approval.status()
+    return {
+        "a": approval,
+        "status": status,
+        "card": card_of_approval(approval),
+        "requested": _when(approval.requested_at),
+        "expires": _when(approval.expires_at),
+        "decidable": decidable and status != "expired",
+        "form_action": f"/approvals/{approval.id}/decide",
+        "device": False,
+    }
 
 
 @post("/approvals/{approval_id:str}/decide", include_in_schema=False)

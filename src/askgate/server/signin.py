@@ -388,6 +388,7 @@ async def _me_values(request: Request[Any, Any, Any]) -> Any:
         "enrolled": enrollment is not None,
         "default_ntfy": ctx.config.ntfy_url or "https://ntfy.sh",
         "agent_tokens": [t for t in await ctx.store.tokens_of(user.id) if t.scope == "agent"],
+        "devices": await ctx.store.devices_of(user.id),
         "minted": None,
     }
     if enrollment is not None:
@@ -486,7 +487,42 @@ async def me_revoke_agent_token(request: Request[Any, Any, Any]) -> Any:
     return Redirect("/me", status_code=303)
 
 
+@post("/me/devices", include_in_schema=False)
+async def me_enroll_device(request: Request[Any, Any, Any]) -> Any:
+    """Enroll the browser this form is sent from (the person's phone) for one-tap decisions:
+    its secret goes only into this browser's HttpOnly, SameSite=Strict cookie."""
+    from askgate.server.devices import device_cookie
+    from askgate.server.pages import message
+    from askgate.server.store import DEVICES_MAX
+
+    user, failure = await _form_user(request)
+    if failure is not None or user is None:
+        return failure
+    form = await request.form()
+    ctx = context(request)
+    added = await ctx.store.add_device(user.id, str(form.get("label", ""))[:100])
+    if added is None:
+        why = f"You have {DEVICES_MAX} enrolled devices already; revoke one first."
+        return message("Not enrolled", why, 403)
+    return Redirect("/me", status_code=303, cookies=[device_cookie(ctx, added[1])])
+
+
+@post("/me/devices/revoke", include_in_schema=False)
+async def me_revoke_device(request: Request[Any, Any, Any]) -> Any:
+    from askgate.server.pages import message
+
+    user, failure = await _form_user(request)
+    if failure is not None or user is None:
+        return failure
+    form = await request.form()
+    if not await context(request).store.revoke_device(user.id, str(form.get("id", ""))[:64]):
+        return message("Not revoked", "No enrolled device of yours has that id.", 404)
+    return Redirect("/me", status_code=303)
+
+
 SIGNIN_HANDLERS = [
+    me_enroll_device,
+    me_revoke_device,
     me_mint_agent_token,
     me_revoke_agent_token,
     oidc_start,

@@ -125,6 +125,20 @@ identities = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
 )
 
+devices = sa.Table(
+    "devices",
+    metadata,
+    # A phone enrolled for one-tap decisions: its secret lives only in that browser's
+    # HttpOnly, SameSite=Strict cookie; here only its SHA-256. Revocable, listed on /me.
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("user_id", sa.String(200), sa.ForeignKey("users.id"), nullable=False),
+    sa.Column("secret_sha256", sa.String(64), nullable=False, unique=True),
+    sa.Column("label", sa.String(100), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("last_used_at", sa.Float),
+    sa.Column("revoked_at", sa.Float),
+)
+
 DATABASE_URL_ENV = "ASKGATE_DATABASE_URL"
 BUSY_TIMEOUT_ENV = "ASKGATE_SQLITE_BUSY_MS"
 DEFAULT_BUSY_MS = 5000
@@ -249,6 +263,18 @@ class TokenInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 TokenInfoList = list[TokenInfo]
+
+
+class DeviceInfo(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    label: str
+    created_at: float
+    last_used_at: float | None
+
+
+DeviceInfoList = list[DeviceInfo]
+DEVICES_MAX = 20
+DEVICE_LABEL_MAX = 100
 
 
 class Enrollment(msgspec.Struct, frozen=True, kw_only=True):
@@ -998,6 +1024,73 @@ class Store:
                 )
             )
         return token
+
+    # --- devices (the phone's one-tap credential) -----------------------------------------
+
+    async def add_device(self, user_id: str, label: str) -> tuple[str, str] | None:
+        """Enroll a device of `user_id`: (its id, its secret — shown to the browser once, as a
+        cookie), or None when the person holds DEVICES_MAX live devices already."""
+        secret = keys.new_device_secret()
+        the_id = os.urandom(8).hex()
+        label = (label.strip() or "phone")[:DEVICE_LABEL_MAX]
+        async with self.write() as conn:
+            live = sa.select(sa.func.count()).where(
+                devices.c.user_id == user_id, devices.c.revoked_at.is_(None)
+            )
+            if int((await conn.execute(live)).scalar_one()) >= DEVICES_MAX:
+                return None
+            await conn.execute(
+                devices.insert().values(
+                    id=the_id,
+                    user_id=user_id,
+                    secret_sha256=keys.token_hash(secret),
+                    label=label,
+                    created_at=time.time(),
+                )
+            )
+        return the_id, secret
+
+    async def devices_of(self, user_id: str) -> DeviceInfoList:
+        query = (
+            sa.select(devices.c.id, devices.c.label, devices.c.created_at, devices.c.last_used_at)
+            .where(devices.c.user_id == user_id, devices.c.revoked_at.is_(None))
+            .order_by(devices.c.created_at)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [
+            DeviceInfo(id=str(r[0]), label=str(r[1]), created_at=float(r[2]), last_used_at=r[3])
+            for r in rows
+        ]
+
+    async def revoke_device(self, user_id: str, the_id: str) -> bool:
+        """Revoke one of `user_id`'s own devices; False when no live device of theirs has
+        that id. The device table is read on every use (no cache): at once, on every replica."""
+        query = (
+            devices.update()
+            .where(
+                devices.c.user_id == user_id, devices.c.id == the_id, devices.c.revoked_at.is_(None)
+            )
+            .values(revoked_at=time.time())
+        )
+        async with self.write() as conn:
+            changed = (await conn.execute(query)).rowcount
+        return changed == 1
+
+    async def device_owner(self, secret: str) -> tuple[str, str] | None:
+        """(user id, device id) of a live device secret, or None."""
+        query = sa.select(devices.c.user_id, devices.c.id).where(
+            devices.c.secret_sha256 == keys.token_hash(secret), devices.c.revoked_at.is_(None)
+        )
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return None if row is None else (str(row[0]), str(row[1]))
+
+    async def device_used(self, device_id: str) -> None:
+        async with self.write() as conn:
+            await conn.execute(
+                devices.update().where(devices.c.id == device_id).values(last_used_at=time.time())
+            )
 
     async def tokens_of(self, user_id: str) -> TokenInfoList:
         """The user's own tokens (never the secret: an id, its scope and when)."""
