@@ -295,6 +295,44 @@ def restrict_in_child(ruleset: int, seccomp_filter: bytes | None = None) -> None
         raise LandlockError(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
 
 
+SCOPE_ABI = 6  # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET and LANDLOCK_SCOPE_SIGNAL
+
+
+def scope_ruleset(abi: int) -> int:
+    """A ruleset that handles no filesystem or network access and only *scopes* the
+    process: no connecting to an abstract Unix socket, no signal to a process, made
+    outside its domain. Put on bubblewrap before it execs (`restrict_scope_in_child`)
+    when the command shares the host's network namespace (`network = "on"`), where the
+    host's abstract sockets (X11 `@/tmp/.X11-unix/X0`, D-Bus, dev servers) live.
+    Handling no filesystem access leaves bwrap's mounts allowed."""
+    if abi < SCOPE_ABI:
+        raise LandlockError(f"this kernel's Landlock cannot scope abstract sockets (ABI {abi})")
+    libc = _libc()
+    attr = _RulesetAttr(0, 0, SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL)
+    fd = libc.syscall(
+        ctypes.c_long(SYS_CREATE_RULESET),
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
+        ctypes.c_uint32(0),
+    )
+    if fd < 0:
+        raise LandlockError(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
+    return int(fd)
+
+
+def restrict_scope_in_child(ruleset: int) -> None:
+    """no_new_privs, then the scope-only `ruleset` on this process (bwrap's, in the
+    child before exec; bwrap is not setuid where askgate uses it: user namespaces)."""
+    libc = _libc()
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise LandlockError("prctl(PR_SET_NO_NEW_PRIVS) failed")
+    result = libc.syscall(
+        ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)
+    )
+    if result != 0:
+        raise LandlockError(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
+
+
 def verify_enforced(abi: int) -> bool:
     """Fork a child that restricts itself to nothing readable and must then fail to read a
     file: True only when the kernel really enforces the ruleset."""

@@ -153,11 +153,28 @@ def run_is_over(run: PreparedRun, now: float) -> bool:
     if code is not None:
         return _age(run.status, now) > FINISHED_S  # its tail step may be reading it
     pid = _status_field(text, "child-pid")
-    if pid is None:
-        return _age(run.status, now) > STALE_S  # between the claim and bwrap's clone
+    # The wrapper's own shell: while it lives, its tail step may come; once it is gone
+    # (killed with its process group by an agent's timeout) nothing of the run is left.
+    wrapper = _status_field(text, "wrapper-pid")
+    wrapper_gone = wrapper is not None and not _alive(wrapper)
+    if pid is None:  # between the claim and bwrap's clone
+        return wrapper_gone or _age(run.status, now) > STALE_S
     # The sandbox's first process: while it lives, its mounts do. (A reused PID only
     # keeps the placeholders longer.) Fresh: a failed setup whose tail step is coming.
-    return not os.path.exists(f"/proc/{pid}") and _age(run.status, now) > FINISHED_S
+    if _alive(pid):
+        return False
+    return wrapper_gone or _age(run.status, now) > FINISHED_S
+
+
+def _alive(pid: int) -> bool:
+    """Does process `pid` exist and not only as a zombie (an exited sandbox whose parent
+    died is reparented and may stay a zombie a while: its mounts are gone already)?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    return data[data.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
 
 
 def _disarm_interrupted(run: PreparedRun) -> None:
@@ -384,7 +401,10 @@ class Registry:
 
     def sweep(self) -> None:
         """Clean up after every run that is over (`askgate sandbox --cleanup`)."""
+        from askgate.sandbox.tripwires import sweep_armed
+
         with self.locked():
+            sweep_armed(self.directory)  # an `askgate sandbox` killed before its own
             self._live_uses()
 
     def acquire(self, holes: Sequence[PlanEntry]) -> None:

@@ -16,7 +16,9 @@ uses) and starts no program but bwrap and tee on the success path:
 2. if the shell is not in the directory the plan was made for, it runs the launcher form
    (`askgate sandbox … -- '<original>'`), which plans for where it really is;
 3. it prints the plan's warnings (a builtin);
-4. it claims the run: creates `RUN/status` exclusively (`set -C`, a builtin). A run
+4. it claims the run: creates `RUN/status` exclusively (`set -C`, a builtin) with its
+   own PID in it (`{"wrapper-pid": N}`: a sweep knows the tail step cannot come once
+   this shell is gone). A run
    claimed already — by a sweep that found it too old, or by an earlier execution of the
    same words — goes the long way (`--finish RUN unclaimed`);
 5. `bwrap …` with its JSON status appended to `RUN/status` (fd 3), the seccomp filter
@@ -97,7 +99,8 @@ def wrapper_script(
     lines = [
         _CLOSE_INHERITED,
         f'if [ "$PWD" != {_q(cwd)} ]; then {_words(launcher_argv)} {rest}',
-        f"elif set -C; ! {{ : >{status}; }} 2>/dev/null; then set +C; "
+        f'elif set -C; ! {{ printf \'{{"wrapper-pid": %s}}\\n\' "$$" >{status}; }} '
+        f"2>/dev/null; then set +C; "
         f"{_words(finish_argv)} unclaimed {rest}",
         "else set +C",
     ]

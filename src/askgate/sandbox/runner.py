@@ -29,7 +29,7 @@ from askgate.sandbox import landlock
 from askgate.sandbox.blocked import explain_failure
 from askgate.sandbox.placeholders import Registry, SandboxSetupError
 from askgate.sandbox.plan import SandboxPlan
-from askgate.sandbox.tripwires import disarm
+from askgate.sandbox.tripwires import arm, disarm, unarm
 
 if TYPE_CHECKING:
     from askgate.sandbox.netproxy import ProxiedRun
@@ -241,16 +241,66 @@ def _run_bwrap(
 ) -> int:
     assert found.path is not None
     try:
+        scope = _host_network_scope(plan)
+    except landlock.LandlockError as error:
+        _say(f"refused: {error}")
+        return EXIT_REFUSED
+    try:
+        return _run_bwrap_scoped(plan, command, env, registry, found, scope)
+    finally:
+        if scope is not None:
+            os.close(scope)
+
+
+def _host_network_scope(plan: SandboxPlan) -> int | None:
+    """`network = "on"` shares the host's network namespace, and with it the host's
+    abstract Unix sockets (an X server's `@/tmp/.X11-unix/X0`, a D-Bus session bus):
+    a Landlock scope on bwrap keeps the command from connecting to one made outside
+    (and from signalling processes outside). None when not needed or not available;
+    raises LandlockError (refuse) when the policy hides secrets and the kernel cannot
+    scope (Landlock ABI < 6): the sockets would be the way around the masks."""
+    from askgate.sandbox.plan import _secrets
+
+    if not plan.network:
+        return None  # an own network namespace: no host abstract socket is in it
+    abi = landlock.abi_version()
+    if abi >= landlock.SCOPE_ABI:
+        return landlock.scope_ruleset(abi)
+    if not _secrets(plan.read_denies):
+        return None
+    raise landlock.LandlockError(
+        'network = "on" would leave the host\'s abstract Unix sockets (X11, D-Bus) '
+        f"reachable: this kernel's Landlock cannot scope them (ABI {abi} < "
+        f'{landlock.SCOPE_ABI}); use network = "policy" or "off"'
+    )
+
+
+def _run_bwrap_scoped(
+    plan: SandboxPlan,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    registry: Registry,
+    found: bwrap_backend.BwrapProbe,
+    scope: int | None,
+) -> int:
+    assert found.path is not None
+    try:
         with registry.locked():
             empty = registry.ensure_empty_file()
             seccomp = registry.ensure_seccomp_file()
         registry.acquire([*plan.write_holes, *plan.read_denies])
+        armed = arm(registry.directory, plan.tripwires)
+    except OSError as error:
+        with contextlib.suppress(SandboxSetupError):
+            registry.release()
+        _say(f"refused: cannot record the run's tripwires: {error.strerror}")
+        return EXIT_REFUSED
     except SandboxSetupError as error:
         with contextlib.suppress(SandboxSetupError):
             registry.release()
         _say(f"refused: {error}")
         return EXIT_REFUSED
-    options = _BwrapOptions(found.path, empty, seccomp, found.disable_userns)
+    options = _BwrapOptions(found.path, empty, seccomp, found.disable_userns, scope)
     try:
         with _network(plan) as network:
             status, tail, ran = _bwrap_once(
@@ -266,6 +316,7 @@ def _run_bwrap(
         # a tripwire is moved aside before anything else can read it.
         for line in disarm(plan.tripwires):
             _say(line)
+        unarm(armed)
         registry.release()
     if not ran:
         # The cached probe stays: a failure the command may have caused on purpose must
@@ -294,6 +345,7 @@ class _BwrapOptions(msgspec.Struct, frozen=True):
     empty: str
     seccomp: str | None
     disable_userns: bool
+    scope: int | None = None  # a Landlock scope-only ruleset put on bwrap (host network)
 
 
 def _bwrap_once(
@@ -328,7 +380,11 @@ def _bwrap_once(
             seccomp_fd=seccomp_fd,
             disable_userns=options.disable_userns,
         )
-        status, tail = _spawn_and_wait(argv, env=env, cwd="/", pass_fds=tuple(passed))
+        scope = options.scope
+        preexec = None if scope is None else lambda: landlock.restrict_scope_in_child(scope)
+        status, tail = _spawn_and_wait(
+            argv, env=env, cwd="/", pass_fds=tuple(passed), preexec=preexec
+        )
         os.set_blocking(status_read, False)
         report = b""
         with contextlib.suppress(BlockingIOError, OSError):
