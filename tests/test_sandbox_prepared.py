@@ -388,3 +388,62 @@ def test_the_daemon_prepares_a_wrapper_the_client_can_run(world: World, tmp_path
     assert SECRET.encode() not in done.stdout + done.stderr
     assert b"askgate sandbox: blocked reading " in done.stderr
     assert _runs(world) == []
+
+
+# --- redirect placeholders (a missing read deny in a read-only HOME: no mount) -------------
+
+
+def test_a_redirect_placeholder_hides_what_appears_and_puts_it_back() -> None:
+    """~/.aws is missing and HOME is read-only inside: its placeholder is a symlink into
+    the hidden holding directory. Credentials the user writes meanwhile are not readable
+    inside, and once the run is over they sit at ~/.aws, a real directory again."""
+    import shutil
+
+    from unprivileged_rerun import outside_scratch_dir
+
+    require_bwrap()
+    base = Path(outside_scratch_dir("askgate-redirect-"))
+    try:
+        world = World(base, mode="hook")
+        aws = world.home / ".aws"
+        world.sweep()
+        assert not os.path.lexists(aws)
+        wrapped = _prepared(world, "cat ~/.aws/credentials; ls -a ~/.aws; echo done")
+        assert aws.is_symlink(), "expected a redirect placeholder, not a mount"
+        (aws / "credentials").write_text("aws_secret_access_key=redirected-77\n")  # meanwhile
+        run = _bash(world, wrapped)
+        assert b"redirected-77" not in run.stdout + run.stderr
+        assert b"done" in run.stdout, run
+        world.sweep()
+        assert not aws.is_symlink() and aws.is_dir()
+        assert (aws / "credentials").read_text() == "aws_secret_access_key=redirected-77\n"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_mount_below_another_placeholder_does_not_break_bwrap(tmp_path: Path) -> None:
+    """A mask whose target lies below another entry's directory placeholder is covered
+    by it: bwrap must not be asked to create it inside a read-only mount."""
+    from askgate.sandbox.bwrap import bwrap_argv
+    from askgate.sandbox.plan import PlanEntry, SandboxPlan, _outermost
+
+    require_bwrap()
+    project, cfg = tmp_path / "proj", tmp_path / "home" / ".cfg"
+    project.mkdir()
+    cfg.mkdir(parents=True)
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    outer = PlanEntry(
+        path=f"{cfg}/a/b", kind="missing", why="r", pattern="x/**", placeholder=str(cfg)
+    )
+    inner = PlanEntry(path=f"{cfg}/gh", kind="missing", why="r", placeholder=f"{cfg}/gh")
+    denies = _outermost([inner, outer])
+    assert denies == [outer]
+    plan = SandboxPlan(
+        cwd=str(project), project_root=str(project), mode="on", network=False,
+        hard_links="warn", writable=(PlanEntry(path=str(project), kind="dir", why="root"),),
+        write_holes=(), read_denies=(outer, inner),
+    )  # fmt: skip
+    argv = bwrap_argv(plan, ["/bin/true"], bwrap="bwrap", empty_file=str(empty))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

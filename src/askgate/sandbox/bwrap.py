@@ -149,12 +149,16 @@ def bwrap_argv(
     ):
         argv += [flag, path, path]
     masked: set[str] = set()
+    dir_masks: list[str] = []
     for entry in plan.read_denies:
+        if entry.redirect:
+            continue  # a symlink into the hidden holding directory: no mount needed
         target = entry.placeholder or entry.path
-        if target in masked:
-            continue
+        if target in masked or any(target.startswith(d + "/") for d in dir_masks):
+            continue  # below a directory mask: hidden by it already (and not creatable)
         masked.add(target)
         if _mask_is_dir(entry):
+            dir_masks.append(target)
             argv += ["--perms", "0555", "--tmpfs", target, "--remount-ro", target]
         else:
             argv += ["--ro-bind", empty_file, target]

@@ -136,6 +136,20 @@ def _show_plan(plan: Any, as_json: bool) -> int:
             print(f"  {entry.path} ({entry.kind}){extra} <- {entry.why}")
         if not entries:
             print("  (none)")
+    print("pinned (bound onto themselves: cannot be renamed away):")
+    for path in plan.pinned:
+        print(f"  {path}")
+    if not plan.pinned:
+        print("  (none)")
+    print("tripwires (missing protected files: moved aside if the command makes them):")
+    for entry in plan.tripwires:
+        print(f"  {entry.path} <- {entry.why}")
+    if not plan.tripwires:
+        print("  (none)")
+    if plan.unset_env:
+        print(f"not passed in: {' '.join(plan.unset_env)}")
+    if plan.environment is not None:
+        print(f"environment (only these pass in): {' '.join(plan.environment) or '(none)'}")
     for label, lines in (("refused", plan.refusals), ("warning", plan.warnings)):
         for line in lines:
             print(f"{label}: {line}")
@@ -143,6 +157,19 @@ def _show_plan(plan: Any, as_json: bool) -> int:
         print(f"ask: {plan.ask_reason}")
     for note in plan.notes:
         print(f"note: {note}")
+    return 0
+
+
+def _quiet_on_closed_pipe(show: Any, *args: Any) -> int:
+    """`askgate sandbox --plan | head -1`: the reader left; nothing more to say (and no
+    traceback when Python flushes stdout at exit)."""
+    try:
+        show(*args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     return 0
 
 
@@ -173,7 +200,7 @@ def _main(argv: Sequence[str]) -> int:
     own, command = _split(argv)
     options = _parser().parse_args(own)
     if options.probe:
-        return _show_probe(options.json)
+        return _quiet_on_closed_pipe(_show_probe, options.json)
     if not options.plan and not options.cleanup and not command:
         raise _UsageError("give a command after '--' (or --plan, --probe)")
     from askgate.sandbox.placeholders import Registry, SandboxSetupError
@@ -206,7 +233,7 @@ def _main(argv: Sequence[str]) -> int:
         mode = "on"  # asked for explicitly: sandbox it, best effort
     plan = build_plan(policy, loaded.sandbox, cwd=cwd, agent=options.agent, mode=mode)
     if options.plan:
-        return _show_plan(plan, options.json)
+        return _quiet_on_closed_pipe(_show_plan, plan, options.json)
     assert command is not None
     from askgate.sandbox.bwrap import shell_command
     from askgate.sandbox.runner import run_sandboxed

@@ -50,7 +50,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import msgspec
 
-from askgate.sandbox.plan import JSON_PLACEHOLDER, PlanEntry
+from askgate.sandbox.plan import HELD, JSON_PLACEHOLDER, PlanEntry
 
 
 class SandboxSetupError(Exception):
@@ -62,6 +62,7 @@ class Placeholder(msgspec.Struct, frozen=True):
     is_dir: bool
     device: int
     inode: int
+    held: str = ""  # a redirect placeholder: `path` is a symlink to this (plan.py)
 
 
 class _Record(msgspec.Struct):
@@ -236,6 +237,7 @@ class Registry:
         self.directory = directory
         self.runs = os.path.join(directory, "runs")
         self.empty_file = os.path.join(directory, "empty-ro")
+        self.held = os.path.join(directory, HELD)  # plan.holding_directory
         try:
             os.makedirs(self.runs, mode=0o700, exist_ok=True)
         except OSError as error:
@@ -376,7 +378,7 @@ class Registry:
                 for hole in holes:
                     if hole.placeholder is None or any(p.path == hole.placeholder for p in made):
                         continue
-                    made.append(_make_or_share(hole, by_path, made))
+                    made.append(_make_or_share(hole, by_path, made, self.held))
                 temporary = run.record + ".tmp"
                 with open(temporary, "wb") as handle:
                     handle.write(msgspec.json.encode(_RunRecord(made)))
@@ -415,7 +417,7 @@ class Registry:
             for hole in holes:
                 if hole.placeholder is None or any(p.path == hole.placeholder for p in self.mine):
                     continue
-                self.mine.append(_make_or_share(hole, by_path, self.mine))
+                self.mine.append(_make_or_share(hole, by_path, self.mine, self.held))
             self._write_record()
 
     def release(self) -> None:
@@ -464,7 +466,10 @@ def _make_parents(directory: str, known: Mapping[str, tuple[int, int]]) -> list[
 
 
 def _make_or_share(
-    hole: PlanEntry, known: Mapping[str, tuple[int, int]], made: list[Placeholder]
+    hole: PlanEntry,
+    known: Mapping[str, tuple[int, int]],
+    made: list[Placeholder],
+    held_dir: str | None = None,
 ) -> Placeholder:
     path = hole.placeholder
     assert path is not None
@@ -477,11 +482,17 @@ def _make_or_share(
     if info is not None:
         identity = known.get(path)
         if identity == (info.st_dev, info.st_ino):
-            return Placeholder(path, stat.S_ISDIR(info.st_mode), info.st_dev, info.st_ino)
+            held = _shared_held(path, info, held_dir)
+            is_dir = os.path.isdir(held) if held else stat.S_ISDIR(info.st_mode)
+            return Placeholder(path, is_dir, info.st_dev, info.st_ino, held=held)
         raise SandboxSetupError(f"{path} appeared while the sandbox was being prepared")
     # A directory for an intermediate component or a whole tree; a file for a leaf file
     # (`{}` for JSON: an agent reading its settings meanwhile must be able to parse it).
     as_dir = path != hole.path or hole.pattern.endswith("/**")
+    if hole.redirect:
+        if held_dir is None:
+            raise SandboxSetupError(f"no holding directory for the placeholder {path}")
+        return _make_redirect(path, as_dir, held_dir)
     parent = os.path.dirname(path)
     if not os.path.lexists(parent):
         # Another run's placeholder the plan stood on was swept meanwhile: stand on our
@@ -505,10 +516,123 @@ def _make_or_share(
     return Placeholder(path, as_dir, info.st_dev, info.st_ino)
 
 
+def _make_redirect(path: str, as_dir: bool, held_dir: str) -> Placeholder:
+    """A redirect placeholder: `path` (in a directory the sandbox cannot write) becomes a
+    symlink to a fresh directory or empty file in the holding directory, which every
+    sandbox hides. What the user makes there meanwhile (`aws configure` writes
+    ~/.aws/credentials) lands in the holding directory: hidden inside, without a mount.
+    Put back where it was made once no live run uses the placeholder."""
+    import secrets
+
+    name = f"{secrets.token_hex(6)}-{os.path.basename(path)}"
+    held = os.path.join(held_dir, name)
+    try:
+        os.makedirs(held_dir, mode=0o700, exist_ok=True)
+        if as_dir:
+            os.mkdir(held, 0o700)
+        else:
+            os.close(os.open(held, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except OSError as error:
+        raise SandboxSetupError(f"cannot create {held}: {error.strerror}") from None
+    try:
+        os.symlink(held, path)
+        info = os.lstat(path)
+    except OSError as error:
+        _remove_held(held)
+        raise SandboxSetupError(f"cannot create the placeholder {path}: {error.strerror}") from None
+    return Placeholder(path, as_dir, info.st_dev, info.st_ino, held=held)
+
+
+def _shared_held(path: str, info: os.stat_result, held_dir: str | None) -> str:
+    """The holding place a live run's redirect placeholder points to ("" for a mount
+    placeholder): a run that shares it puts it back as well, when it is the last."""
+    if not stat.S_ISLNK(info.st_mode) or held_dir is None:
+        return ""
+    with contextlib.suppress(OSError):
+        target = os.readlink(path)
+        if os.path.dirname(target) == held_dir:
+            return target
+    return ""
+
+
+def _empty(path: str) -> bool:
+    """Missing, an empty directory or an empty file."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        try:
+            return not os.listdir(path)
+        except OSError:
+            return False
+    return stat.S_ISREG(info.st_mode) and info.st_size == 0
+
+
+def _remove_held(held: str) -> None:
+    with contextlib.suppress(OSError):
+        if os.path.isdir(held) and not os.path.islink(held):
+            os.rmdir(held)  # fails (and keeps it) if anything is inside
+        elif _empty(held):
+            os.unlink(held)
+
+
+def _exchange(first: str, second: str) -> bool:
+    """renameat2(RENAME_EXCHANGE): swap two names atomically (False where unavailable)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange)
+    return bool(done == 0)
+
+
+def _put_back(placeholder: Placeholder) -> None:
+    """A redirect placeholder no live run uses: the symlink goes; what the user made in
+    its holding place meanwhile goes where they made it (swapped in atomically)."""
+    held = placeholder.held
+    try:
+        info = os.lstat(placeholder.path)
+        ours = stat.S_ISLNK(info.st_mode) and (info.st_dev, info.st_ino) == (
+            placeholder.device,
+            placeholder.inode,
+        )
+    except OSError:
+        ours = False
+    if not ours:
+        _remove_held(held)  # the name was replaced meanwhile: keep only what is not empty
+        return
+    if _empty(held):
+        with contextlib.suppress(OSError):
+            os.unlink(placeholder.path)
+        _remove_held(held)
+        if not _empty(held) and not os.path.lexists(placeholder.path):
+            with contextlib.suppress(OSError):
+                os.rename(held, placeholder.path)  # written through a descriptor meanwhile
+        return
+    if _exchange(held, placeholder.path):
+        with contextlib.suppress(OSError):
+            os.unlink(held)  # the symlink, now at the holding place
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(placeholder.path)
+        if not os.path.lexists(placeholder.path):
+            os.rename(held, placeholder.path)
+
+
 def _remove_unused(placeholders: Sequence[Placeholder], live: set[tuple[str, int, int]]) -> None:
     # Deepest first: a placeholder made to stand another one on is emptied before it goes.
     for placeholder in sorted(placeholders, key=lambda p: p.path.count("/"), reverse=True):
         if (placeholder.path, placeholder.device, placeholder.inode) in live:
+            continue
+        if placeholder.held:
+            _put_back(placeholder)
             continue
         try:
             info = os.lstat(placeholder.path)

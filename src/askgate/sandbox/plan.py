@@ -52,7 +52,7 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
@@ -114,6 +114,9 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
     why: str  # the rule, e.g. `read "~/.ssh/**" = deny (user: /h/.config/askgate/policy.toml:3)`
     pattern: str = ""
     placeholder: str | None = None  # the first missing component to create (then masked)
+    # The placeholder is a symlink into askgate's holding directory (hidden in every
+    # sandbox), not a mount: see `_redirectable` and placeholders.py.
+    redirect: bool = False
 
 
 class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -429,23 +432,49 @@ class _Builder:
         sources += [(_Source(p, "[sandbox] hidden"), None) for p in self.settings.hidden]
         return sources
 
+    def holding(self) -> str | None:
+        """askgate's holding directory for redirect placeholders, when this plan hides it
+        (it lies in the data directory, part of the control plane): else None, and every
+        placeholder is a mount."""
+        try:
+            held = holding_directory(self.policy.env)
+            data = locations.trust_store_dir(self.policy.env)
+        except ValueError:
+            return None
+        if not held.startswith("/") or data not in self.control_plane():
+            return None
+        return held
+
     def read_denies(self, writable: Sequence[PlanEntry]) -> list[PlanEntry]:
         search = self.search_roots(writable)
+        roots = [entry.path for entry in writable]
+        held = self.holding()
         entries: list[PlanEntry] = []
         for source, rule in self.read_sources():
+            if source.why in (CONTROL_PLANE, DAEMON_SOCKET):
+                hold: str | None = None  # never a redirect: the holding directory is in it
+            else:
+                hold = held
             for path, whole in self._paths(source, searched=search):
                 if rule is not None and not self._blocked(Surface.READ, path):
                     continue  # a nested allow (`**/.env.example`) wins for this file
                 real = _real(path)
                 kind = _kind(real)
                 placeholder = None
-                if kind == "missing":
+                redirect = False
+                link = _held_link(path, hold, roots) if hold and whole else None
+                if link is not None:  # a live run's redirect placeholder: shared
+                    real, kind, placeholder, redirect = link[0], "missing", link[1], True
+                elif kind == "missing":
                     # A rooted deny names a path that may appear while the command runs
                     # (made outside, by the user or another program): hold its place.
                     # Where this user cannot create it, no command of theirs can either.
                     placeholder = _first_missing(real) if whole else None
                     if placeholder is None or not os.access(os.path.dirname(placeholder), os.W_OK):
                         continue
+                    redirect = hold is not None and not _inside_any(
+                        os.path.dirname(placeholder), roots
+                    )
                 entries.append(
                     PlanEntry(
                         path=real,
@@ -454,6 +483,7 @@ class _Builder:
                         why=source.why,
                         pattern=source.pattern,
                         placeholder=placeholder,
+                        redirect=redirect,
                     )
                 )
         entries += self.secret_holders()
@@ -721,11 +751,57 @@ def _first_missing(path: str) -> str | None:
         current = parent
 
 
+HELD = "held"
+
+
+def holding_directory(env: Mapping[str, str]) -> str:
+    """Where redirect placeholders point: `$XDG_DATA_HOME/askgate/sandbox/held`, inside
+    askgate's data directory, which every sandbox hides (placeholders.state_directory)."""
+    return os.path.join(locations.trust_store_dir(env), "sandbox", HELD)
+
+
+def _held_link(named: str, held: str, roots: Sequence[str]) -> tuple[str, str] | None:
+    """(path, link) when a component of `named` is a live redirect placeholder — a
+    symlink into the holding directory, in a directory the sandbox cannot write — else
+    None. `path` is `named` with symlinks above the link resolved."""
+    if not named.startswith("/"):
+        return None
+    current = "/"
+    for segment in named.strip("/").split("/"):
+        current = os.path.join(current, segment)
+        if not os.path.islink(current):
+            if not os.path.lexists(current):
+                return None
+            continue
+        if not _under(_real(current), held):
+            continue
+        parent = _real(os.path.dirname(current))
+        if _inside_any(parent, roots):
+            return None  # one the command could have made: not a placeholder of ours
+        link = os.path.join(parent, os.path.basename(current))
+        rest = os.path.relpath(named, current)
+        return (link if rest == "." else os.path.join(link, rest)), link
+    return None
+
+
+def _target(entry: PlanEntry) -> str:
+    """Where the entry's mount goes: its placeholder (first missing component) or itself."""
+    return entry.placeholder or entry.path
+
+
 def _outermost(entries: Sequence[PlanEntry]) -> list[PlanEntry]:
-    """Drop entries inside another entry (its mount already covers them), keep order."""
+    """Drop entries inside another entry (its mount already covers them), keep order.
+    Compared by path *and* by mount target: a mount whose target lies below another
+    entry's placeholder would have to be made inside that read-only mount (bwrap: "Can't
+    create file … Read-only file system"), and the outer mount covers it anyway."""
     kept: list[PlanEntry] = []
-    for entry in sorted(entries, key=lambda e: (e.path.count("/"), e.path)):
-        if not any(_under(entry.path, other.path) for other in kept):
+    for entry in sorted(entries, key=lambda e: (_target(e).count("/"), e.path)):
+        target = _target(entry)
+        if not any(
+            _under(entry.path, other.path)
+            or (target != _target(other) and _under(target, _target(other)))
+            for other in kept
+        ):
             kept.append(entry)
     return kept
 
@@ -774,8 +850,9 @@ def _build_plan(
     holes, tripwires = builder.holes(writable)
     denies = builder.read_denies(writable)
     # A hole inside a hidden directory is covered by the (read-only) mask already.
-    hidden = [d.placeholder or d.path for d in denies]
+    hidden = [_target(d) for d in denies]
     holes = [h for h in holes if not _inside_any(h.path, hidden)]
+    holes = [h for h in holes if not any(_target(h) != t and _under(_target(h), t) for t in hidden)]
     tripwires = [t for t in tripwires if not _inside_any(t.path, hidden)]
     builder.check(writable, holes, denies)
     if policy.errors:
