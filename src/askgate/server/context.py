@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from askgate.approvals.wire import ApprovalView, Me
 from askgate.server import keys
+from askgate.server.action_links import action_path
 from askgate.server.notify import Notifier, ntfy_message
 from askgate.server.store import Approval, Store, User, personal_tenant
 from askgate.server.wake import CHANNEL, PostgresListener, Waker, notify_payload
@@ -110,8 +111,6 @@ class ServerContext:
         return f"{base}/v1/approvals/{approval.id}/decide?k={quote(self.key_for(approval))}"
 
     def _action_url(self, approval: Approval) -> str:
-        from askgate.server.devices import action_path
-
         return self.config.public_url.rstrip("/") + action_path(self.secret, approval)
 
     def ntfy_topic(self, user_id: str, epoch: int = 0) -> str:

@@ -35,27 +35,16 @@ from litestar.params import FromPath
 from litestar.response import Redirect
 
 from askgate.server import keys
+from askgate.server.action_links import ACTION_TTL, action_expiry, action_path
 from askgate.server.api import context, decide
 from askgate.server.context import ServerContext
 from askgate.server.store import Approval, User
 
+__all__ = ["ACTION_TTL", "action_expiry", "action_path"]
+
 DEVICE_COOKIE = "askgate_device"
 DEVICE_COOKIE_PATH = "/a/"
 DEVICE_MAX_AGE = 365 * 24 * 3600
-ACTION_TTL = 900  # seconds: a link never outlives this, nor the waiting call's deadline
-
-
-def action_expiry(approval: Approval) -> int:
-    """When the approval's action link dies: the waiting call's deadline (an answer after it
-    could only become a late approval), at most ACTION_TTL after the ask, never after expiry."""
-    deadline = approval.wait_until if approval.wait_until is not None else approval.expires_at
-    return int(min(deadline, approval.requested_at + ACTION_TTL, approval.expires_at))
-
-
-def action_path(secret: bytes, approval: Approval) -> str:
-    expires = action_expiry(approval)
-    mac = keys.action_mac(secret, approval.created_by, approval.id, approval.input_sha256, expires)
-    return f"/a/{approval.id}/{expires}.{mac}"
 
 
 def link_valid(secret: bytes, approval: Approval, link: str) -> bool:
