@@ -51,6 +51,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import msgspec
 
 from askgate.sandbox.plan import HELD, JSON_PLACEHOLDER, PlanEntry
+from askgate.sandbox.procstat import process_start
 
 
 class SandboxSetupError(Exception):
@@ -220,14 +221,7 @@ def state_directory(env: Mapping[str, str]) -> str:
 
 
 def _process_start(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    # Field 22 (starttime) counts after the parenthesised command name, which may hold spaces.
-    fields = data[data.rfind(b")") + 2 :].split()
-    return fields[19].decode() if len(fields) > 19 else None
+    return process_start(pid)
 
 
 class Registry:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import msgspec
 
 from askgate.sandbox.plan import PlanEntry
+from askgate.sandbox.procstat import process_start
 
 SUFFIX = ".askgate-blocked"
 ARMED = "armed"
@@ -82,15 +83,7 @@ def shell_test(tripwires: Sequence[PlanEntry]) -> str | None:
 
 
 def _process_start(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    if len(fields) <= 19 or fields[0] in (b"Z", b"X"):
-        return None  # gone, or a zombie: its sandbox died with it (--die-with-parent)
-    return fields[19].decode()
+    return process_start(pid, zombie_is_gone=True)
 
 
 def arm(state_dir: str, tripwires: Sequence[PlanEntry]) -> str | None:
