@@ -121,18 +121,30 @@ async def _checked(
     return approval, None
 
 
-@get("/a/{approval_id:str}/{link:str}", include_in_schema=False)
-async def action_page(
-    request: Request[Any, Any, Any], approval_id: FromPath[str], link: FromPath[str]
-) -> Response[Any]:
-    from askgate.server.pages import card_values, render
-
+async def _on_enrolled_device(
+    request: Request[Any, Any, Any], approval_id: str, link: str
+) -> tuple[Approval, User] | Response[Any]:
+    """The link's approval and the person whose enrolled phone opened it, or the page to
+    show instead (link not valid or expired: an error; no such device: sign-in)."""
     approval, failure = await _checked(request, approval_id, link)
     if failure is not None or approval is None:
         return failure  # type: ignore[return-value]
     user = await _device_user(request, approval)
     if user is None:
         return _fallback(request, approval_id)
+    return approval, user
+
+
+@get("/a/{approval_id:str}/{link:str}", include_in_schema=False)
+async def action_page(
+    request: Request[Any, Any, Any], approval_id: FromPath[str], link: FromPath[str]
+) -> Response[Any]:
+    from askgate.server.pages import card_values, render
+
+    found = await _on_enrolled_device(request, approval_id, link)
+    if isinstance(found, Response):
+        return found
+    approval, _user = found
     ctx = context(request)
     values = card_values(approval, decidable=approval.decided_at is None)
     values.update(
@@ -152,12 +164,10 @@ async def action_decide(
 
     if not _same_origin(request):
         return message("Refused", "This form was sent from another site.", 403)
-    approval, failure = await _checked(request, approval_id, link)
-    if failure is not None or approval is None:
-        return failure  # type: ignore[return-value]
-    user = await _device_user(request, approval)
-    if user is None:
-        return _fallback(request, approval_id)
+    found = await _on_enrolled_device(request, approval_id, link)
+    if isinstance(found, Response):
+        return found
+    approval, user = found
     ctx = context(request)
     form = await request.form()
     expected = device_csrf(ctx.secret, request.cookies[DEVICE_COOKIE], approval.id)
