@@ -6,8 +6,6 @@ finally did (ran = the waiting call was approved, or did not run)."""
 # ruff: noqa: F811  (`browser` is the Chromium fixture imported from test_server_pages)
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,13 +13,10 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-import sqlalchemy as sa
 
 from askgate.prompters.base import PromptState
-from askgate.server import keys
 from askgate.server.devices import DEVICE_COOKIE, action_expiry, link_valid
 from askgate.server.notify import Notifier
-from askgate.server.store import DEVICES_MAX, Store, devices
 from ntfy_standin import NtfyStandIn
 from server_support import LiveServer, Waiting, db_url, pg_admin_url  # noqa: F401
 from test_server_pages import PHONE, browser  # noqa: F401  (the fixture)
@@ -256,35 +251,3 @@ def test_a_link_is_bound_to_its_approval_input_and_person(live: LiveServer) -> N
     assert not link_valid(live.ctx.secret, approval, longer)
     with httpx.Client(base_url=live.url) as anyone:
         assert anyone.get(f"/a/{approval.id}/{longer}").status_code == 403
-
-
-def test_device_credentials_are_stored_hashed_per_person_and_revoked_at_once(db_url: str) -> None:
-    async def run() -> None:
-        store = await Store.open(db_url)
-        try:
-            await store.add_user("alice")
-            await store.add_user("bob")
-            alice, bob = await store.user("alice"), await store.user("bob")
-            assert alice is not None and bob is not None
-            added = await store.add_device(alice.id, "phone")
-            assert added is not None
-            the_id, secret = added
-            async with store.engine.connect() as conn:
-                stored = (await conn.execute(sa.select(devices))).all()
-            assert [r.secret_sha256 for r in stored] == [keys.token_hash(secret)]
-            assert secret not in str(stored)
-            assert await store.device_owner(secret) == (alice.id, the_id)
-            assert await store.revoke_device(bob.id, the_id) is False  # not bob's to revoke
-            assert await store.device_owner(secret) == (alice.id, the_id)
-            assert await store.revoke_device(alice.id, the_id) is True
-            assert await store.device_owner(secret) is None
-            assert await store.devices_of(alice.id) == []
-            for n in range(DEVICES_MAX):
-                assert await store.add_device(alice.id, f"d{n}") is not None
-            assert await store.add_device(alice.id, "one too many") is None
-        finally:
-            await store.close()
-
-    # in its own thread: the sync Playwright of the browser tests keeps a loop in this one
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, run()).result()

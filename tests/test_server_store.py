@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from askgate.server import keys
-from askgate.server.store import Store, StoreError, tokens
+from askgate.server.store import DEVICES_MAX, Store, StoreError, devices, tokens
 from server_support import db_url, pg_admin_url  # noqa: F401
 
 
@@ -294,3 +294,35 @@ def test_a_late_denial_or_an_answered_wait_is_no_pass(db_url: str) -> None:  # n
             await store.close()
 
     run(go())
+
+
+def test_device_credentials_are_stored_hashed_per_person_and_revoked_at_once(
+    db_url: str,  # noqa: F811
+) -> None:
+    async def body() -> None:
+        store = await Store.open(db_url)
+        try:
+            await store.add_user("alice")
+            await store.add_user("bob")
+            alice, bob = await store.user("alice"), await store.user("bob")
+            assert alice is not None and bob is not None
+            added = await store.add_device(alice.id, "phone")
+            assert added is not None
+            the_id, secret = added
+            async with store.engine.connect() as conn:
+                stored = (await conn.execute(sa.select(devices))).all()
+            assert [r.secret_sha256 for r in stored] == [keys.token_hash(secret)]
+            assert secret not in str(stored)
+            assert await store.device_owner(secret) == (alice.id, the_id)
+            assert await store.revoke_device(bob.id, the_id) is False  # not bob's to revoke
+            assert await store.device_owner(secret) == (alice.id, the_id)
+            assert await store.revoke_device(alice.id, the_id) is True
+            assert await store.device_owner(secret) is None
+            assert await store.devices_of(alice.id) == []
+            for n in range(DEVICES_MAX):
+                assert await store.add_device(alice.id, f"d{n}") is not None
+            assert await store.add_device(alice.id, "one too many") is None
+        finally:
+            await store.close()
+
+    run(body())

@@ -234,8 +234,10 @@ def test_every_find_exec_flavour(flag: str) -> None:
     assert unit(f"find / {flag} rm -rf {{}} +", "rm -rf {}").floor is Action.ASK
 
 
-def test_find_delete_is_floored() -> None:
-    assert unit("find . -delete", "find . -delete").floor is Action.ASK
+def test_find_delete_writes_its_starting_points_and_floors_when_following_links() -> None:
+    deleting = unit("find . -delete", "find . -delete")
+    assert deleting.floor is None and deleting.recursive_writes == (".",)
+    assert unit("find -L . -delete", "find -L . -delete").floor is Action.ASK
 
 
 def test_fd_exec_is_floored() -> None:
