@@ -19,18 +19,10 @@ from askgate.server.devices import DEVICE_COOKIE, action_expiry, link_valid
 from askgate.server.notify import Notifier
 from ntfy_standin import NtfyStandIn
 from server_support import LiveServer, Waiting, db_url, pg_admin_url  # noqa: F401
+from test_server_notify import ntfy  # noqa: F401  (the fixture)
 from test_server_pages import PHONE, browser  # noqa: F401  (the fixture)
 
 FAST = (0.01, 0.02, 0.05)
-
-
-@pytest.fixture
-def ntfy() -> Iterator[NtfyStandIn]:
-    stand_in = NtfyStandIn().start()
-    try:
-        yield stand_in
-    finally:
-        stand_in.close()
 
 
 @pytest.fixture
