@@ -1,13 +1,26 @@
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import pytest
 
 from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Origin, Rule, Surface
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
+
+
+@pytest.fixture(autouse=True)
+def _askgate_logger_restored() -> Iterator[None]:
+    """The in-process hook installs its one-line handler and stops propagation (for a real
+    hook process, once); a later test's caplog must still see askgate's records."""
+    logger = logging.getLogger("askgate")
+    handlers, propagate, level = list(logger.handlers), logger.propagate, logger.level
+    yield
+    logger.handlers[:] = handlers
+    logger.propagate = propagate
+    logger.setLevel(level)
 
 
 def make_rule(
