@@ -151,13 +151,26 @@ def proxy_env(tmp_path: Path, *, server: str | None = None) -> dict[str, str]:
         "ACP_TEST_AGENT_LOG": str(tmp_path / "agent-sent.jsonl"),
     }
     if server is not None:
-        stub = tmp_path / "server-stub"
-        stub.mkdir(exist_ok=True)
-        (stub / "sitecustomize.py").write_text(SERVER_STUB)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(stub), env.get("PYTHONPATH")]))
-        env["ASKGATE_TEST_SERVER"] = server
-        env["ASKGATE_TEST_SERVER_LOG"] = str(tmp_path / "server-asked.log")
+        stub = approval_stub_env(tmp_path, server)
+        stub["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [stub["PYTHONPATH"], env.get("PYTHONPATH")])
+        )
+        env |= stub
     return env
+
+
+def approval_stub_env(tmp_path: Path, server: str) -> dict[str, str]:
+    """The environment that makes askgate's configured approval server SERVER_STUB, which
+    answers `server` ("approve", "deny" or "hang") and logs each asked value to
+    tmp_path/server-asked.log."""
+    stub = tmp_path / "server-stub"
+    stub.mkdir(exist_ok=True)
+    (stub / "sitecustomize.py").write_text(SERVER_STUB)
+    return {
+        "PYTHONPATH": str(stub),
+        "ASKGATE_TEST_SERVER": server,
+        "ASKGATE_TEST_SERVER_LOG": str(tmp_path / "server-asked.log"),
+    }
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = DEADLINE) -> None:
