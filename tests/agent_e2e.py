@@ -36,9 +36,8 @@ from acp_harness import approval_stub_env
 from agent_hooks import resident_daemon
 from clients import require_client
 from fake_model_api import FakeModelAPI, RecordedRequest, Script, ToolCall, ToolResult
+from waits import SAFETY_TIMEOUT
 
-# Only stops a hung CLI from hanging pytest (a run takes a few seconds); never a bound on speed.
-SAFETY_TIMEOUT = 900.0
 MARKER = "marker.txt"
 HOOK_TIMEOUT = 30  # seconds Claude Code gives one hook call (the registration's "timeout")
 

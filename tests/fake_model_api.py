@@ -47,8 +47,10 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Self
+
+from standin_http import JsonHandler
 
 MAX_BODY = 64 * 1024 * 1024
 CHAT_MODEL = "fake-model"  # the one model /v1/models lists (pi's models.json names it)
@@ -237,12 +239,9 @@ def _halves(text: str) -> list[str]:
     return [text[:middle], text[middle:]]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-        pass
 
     def do_HEAD(self) -> None:
         self._record(None)
@@ -468,14 +467,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def _json(self, status: HTTPStatus, data: Mapping[str, Any]) -> None:
-        payload = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)

@@ -40,6 +40,7 @@ from askgate.prompters.choose import default_prompter
 from clients import client_dir, require_client
 from conftest import ScriptedPrompter, policy_for
 from fake_model_api import FakeModelAPI
+from waits import SAFETY_TIMEOUT
 
 PARENT = "parent-1"
 EXTENSION = "node_modules/@gotgenes/pi-permission-system"
@@ -137,7 +138,7 @@ class Serve:
                 self.lines.append(line)
                 self._changed.notify_all()
 
-    def wait_for(self, text: str, timeout: float = 60) -> str:
+    def wait_for(self, text: str, timeout: float = SAFETY_TIMEOUT) -> str:
         deadline = time.monotonic() + timeout
         with self._changed:
             while not any(text in line for line in self.lines):
@@ -202,7 +203,7 @@ def test_pi_child_forwards_to_askgate_forward_serve(setup, answer, ran, told):
         assert "echo HELLO" in shown
         assert "2) Yes, for this session" in shown  # the child sent its session pattern
         serve.answer(answer)
-        out, err = child.communicate(timeout=120)
+        out, err = child.communicate(timeout=SAFETY_TIMEOUT)
     finally:
         serve.stop()
     assert child.returncode == 0, err
@@ -218,7 +219,7 @@ def test_pi_child_unanswered_is_told_nobody_answered_not_invalid(setup):
         serve.wait_for("serving forwarded permission requests")
         child = _pi_child(setup)
         serve.wait_for("4) No, and tell the agent why")
-        _out, err = child.communicate(timeout=120)  # nobody types anything
+        _out, err = child.communicate(timeout=SAFETY_TIMEOUT)  # nobody types anything
     finally:
         serve.stop()
     assert child.returncode == 0, err
@@ -270,7 +271,7 @@ def _ask_through_pi_parent(
         policies.append(runner.policy)
         await runner.start()
         try:
-            state = await runner.client.request(GetState(), timeout=60)
+            state = await runner.client.request(GetState(), timeout=SAFETY_TIMEOUT)
             session = state.data["sessionId"]
             child_env = {
                 **setup.env,

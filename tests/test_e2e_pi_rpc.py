@@ -36,6 +36,7 @@ from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 from clients import client_dir, require_client
 from conftest import ScriptedPrompter
 from fake_model_api import FakeModelAPI
+from waits import SAFETY_TIMEOUT
 
 CONFIRM_EXTENSION = """\
 export default function (pi: any) {
@@ -263,7 +264,7 @@ def test_askgate_pi_run_command_with_real_pi(pi16):
         capture_output=True,
         text=True,
         env=pi16.env,
-        timeout=180,
+        timeout=SAFETY_TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, result.stderr
@@ -298,7 +299,7 @@ def test_askgate_pi_run_fails_when_the_model_is_unreachable(pi16):
         capture_output=True,
         text=True,
         env=pi16.env,
-        timeout=180,
+        timeout=SAFETY_TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 1, result.stdout
@@ -387,7 +388,7 @@ def test_sigterm_stops_real_pi_in_order_and_a_steer_reaches_it(pi16, tmp_path):
             if "steer" in line:
                 break
         proc.send_signal(signal.SIGTERM)
-        _, rest = proc.communicate(timeout=120)
+        _, rest = proc.communicate(timeout=SAFETY_TIMEOUT)
     finally:
         if proc.poll() is None:
             proc.kill()
