@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 
-from benchmarks.harness import NOT_BUILT, AreaReport, Budget, Figure, Row, sample_interleaved
+from benchmarks.harness import (
+    AreaReport,
+    Figure,
+    LinePeer,
+    Row,
+    bench_env,
+    importable,
+    not_built,
+    proxy_overhead,
+    round_trip_budget,
+)
 
 NAME = "acp"
 TITLE = "ACP proxy, round trip of one ~1 KB message (echo agent)"
@@ -27,15 +35,6 @@ ECHO_AGENT = (
     "    sys.stdout.buffer.write(line)\n"
     "    sys.stdout.buffer.flush()\n"
 )
-READY_TIMEOUT_S = 30.0
-
-
-def _present() -> bool:
-    try:
-        import askgate.adapters.acp.cli  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _message(i: int) -> bytes:
@@ -45,81 +44,43 @@ def _message(i: int) -> bytes:
     return json.dumps(body).encode() + b"\n"
 
 
-class _Peer:
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin = self.proc.stdin
-        self.stdout = self.proc.stdout
-        self._check(-1, deadline=time.monotonic() + READY_TIMEOUT_S)
+def _echo(peer: LinePeer, i: int) -> None:
+    line = _message(i)
+    got = peer.exchange(line)
+    if got != line:
+        raise RuntimeError(f"echo through {peer.argv[:3]} returned {got[:80]!r}")
 
-    def _check(self, i: int, deadline: float | None = None) -> None:
-        line = _message(i)
-        self.stdin.write(line)
-        got = self.stdout.readline()
-        if got != line:
-            raise RuntimeError(f"echo through {self.proc.args[:3]} returned {got[:80]!r}")
 
-    def round_trip(self) -> Callable[[int], object]:
-        return self._check
-
-    def close(self) -> None:
-        self.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+def _started(argv: list[str], env: dict[str, str]) -> LinePeer:
+    peer = LinePeer(argv, env)
+    _echo(peer, -1)
+    return peer
 
 
 def run(quick: bool) -> AreaReport:
     started = time.perf_counter()
     measured = "round trip, direct vs through askgate acp"
-    if not _present():
-        return AreaReport(
-            name=NAME,
-            title=TITLE,
-            status=NOT_BUILT,
-            rows=(Row(measured=measured, ours=Figure(name="askgate acp", note=NOT_BUILT)),),
-            elapsed_s=time.perf_counter() - started,
-        )
-    budget = (
-        Budget(warmup=5, min_samples=30, max_samples=60, seconds=1.0)
-        if quick
-        else Budget(warmup=50, min_samples=1000, max_samples=4000, seconds=10.0)
-    )
+    if not importable("askgate.adapters.acp.cli"):
+        return not_built(NAME, TITLE, measured, "askgate acp", started)
     with tempfile.TemporaryDirectory(prefix="askgate-bench-acp-") as tmp:
         agent = os.path.join(tmp, "echo_agent.py")
         with open(agent, "w", encoding="utf-8") as out:
             out.write(ECHO_AGENT)
-        env = {
-            **os.environ,
-            "HOME": tmp,
-            "XDG_STATE_HOME": tmp,
-            "ASKGATE_AUDIT_LOG": "off",
-            "ASKGATE_MANAGED_POLICY": os.path.join(tmp, "none.toml"),
-        }
-        direct = _Peer([sys.executable, agent], env)
-        proxied = _Peer([sys.executable, "-m", "askgate", "acp", "--", sys.executable, agent], env)
-        try:
-            stats = sample_interleaved(
-                {
-                    "proxy": (proxied.round_trip(), budget),
-                    "direct": (direct.round_trip(), budget),
-                },
-                rounds=5,
-            )
-        finally:
-            direct.close()
-            proxied.close()
+        env = bench_env(tmp, ASKGATE_AUDIT_LOG="off")
+        proxy, direct = proxy_overhead(
+            lambda: _started([sys.executable, agent], env),
+            lambda: _started(
+                [sys.executable, "-m", "askgate", "acp", "--", sys.executable, agent], env
+            ),
+            _echo,
+            round_trip_budget(quick),
+        )
     row = Row(
         measured=measured,
-        ours=Figure(name="through askgate acp", stats=stats["proxy"]),
-        peers=(Figure(name="direct to the agent", stats=stats["direct"]),),
+        ours=Figure(name="through askgate acp", stats=proxy),
+        peers=(Figure(name="direct to the agent", stats=direct),),
     )
-    added = (stats["proxy"].median_ns - stats["direct"].median_ns) / 1000
+    added = (proxy.median_ns - direct.median_ns) / 1000
     return AreaReport(
         name=NAME,
         title=TITLE,

@@ -173,6 +173,103 @@ def sample_interleaved(
     return {key: Stats.of(v) for key, v in samples.items()}
 
 
+# --- a stdio proxy against its bare child (what `askgate mcp` and `askgate acp` add) ----
+
+
+def importable(module: str) -> bool:
+    """Whether `module` is built (an area that needs it reports NOT_BUILT otherwise)."""
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def not_built(name: str, title: str, measured: str, ours: str, started: float) -> AreaReport:
+    return AreaReport(
+        name=name,
+        title=title,
+        status=NOT_BUILT,
+        rows=(Row(measured=measured, ours=Figure(name=ours, note=NOT_BUILT)),),
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+def round_trip_budget(quick: bool) -> Budget:
+    """The sampling budget of one in-process round trip over a pipe."""
+    if quick:
+        return Budget(warmup=5, min_samples=30, max_samples=60, seconds=1.0)
+    return Budget(warmup=50, min_samples=1000, max_samples=4000, seconds=10.0)
+
+
+def bench_env(tmp: str, **extra: str) -> dict[str, str]:
+    """The environment of a benchmark's askgate child: HOME and XDG dirs in `tmp`, no
+    managed policy."""
+    return {
+        **os.environ,
+        "HOME": tmp,
+        "XDG_STATE_HOME": tmp,
+        "XDG_CONFIG_HOME": tmp,
+        "ASKGATE_MANAGED_POLICY": os.path.join(tmp, "none.toml"),
+        **extra,
+    }
+
+
+class LinePeer:
+    """A child spoken to one line at a time over its stdin and stdout."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> None:
+        self.argv = list(argv)
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            bufsize=0,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+
+    def exchange(self, line: bytes) -> bytes:
+        self.stdin.write(line)
+        return self.stdout.readline()
+
+    def close(self) -> None:
+        self.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def proxy_overhead(
+    direct: Callable[[], LinePeer],
+    proxied: Callable[[], LinePeer],
+    call: Callable[[LinePeer, int], object],
+    budget: Budget,
+) -> tuple[Stats, Stats]:
+    """(through the proxy, direct): `call(peer, i)` timed on both peers, started by
+    `direct()` and `proxied()`, taking turns (`sample_interleaved`); both are closed."""
+    peers: list[LinePeer] = []
+    try:
+        peers.append(direct())
+        peers.append(proxied())
+        bare, proxy = peers
+        stats = sample_interleaved(
+            {
+                "proxy": (lambda i: call(proxy, i), budget),
+                "direct": (lambda i: call(bare, i), budget),
+            },
+            rounds=5,
+        )
+    finally:
+        for peer in peers:
+            peer.close()
+    return stats["proxy"], stats["direct"]
+
+
 class ProcessFailed(RuntimeError):
     pass
 

@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 
-from benchmarks.harness import NOT_BUILT, AreaReport, Budget, Figure, Row, sample_interleaved
+from benchmarks.harness import (
+    AreaReport,
+    Figure,
+    LinePeer,
+    Row,
+    bench_env,
+    importable,
+    not_built,
+    proxy_overhead,
+    round_trip_budget,
+)
 
 NAME = "mcp"
 TITLE = "MCP gateway, one tools/call round trip (instant stdio server)"
@@ -35,73 +44,41 @@ SERVER = (
     "    sys.stdout.buffer.flush()\n"
 )
 POLICY = '[mcp]\n"bench:*" = "allow"\n'
-READY_TIMEOUT_S = 30.0
 BUDGET_MS = 1.0
+Call = Callable[[LinePeer, int], None]
 
 
-def _present() -> bool:
-    try:
-        import askgate.mcp.cli  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def _peer(argv: list[str], env: dict[str, str], cwd: str, call: Call) -> LinePeer:
+    """An MCP server (direct or behind the gateway), initialized and answering `call`."""
+    peer = LinePeer(argv, env, cwd)
+    init = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
+    peer.exchange(json.dumps(init).encode() + b"\n")
+    call(peer, -1)
+    return peer
 
 
-class _Peer:
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, method: str) -> None:
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd, bufsize=0
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
-        self.method = method
-        self.path = os.path.join(cwd, "src", "main.py")
-        init = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
-        self.stdin.write(json.dumps(init).encode() + b"\n")
-        self.stdout.readline()
-        self._call(-1)
-
-    def _call(self, i: int) -> None:
-        if self.method == "tools/call":
-            params = {"name": "read_file", "arguments": {"path": self.path}}
+def _caller(method: str, path: str) -> Call:
+    def call(peer: LinePeer, i: int) -> None:
+        if method == "tools/call":
+            params = {"name": "read_file", "arguments": {"path": path}}
             body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
         else:
             body = {"jsonrpc": "2.0", "id": i, "method": "ping"}
-        self.stdin.write(json.dumps(body).encode() + b"\n")
-        got = json.loads(self.stdout.readline())
+        got = json.loads(peer.exchange(json.dumps(body).encode() + b"\n"))
         if got.get("id") != i or "result" not in got or got["result"].get("isError"):
-            raise RuntimeError(f"{self.method} through {self.proc.args[:4]} returned {got!r}")
+            raise RuntimeError(f"{method} through {peer.argv[:4]} returned {got!r}")
 
-    def round_trip(self) -> Callable[[int], object]:
-        return self._call
-
-    def close(self) -> None:
-        self.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+    return call
 
 
 def run(quick: bool) -> AreaReport:
     started = time.perf_counter()
     measured = "tools/call round trip, direct vs through askgate mcp"
-    if not _present():
-        return AreaReport(
-            name=NAME,
-            title=TITLE,
-            status=NOT_BUILT,
-            rows=(Row(measured=measured, ours=Figure(name="askgate mcp", note=NOT_BUILT)),),
-            elapsed_s=time.perf_counter() - started,
-        )
-    budget = (
-        Budget(warmup=5, min_samples=30, max_samples=60, seconds=1.0)
-        if quick
-        else Budget(warmup=50, min_samples=1000, max_samples=4000, seconds=10.0)
-    )
+    if not importable("askgate.mcp.cli"):
+        return not_built(NAME, TITLE, measured, "askgate mcp", started)
+    budget = round_trip_budget(quick)
     rows: list[Row] = []
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="askgate-bench-mcp-") as tmp:
@@ -116,38 +93,27 @@ def run(quick: bool) -> AreaReport:
         policy = os.path.join(tmp, "policy.toml")
         with open(policy, "w", encoding="utf-8") as out:
             out.write(POLICY)
-        env = {
-            **os.environ,
-            "HOME": tmp,
-            "XDG_STATE_HOME": tmp,
-            "XDG_CONFIG_HOME": tmp,
-            # The review log stays on: every decision writes its line, as in real use.
-            "ASKGATE_AUDIT_LOG": os.environ.get("BENCH_AUDIT") or os.path.join(tmp, "review.jsonl"),
-            "ASKGATE_MANAGED_POLICY": os.path.join(tmp, "none.toml"),
-        }
+        # The review log stays on: every decision writes its line, as in real use.
+        review = os.environ.get("BENCH_AUDIT") or os.path.join(tmp, "review.jsonl")
+        env = bench_env(tmp, ASKGATE_AUDIT_LOG=review)
         gateway = [sys.executable, "-m", "askgate", "mcp", "--config", policy, "--name", "bench"]
         for method, label in (("tools/call", "tools/call (decided)"), ("ping", "ping (passed)")):
-            direct = _Peer([sys.executable, server], env, project, method)
-            proxied = _Peer([*gateway, "--", sys.executable, server], env, project, method)
-            try:
-                stats = sample_interleaved(
-                    {
-                        "gateway": (proxied.round_trip(), budget),
-                        "direct": (direct.round_trip(), budget),
-                    },
-                    rounds=5,
-                )
-            finally:
-                direct.close()
-                proxied.close()
+            call = _caller(method, os.path.join(project, "src", "main.py"))
+
+            proxy, direct = proxy_overhead(
+                lambda: _peer([sys.executable, server], env, project, call),  # noqa: B023
+                lambda: _peer([*gateway, "--", sys.executable, server], env, project, call),  # noqa: B023
+                call,
+                budget,
+            )
             rows.append(
                 Row(
                     measured=f"{label}, direct vs through askgate mcp",
-                    ours=Figure(name="through askgate mcp", stats=stats["gateway"]),
-                    peers=(Figure(name="direct to the server", stats=stats["direct"]),),
+                    ours=Figure(name="through askgate mcp", stats=proxy),
+                    peers=(Figure(name="direct to the server", stats=direct),),
                 )
             )
-            added_ms = (stats["gateway"].median_ns - stats["direct"].median_ns) / 1e6
+            added_ms = (proxy.median_ns - direct.median_ns) / 1e6
             verdict = "within" if added_ms <= BUDGET_MS else "OVER"
             notes.append(
                 f"{label}: the gateway adds {added_ms * 1000:.0f} µs (median; {verdict} the "

@@ -9,12 +9,12 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-DEADLINE = 60.0
+from waits import SAFETY_TIMEOUT, wait_until
+
 AGENT_SCRIPT = Path(__file__).with_name("acp_test_agent.py")
 
 # The approval server is built separately (askgate.prompters.server, factory from_env); this
@@ -102,7 +102,7 @@ class AcpClient:
         self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         return request_id
 
-    def wait(self, request_id: int, timeout: float = DEADLINE) -> dict[str, Any]:
+    def wait(self, request_id: int, timeout: float = SAFETY_TIMEOUT) -> dict[str, Any]:
         try:
             return self._box(request_id).get(timeout=timeout)
         except queue.Empty:
@@ -128,7 +128,7 @@ class AcpClient:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
         try:
-            return self.proc.wait(timeout=DEADLINE)
+            return self.proc.wait(timeout=SAFETY_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -151,18 +151,27 @@ def proxy_env(tmp_path: Path, *, server: str | None = None) -> dict[str, str]:
         "ACP_TEST_AGENT_LOG": str(tmp_path / "agent-sent.jsonl"),
     }
     if server is not None:
-        stub = tmp_path / "server-stub"
-        stub.mkdir(exist_ok=True)
-        (stub / "sitecustomize.py").write_text(SERVER_STUB)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(stub), env.get("PYTHONPATH")]))
-        env["ASKGATE_TEST_SERVER"] = server
-        env["ASKGATE_TEST_SERVER_LOG"] = str(tmp_path / "server-asked.log")
+        stub = approval_stub_env(tmp_path, server)
+        stub["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [stub["PYTHONPATH"], env.get("PYTHONPATH")])
+        )
+        env |= stub
     return env
 
 
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+def approval_stub_env(tmp_path: Path, server: str) -> dict[str, str]:
+    """The environment that makes askgate's configured approval server SERVER_STUB, which
+    answers `server` ("approve", "deny" or "hang") and logs each asked value to
+    tmp_path/server-asked.log."""
+    stub = tmp_path / "server-stub"
+    stub.mkdir(exist_ok=True)
+    (stub / "sitecustomize.py").write_text(SERVER_STUB)
+    return {
+        "PYTHONPATH": str(stub),
+        "ASKGATE_TEST_SERVER": server,
+        "ASKGATE_TEST_SERVER_LOG": str(tmp_path / "server-asked.log"),
+    }
+
+
+def wait_for(predicate: Callable[[], bool], what: str) -> None:
+    wait_until(predicate, what)

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from waits import SAFETY_TIMEOUT
+
 POLICY = """
 default = "ask"
 [bash]
@@ -96,7 +98,7 @@ def run_hook(
         input=data,
         capture_output=True,
         env=env or hook_env(tmp_path),
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
     )
     return HookRun(proc.returncode, proc.stdout, proc.stderr.decode(), read_audit(tmp_path))
 
@@ -137,7 +139,7 @@ def resident_daemon(env: dict[str, str]) -> Iterator[Callable[[], int]]:
             capture_output=True,
             text=True,
             env=environ,
-            timeout=120,
+            timeout=SAFETY_TIMEOUT,
         )
 
     started = daemon("start", "--no-http")

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from standin_http import JsonHandler, serve, stop
+from waits import SAFETY_TIMEOUT
 
 TOPIC = re.compile(r"^[-_A-Za-z0-9]{1,64}$")
 MESSAGE_LIMIT = 4096
@@ -103,7 +104,7 @@ class NtfyStandIn:
     def close(self) -> None:
         stop(self._server)
 
-    def wait(self, timeout: float = 20) -> dict[str, Any]:
+    def wait(self, timeout: float = SAFETY_TIMEOUT) -> dict[str, Any]:
         assert self.received.wait(timeout), f"nothing published; refused: {self.refused}"
         return self.messages[-1]
 

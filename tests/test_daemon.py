@@ -17,7 +17,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from askgate.daemon import paths, protocol, relay
 from askgate.daemon.server import Daemon, http_body
 from data_modules import bash_corpus_commands
 from unprivileged import run_as_nobody
+from waits import SAFETY_TIMEOUT, wait_until
 
 POLICY = """
 default = "ask"
@@ -77,7 +77,7 @@ class Running:
 
     def stop(self) -> None:
         self.daemon.stopping.set()
-        self.thread.join(timeout=30)
+        self.thread.join(timeout=SAFETY_TIMEOUT)
         assert not self.thread.is_alive()
 
 
@@ -118,7 +118,7 @@ def payload(cwd: Path | str, command: str, event: str = "PreToolUse", **extra: A
 
 
 def http_post(daemon: Daemon, body: bytes, secret: str | None) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=SAFETY_TIMEOUT)
     headers = {"Content-Type": "application/json"}
     if secret is not None:
         headers["X-Askgate-Secret"] = secret
@@ -335,7 +335,7 @@ def test_http_errors_become_deny_decisions(tmp_path: Path, running: Running) -> 
 
 
 def test_http_keep_alive_serves_several_requests(tmp_path: Path, running: Running) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", running.daemon.port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", running.daemon.port, timeout=SAFETY_TIMEOUT)
     try:
         for command, want in (("git status", "allow"), ("rm -rf x", "deny")):
             conn.request(
@@ -352,7 +352,7 @@ def test_http_keep_alive_serves_several_requests(tmp_path: Path, running: Runnin
 
 
 def raw_http(daemon: Daemon, data: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", daemon.port), timeout=30) as conn:
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=SAFETY_TIMEOUT) as conn:
         conn.sendall(data)
         conn.shutdown(socket.SHUT_WR)
         out = b""
@@ -551,13 +551,13 @@ def test_version_mismatch_falls_back_and_retires_the_daemon(
 ) -> None:
     monkeypatch.setattr(relay, "version", lambda: b"0.0.0-other")
     assert relay.relay(payload(tmp_path, "git status"), [], env) == relay.FAILED
-    running.thread.join(timeout=30)
+    running.thread.join(timeout=SAFETY_TIMEOUT)
     assert not running.thread.is_alive()
 
 
 def test_idle_daemon_exits(env: dict[str, str]) -> None:
     r = start_daemon(env, idle_exit_s=0.2)
-    r.thread.join(timeout=30)
+    r.thread.join(timeout=SAFETY_TIMEOUT)
     assert not r.thread.is_alive()
     assert not os.path.exists(paths.socket_path(env))
 
@@ -579,17 +579,8 @@ def hook_process(env: dict[str, str], data: bytes) -> subprocess.CompletedProces
         input=data,
         capture_output=True,
         env=env,
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
     )
-
-
-def wait_for(predicate: Any, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
 
 
 def daemon_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -598,7 +589,7 @@ def daemon_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[s
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
     )
 
 
@@ -623,7 +614,7 @@ def test_the_command_hook_starts_a_daemon_and_then_uses_it(
     data = payload(tmp_path, "rm -rf x")
     first = hook_process(env, data)  # no daemon: in-process, and one is started
     assert first.returncode == 0, first.stderr
-    assert wait_for(lambda: daemon_cli(env, "status").returncode == 0)
+    wait_until(lambda: daemon_cli(env, "status").returncode == 0, "the daemon to answer")
     second = hook_process(env, data)  # through the relay
     assert second.stdout == first.stdout and second.returncode == 0
     status = daemon_cli(env, "status").stdout
@@ -644,12 +635,12 @@ def test_killed_daemon_still_decides(tmp_path: Path, cli_env: dict[str, str]) ->
     assert daemon_cli(cli_env, "start").returncode == 0
     state = json.loads((Path(cli_env["ASKGATE_RUNTIME_DIR"]) / "daemon.json").read_text())
     os.kill(state["pid"], 9)
-    assert wait_for(lambda: daemon_cli(cli_env, "status").returncode == 3)
+    wait_until(lambda: daemon_cli(cli_env, "status").returncode == 3, "the daemon gone")
     proc = hook_process(cli_env, payload(tmp_path, "rm -rf x"))
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     # The hook started a fresh daemon for the next call; stop it (it would outlive the test).
-    assert wait_for(lambda: daemon_cli(cli_env, "status").returncode == 0)
+    wait_until(lambda: daemon_cli(cli_env, "status").returncode == 0, "the daemon back")
     assert daemon_cli(cli_env, "stop").returncode == 0
     assert daemon_cli(cli_env, "status").returncode == 3
 
@@ -712,7 +703,7 @@ def test_a_taken_port_leaves_the_relay_working(
             assert _decision(relay.relay(payload("/", "rm -rf x"), [], env)) == "deny"
         finally:
             daemon.stopping.set()
-            thread.join(timeout=30)
+            thread.join(timeout=SAFETY_TIMEOUT)
         strict = Daemon(env, port=port, http_required=True)
         try:
             with pytest.raises(OSError):
@@ -741,7 +732,7 @@ def test_the_relay_imports_almost_nothing(tmp_path: Path, running: Running) -> N
         [sys.executable, "-c", script, payload(tmp_path, "rm -rf x").decode()],
         capture_output=True,
         env=env,
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
     )
     assert (running.daemon.refused, running.daemon.last_refusal) == (0, "")
     report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
@@ -816,7 +807,7 @@ def test_stop_with_the_control_token_stops(env: dict[str, str], running: Running
     assert len(token) == 64 and int(token, 16) >= 0
     answer = control_request(b"stop", env, token.encode())
     assert isinstance(answer, tuple) and answer[0] == 0
-    running.thread.join(timeout=30)
+    running.thread.join(timeout=SAFETY_TIMEOUT)
     assert not running.thread.is_alive()
     assert not token_file.exists()  # a stopped daemon's token is gone with it
 

@@ -1,6 +1,6 @@
 """End to end: the real Gemini CLI 0.61.0 in ACP mode (`gemini --acp`) behind
 `askgate acp`, driven by the small ACP test client (tests/acp_harness.py), offline against the
-fake Gemini API (tests/fake_model_server.py, via ``GOOGLE_GEMINI_BASE_URL``).
+fake model API's Gemini shape (tests/fake_model_api.py, via ``GOOGLE_GEMINI_BASE_URL``).
 
 Gemini runs in its default approval mode, so every shell call reaches
 ``session/request_permission``: askgate answers it (allow -> ``proceed_once``, deny ->
@@ -10,7 +10,6 @@ Gemini runs in its default approval mode, so every shell call reaches
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,11 @@ from typing import Any
 import pytest
 
 from acp_harness import AcpClient, proxy_argv, proxy_env
+from agent_e2e import GEMINI, git_project
 from clients import client_bin, require_client
-from fake_model_server import FakeModelServer
+from fake_model_api import FakeModelAPI
 
-GEMINI_VERSION = "0.61.0"
+GEMINI_VERSION = GEMINI.version
 MARKER = "marker.txt"
 POLICY = """
 default = "ask"
@@ -34,16 +34,13 @@ default = "ask"
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModelServer]:
-    server = FakeModelServer().start()
-    try:
+def model() -> Iterator[FakeModelAPI]:
+    with FakeModelAPI() as server:
         yield server
-    finally:
-        server.close()
 
 
 def run_turn(
-    model: FakeModelServer, tmp_path: Path, command: str, answer: str = "reject_once"
+    model: FakeModelAPI, tmp_path: Path, command: str, answer: str = "reject_once"
 ) -> tuple[AcpClient, Path, dict[str, Any]]:
     gemini = require_client("gemini", GEMINI_VERSION, "gemini")
     assert gemini == client_bin("gemini", GEMINI_VERSION, "gemini")
@@ -52,16 +49,14 @@ def run_turn(
     (home / ".gemini" / "settings.json").write_text(
         json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
     )
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    project = git_project(tmp_path)
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
-    model.script("run_shell_command", {"command": command, "description": "run"}, "Finished.")
+    model.script(GEMINI.shell(command))
     env = proxy_env(tmp_path) | {
         "HOME": str(home),
         "GEMINI_API_KEY": "dummy",
-        "GOOGLE_GEMINI_BASE_URL": model.base_url,
+        "GOOGLE_GEMINI_BASE_URL": model.origin,
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
         "GEMINI_CLI_NO_RELAUNCH": "true",
         "NO_BROWSER": "1",

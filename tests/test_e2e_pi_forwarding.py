@@ -8,7 +8,8 @@ pi 1.6.0, node 22), both directions of the forwarding file protocol (#8 item 12)
   select dialog over RPC, askgate's dialog policy answers it with what a human chose,
   and the askgate child's gate records the parent's answer.
 
-The model is tests/fake_openai.py (an unreachable service, faked by its contract).
+The model is the Chat Completions shape of tests/fake_model_api.py (an unreachable service,
+faked by its contract).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_e2e import pi_bash
 from askgate.adapters.pi_rpc.frames import ExtensionUIRequest, Frame, GetState
 from askgate.adapters.pi_rpc.runner import WorkerRun
 from askgate.adapters.pi_rpc.ui_policy import DialogPolicy, UiRequestPolicy
@@ -37,7 +39,8 @@ from askgate.prompters.base import PromptReply, PromptState
 from askgate.prompters.choose import default_prompter
 from clients import client_dir, require_client
 from conftest import ScriptedPrompter, policy_for
-from fake_openai import FakeOpenAI
+from fake_model_api import FakeModelAPI
+from waits import SAFETY_TIMEOUT
 
 PARENT = "parent-1"
 EXTENSION = "node_modules/@gotgenes/pi-permission-system"
@@ -49,7 +52,7 @@ class Setup:
     env: dict[str, str]
     work: Path
     root: Path
-    fake: FakeOpenAI
+    fake: FakeModelAPI
     side_effect: Path
     extension: str
 
@@ -80,10 +83,10 @@ def setup(tmp_path) -> Iterator[Setup]:
         PI_SKIP_VERSION_CHECK="1",
         PATH=f"{node.resolve().parent}{os.pathsep}{os.environ.get('PATH', '')}",
     )
-    fake = FakeOpenAI().start()
+    fake = FakeModelAPI().start()
     side_effect = work / "side-effect.txt"
-    fake.script(f"echo HELLO >> {side_effect}", final_text="DONE")
-    (agent_dir / "models.json").write_text(json.dumps(fake.models_json()))
+    fake.script(pi_bash(f"echo HELLO >> {side_effect}"), final_text="DONE")
+    (agent_dir / "models.json").write_text(json.dumps(fake.pi_models_json()))
     try:
         yield Setup(
             pi=pi,
@@ -135,7 +138,7 @@ class Serve:
                 self.lines.append(line)
                 self._changed.notify_all()
 
-    def wait_for(self, text: str, timeout: float = 60) -> str:
+    def wait_for(self, text: str, timeout: float = SAFETY_TIMEOUT) -> str:
         deadline = time.monotonic() + timeout
         with self._changed:
             while not any(text in line for line in self.lines):
@@ -200,12 +203,12 @@ def test_pi_child_forwards_to_askgate_forward_serve(setup, answer, ran, told):
         assert "echo HELLO" in shown
         assert "2) Yes, for this session" in shown  # the child sent its session pattern
         serve.answer(answer)
-        out, err = child.communicate(timeout=120)
+        out, err = child.communicate(timeout=SAFETY_TIMEOUT)
     finally:
         serve.stop()
     assert child.returncode == 0, err
     assert setup.side_effect.exists() is ran
-    (result,) = setup.fake.tool_results()
+    (result,) = setup.fake.told()
     assert told in result
     assert out.strip() == "DONE"
 
@@ -216,12 +219,12 @@ def test_pi_child_unanswered_is_told_nobody_answered_not_invalid(setup):
         serve.wait_for("serving forwarded permission requests")
         child = _pi_child(setup)
         serve.wait_for("4) No, and tell the agent why")
-        _out, err = child.communicate(timeout=120)  # nobody types anything
+        _out, err = child.communicate(timeout=SAFETY_TIMEOUT)  # nobody types anything
     finally:
         serve.stop()
     assert child.returncode == 0, err
     assert not setup.side_effect.exists()
-    (result,) = setup.fake.tool_results()
+    (result,) = setup.fake.told()
     # pi accepted the response (a "timed_out" state would be rejected as invalid) and
     # passed on what happened.
     assert "nobody answered within 1 s" in result
@@ -268,7 +271,7 @@ def _ask_through_pi_parent(
         policies.append(runner.policy)
         await runner.start()
         try:
-            state = await runner.client.request(GetState(), timeout=60)
+            state = await runner.client.request(GetState(), timeout=SAFETY_TIMEOUT)
             session = state.data["sessionId"]
             child_env = {
                 **setup.env,

@@ -1,6 +1,7 @@
 """End to end: the real pi, both lines, driven over `--mode rpc` by askgate's runner,
-offline against a fake OpenAI-compatible model (tests/fake_openai.py) that asks for a
-`bash` call writing a side-effect file. The file is the proof of whether the tool ran.
+offline against a fake OpenAI-compatible model (the Chat Completions shape of
+tests/fake_model_api.py) that asks for a `bash` call writing a side-effect file. The file
+is the proof of whether the tool ran.
 
 * pi 0.73.1 (@mariozechner/pi-coding-agent, node 20 from PATH) and pi 1.6.0
   (@earendil-works/pi-coding-agent, node 22 from its client directory), each with a
@@ -28,12 +29,14 @@ from pathlib import Path
 
 import pytest
 
+from agent_e2e import pi_bash
 from askgate.adapters.pi_rpc.runner import RunSummary, WorkerRun, worker_argv
 from askgate.adapters.pi_rpc.ui_policy import DialogPolicy
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 from clients import client_dir, require_client
 from conftest import ScriptedPrompter
-from fake_openai import FakeOpenAI
+from fake_model_api import FakeModelAPI
+from waits import SAFETY_TIMEOUT
 
 CONFIRM_EXTENSION = """\
 export default function (pi: any) {
@@ -73,7 +76,7 @@ class Pi:
     env: dict[str, str]
     work: Path
     agent_dir: Path
-    fake: FakeOpenAI
+    fake: FakeModelAPI
     side_effect: Path
 
     def command(self, *extra: str) -> str:
@@ -124,10 +127,10 @@ def _pi(tmp_path: Path, line: str) -> Iterator[Pi]:
     work.mkdir()
     (tmp_path / "confirm.ts").write_text(CONFIRM_EXTENSION)
     side_effect = work / "side-effect.txt"  # inside the project: no external_directory ask
-    fake = FakeOpenAI().start()
+    fake = FakeModelAPI().start()
     try:
-        fake.script(f"echo HELLO >> {side_effect}", final_text="DONE")
-        (agent_dir / "models.json").write_text(json.dumps(fake.models_json()))
+        fake.script(pi_bash(f"echo HELLO >> {side_effect}"), final_text="DONE")
+        (agent_dir / "models.json").write_text(json.dumps(fake.pi_models_json()))
         yield Pi(pi, env, work, agent_dir, fake, side_effect)
     finally:
         fake.close()
@@ -160,7 +163,7 @@ def test_confirm_cancelled_by_default_the_tool_does_not_run(pi_line, tmp_path):
     assert summary.ok, (summary.error, summary.stderr_tail)
     assert not pi_line.side_effect.exists()
     assert summary.counters["dialogsCancelled"] == 1
-    assert pi_line.fake.tool_results() == ["Blocked by the test gate"]
+    assert pi_line.fake.told() == ["Blocked by the test gate"]
     assert summary.final_text == "DONE"
 
 
@@ -178,7 +181,7 @@ def test_confirm_denied_by_the_human_does_not_run(pi_line, tmp_path):
     summary = pi_line.run(str(tmp_path / "confirm.ts"), DialogPolicy.ASK, prompter)
     assert summary.ok, (summary.error, summary.stderr_tail)
     assert not pi_line.side_effect.exists()
-    assert pi_line.fake.tool_results() == ["Blocked by the test gate"]
+    assert pi_line.fake.told() == ["Blocked by the test gate"]
 
 
 def test_confirm_unanswered_within_the_budget_does_not_run_nor_hang(pi_line, tmp_path):
@@ -224,7 +227,7 @@ def test_permission_extension_answers_what_the_human_chose(pi16, reply, ran, tol
     summary = pi16.run(extension, DialogPolicy.ASK, prompter)
     assert summary.ok, (summary.error, summary.stderr_tail)
     assert pi16.side_effect.exists() is ran
-    (result,) = pi16.fake.tool_results()
+    (result,) = pi16.fake.told()
     assert told in result
     (seen,) = prompter.seen
     assert "echo HELLO" in seen.message
@@ -261,7 +264,7 @@ def test_askgate_pi_run_command_with_real_pi(pi16):
         capture_output=True,
         text=True,
         env=pi16.env,
-        timeout=180,
+        timeout=SAFETY_TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, result.stderr
@@ -296,7 +299,7 @@ def test_askgate_pi_run_fails_when_the_model_is_unreachable(pi16):
         capture_output=True,
         text=True,
         env=pi16.env,
-        timeout=180,
+        timeout=SAFETY_TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 1, result.stdout
@@ -334,7 +337,7 @@ def test_the_stdio_transport_never_confirms_a_dialog_on_real_pi(pi_line, tmp_pat
     summary = _stdio(pi_line, "-e", str(tmp_path / "confirm.ts"))
     assert summary.ok, (summary.error, summary.stderr_tail)
     assert not pi_line.side_effect.exists()
-    assert pi_line.fake.tool_results() == ["Blocked by the test gate"]
+    assert pi_line.fake.told() == ["Blocked by the test gate"]
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -385,7 +388,7 @@ def test_sigterm_stops_real_pi_in_order_and_a_steer_reaches_it(pi16, tmp_path):
             if "steer" in line:
                 break
         proc.send_signal(signal.SIGTERM)
-        _, rest = proc.communicate(timeout=120)
+        _, rest = proc.communicate(timeout=SAFETY_TIMEOUT)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,18 +22,9 @@ from askgate.forwarding.protocol import Heartbeat, Layout, decode_heartbeat, enc
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 from peer_files import atomic_write
 from unprivileged import run_as_nobody
+from waits import SAFETY_TIMEOUT, wait_until
 
 PEER = str(Path(__file__).with_name("forwarding_peer.py"))
-
-
-def wait_until(condition: Callable[[], object], timeout: float = 5.0, what: str = "") -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        threading.Event().wait(0.01)
-    raise AssertionError(f"timed out waiting for {what or condition}")
 
 
 class Parent:
@@ -56,7 +46,7 @@ class Parent:
         for line in self.proc.stdout:
             self.lines.put(line.strip())
 
-    def expect(self, prefix: str, timeout: float = 10.0) -> str:
+    def expect(self, prefix: str, timeout: float = SAFETY_TIMEOUT) -> str:
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -73,11 +63,11 @@ class Parent:
         if self.proc.poll() is None:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-            self.proc.wait(10)
+            self.proc.wait(SAFETY_TIMEOUT)
 
     def kill(self) -> None:
         self.proc.kill()
-        self.proc.wait(10)  # reaped: its pid is really gone
+        self.proc.wait(SAFETY_TIMEOUT)  # reaped: its pid is really gone
 
 
 def start_child(root: Path, target: str, *extra: str) -> subprocess.Popen[str]:
@@ -88,7 +78,7 @@ def start_child(root: Path, target: str, *extra: str) -> subprocess.Popen[str]:
     )
 
 
-def child_result(proc: subprocess.Popen[str], timeout: float = 15.0) -> dict:
+def child_result(proc: subprocess.Popen[str], timeout: float = SAFETY_TIMEOUT) -> dict:
     out, _ = proc.communicate(timeout=timeout)
     assert proc.returncode == 0
     return json.loads(out.strip().splitlines()[-1])
@@ -187,7 +177,7 @@ def test_second_server_for_a_served_session_refuses_to_start(tmp_path, parent_fa
 # ------------------------------------------------------------------ heartbeat
 
 
-def ask(prompter: ForwardingPrompter, timeout: float = 10.0) -> PromptReply:
+def ask(prompter: ForwardingPrompter, timeout: float = SAFETY_TIMEOUT) -> PromptReply:
     request = PromptRequest(request_id="r", surface="bash", value="ls", message="ls?")
     return prompter.prompt(request, timeout=timeout)
 
@@ -229,7 +219,7 @@ def test_a_parent_without_heartbeat_support_answers_a_waiting_child(tmp_path) ->
 
     def late_pi_parent() -> None:  # answers after the grace period has long passed
         requests = layout.requests_dir("pi-parent")
-        wait_until(lambda: requests.exists() and any(requests.glob("*.json")), timeout=10)
+        wait_until(lambda: requests.exists() and any(requests.glob("*.json")), "the request file")
         answered.wait(0.6)
         (path,) = requests.glob("*.json")
         request_id = json.loads(path.read_bytes())["id"]
@@ -239,8 +229,8 @@ def test_a_parent_without_heartbeat_support_answers_a_waiting_child(tmp_path) ->
 
     thread = threading.Thread(target=late_pi_parent, daemon=True)
     thread.start()
-    reply = ask(ForwardingPrompter("pi-parent", root=tmp_path, serving_grace=0.2), timeout=10)
-    thread.join(10)
+    reply = ask(ForwardingPrompter("pi-parent", root=tmp_path, serving_grace=0.2))
+    thread.join(SAFETY_TIMEOUT)
     assert reply.state is PromptState.APPROVED
     assert reply.answered_by == "parent session pi-parent"
 

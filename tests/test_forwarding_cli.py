@@ -8,8 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,14 +18,7 @@ from askgate.forwarding.io import HOST, now_ms
 from askgate.forwarding.protocol import Heartbeat, Layout, decode_heartbeat, encode
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 from peer_files import atomic_write
-
-
-def wait_until(condition, timeout: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        threading.Event().wait(0.01)
+from waits import SAFETY_TIMEOUT, wait_until
 
 
 @pytest.mark.parametrize(
@@ -111,11 +102,11 @@ def test_serve_answers_a_real_child_from_its_input_and_stops_on_sigterm(tmp_path
         serve.stdin.flush()
         reply = ForwardingPrompter("term-1", root=tmp_path).prompt(
             PromptRequest(request_id="r", surface="bash", value="npm i", message="npm i?"),
-            timeout=10,
+            timeout=SAFETY_TIMEOUT,
         )
         assert (reply.state, reply.denial_reason) == (PromptState.DENIED_WITH_REASON, "use pnpm")
         serve.send_signal(signal.SIGTERM)
-        _, err = serve.communicate(timeout=10)
+        _, err = serve.communicate(timeout=SAFETY_TIMEOUT)
         assert serve.returncode == 0
         assert "Permission required" in err and "npm i?" in err
         assert decode_heartbeat(heartbeat.read_bytes()).stopped is True  # left as stopped

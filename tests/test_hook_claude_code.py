@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from waits import SAFETY_TIMEOUT
+
 POLICY = """
 default = "ask"
 [bash]
@@ -44,7 +46,7 @@ def run_hook(payload: bytes | dict, tmp_path, *args: str) -> subprocess.Complete
         input=data,
         capture_output=True,
         env=env,
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
     )
 
 
@@ -144,7 +146,7 @@ def test_console_entry_runs_the_hook_without_the_full_cli(tmp_path) -> None:
         [sys.executable, "-c", script, payload, str(policy)],
         capture_output=True,
         env=env,
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
     )
     report = json.loads(proc.stderr.decode().strip().splitlines()[-1])
     assert report == {"code": 0, "heavy": []}
@@ -280,7 +282,7 @@ def test_broken_msgspec_still_answers_a_permission_request_with_deny(tmp_path) -
         input=json.dumps(permission_payload(tmp_path, command="git status")).encode(),
         capture_output=True,
         env=env,
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)["hookSpecificOutput"]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from askgate import entry
+from waits import SAFETY_TIMEOUT
 
 REPO_SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -79,7 +80,7 @@ def _hook_process(tmp_path: Path, payload: dict, *args: str, cwd: Path | None = 
         capture_output=True,
         env=environ,
         cwd=cwd,
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
     )
 
 

@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from waits import SAFETY_TIMEOUT
+
 WORKER = Path(__file__).with_name("pi_rpc_worker.py")
 
 
-def askgate_pi(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def askgate_pi(
+    tmp_path: Path, *args: str, timeout: float = SAFETY_TIMEOUT
+) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "HOME": str(tmp_path / "home"),
@@ -130,7 +134,7 @@ def test_ask_without_a_human_cancels(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SAFETY_TIMEOUT,
         stdin=subprocess.DEVNULL,
         env={**os.environ, "HOME": str(tmp_path)},
     )
@@ -185,7 +189,7 @@ class Terminal:
 
         fcntl.ioctl(os.open(self.slave_name, os.O_RDWR), termios.TIOCSCTTY, 0)
 
-    def wait_for(self, text: bytes, timeout: float = 30) -> None:
+    def wait_for(self, text: bytes, timeout: float = SAFETY_TIMEOUT) -> None:
         import select
 
         deadline = time.monotonic() + timeout
@@ -236,7 +240,7 @@ def test_ask_reaches_the_human_at_the_terminal(tmp_path, typed, ran, value):
         terminal.wait_for(b"4) No")
         assert b"Permission Required" in terminal.seen
         terminal.type(typed)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=SAFETY_TIMEOUT)
     finally:
         terminal.close()
     assert proc.returncode == 0, err

@@ -26,6 +26,7 @@ from askgate.server.notify import (
 from askgate.server.store import Approval
 from ntfy_standin import NtfyStandIn, validate
 from server_support import LiveServer, Waiting
+from waits import SAFETY_TIMEOUT
 
 FAST = (0.01, 0.02, 0.05)
 
@@ -242,7 +243,7 @@ def test_the_webhook_is_signed(tmp_path: Path) -> None:
         ) as live:
             client = live.client(live.add_user("carol"))
             created = client.post("/v1/approvals", json={"tool": "Bash", "input": {"c": "x"}})
-            assert arrived.wait(20)
+            assert arrived.wait(SAFETY_TIMEOUT)
     finally:
         receiver.shutdown()
         receiver.server_close()

@@ -168,6 +168,53 @@ def assistant_text(message: Any) -> tuple[str | None, str | None]:
     return text, error
 
 
+class FrameTally:
+    """What both transports keep from pi's event stream: the assistant's last text, the
+    model call's error, the tool executions started and whether the agent settled aborted;
+    `summary` turns it into the run's result by one rule."""
+
+    def __init__(self) -> None:
+        self.last_text = ""
+        self.model_error: str | None = None
+        self.tools_started = 0
+        self.settled_aborted = False
+
+    def count(self, frame: Frame) -> None:
+        if isinstance(frame, MessageEnd):
+            text, model_error = assistant_text(frame.message)
+            if text is not None:
+                self.last_text = text
+                self.model_error = model_error
+        elif isinstance(frame, ToolExecutionStart):
+            self.tools_started += 1
+        elif isinstance(frame, AgentSettled) and frame.aborted:
+            self.settled_aborted = True
+
+    def summary(
+        self,
+        error: str | None,
+        *,
+        stopped: bool,
+        stop: StopRequest | None,
+        status: int | None,
+        **fields: Any,
+    ) -> RunSummary:
+        """The run's result: `error` (the worker's own) ranked by `run_error`; `fields`
+        are the transport's own (dialogs, counters, stderr tail, transport)."""
+        error = run_error(
+            error, stopped=stopped, stop=stop, model_error=self.model_error, status=status
+        )
+        return RunSummary(
+            ok=error is None,
+            final_text=self.last_text,
+            error=error,
+            exit_status=status,
+            aborted=stopped or self.settled_aborted,
+            tools_started=self.tools_started,
+            **fields,
+        )
+
+
 def prompt_in_thread(
     prompter: Prompter, request: PromptRequest, timeout: float
 ) -> asyncio.Future[PromptReply]:
@@ -222,10 +269,7 @@ class WorkerRun:
         self.prompt_timeout = prompt_timeout
         self.settle_timeout = settle_timeout
         self.on_frame = on_frame
-        self.last_text = ""
-        self.model_error: str | None = None
-        self.tools_started = 0
-        self.settled_aborted = False
+        self.tally = FrameTally()
         self._dialogs: set[asyncio.Task[None]] = set()
 
     def counters(self) -> dict[str, Any]:
@@ -272,20 +316,15 @@ class WorkerRun:
             error = str(exc)
         finally:
             status = await self.stop()
-        error = run_error(
-            error, stopped=stopped, stop=stop, model_error=self.model_error, status=status
-        )
-        return RunSummary(
-            ok=error is None,
-            final_text=self.last_text,
-            error=error,
-            exit_status=status,
+        return self.tally.summary(
+            error,
+            stopped=stopped,
+            stop=stop,
+            status=status,
             dialogs=self.policy.policy.value,
             counters=self.counters(),
             stderr_tail=self.client.stderr.text()[-4000:],
             transport="rpc",
-            aborted=stopped or self.settled_aborted,
-            tools_started=self.tools_started,
         )
 
     async def _converse(self, message: str) -> None:
@@ -302,22 +341,14 @@ class WorkerRun:
             return  # keep the text seen in the stream
         data = response.data
         if response.success and isinstance(data, dict) and isinstance(data.get("text"), str):
-            self.last_text = data["text"]
+            self.tally.last_text = data["text"]
 
     def _on_frame(self, frame: Frame) -> None:
         if isinstance(frame, ExtensionUIRequest):
             self._on_ui_request(frame)
         elif isinstance(frame, UnknownFrame) and frame.type == "extension_ui_request":
             self._act(self.policy.handle_unparsed(frame.fields))
-        elif isinstance(frame, MessageEnd):
-            text, model_error = assistant_text(frame.message)
-            if text is not None:
-                self.last_text = text
-                self.model_error = model_error
-        elif isinstance(frame, ToolExecutionStart):
-            self.tools_started += 1
-        elif isinstance(frame, AgentSettled) and frame.aborted:
-            self.settled_aborted = True
+        self.tally.count(frame)
         if self.on_frame is not None:
             self.on_frame(frame)
 

@@ -17,13 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from askgate.adapters.pi_rpc.client import DEFAULT_STOP_GRACE, PiRpcClient, WorkerError
-from askgate.adapters.pi_rpc.frames import AgentSettled, Frame, MessageEnd, ToolExecutionStart
+from askgate.adapters.pi_rpc.frames import Frame
 from askgate.adapters.pi_rpc.runner import (
     DEFAULT_SETTLE_TIMEOUT,
+    FrameTally,
     RunSummary,
     StopRequest,
-    assistant_text,
-    run_error,
     until_stopped,
 )
 
@@ -57,10 +56,7 @@ class StdioWorkerRun:
         self.stop_grace = stop_grace
         self.settle_timeout = settle_timeout
         self.on_frame = on_frame
-        self.last_text = ""
-        self.model_error: str | None = None
-        self.tools_started = 0
-        self.settled_aborted = False
+        self.tally = FrameTally()
 
     def counters(self) -> dict[str, Any]:
         return {
@@ -79,20 +75,15 @@ class StdioWorkerRun:
             error = str(exc)
         finally:
             status = await self.client.stop(self.stop_grace)
-        error = run_error(
-            error, stopped=stopped, stop=stop, model_error=self.model_error, status=status
-        )
-        return RunSummary(
-            ok=error is None,
-            final_text=self.last_text,
-            error=error,
-            exit_status=status,
+        return self.tally.summary(
+            error,
+            stopped=stopped,
+            stop=stop,
+            status=status,
             dialogs="none",
             counters=self.counters(),
             stderr_tail=self.client.stderr.text()[-4000:],
             transport="stdio",
-            aborted=stopped or self.settled_aborted,
-            tools_started=self.tools_started,
         )
 
     async def _converse(self, message: str) -> None:
@@ -101,14 +92,6 @@ class StdioWorkerRun:
         await self.client.wait_exit(self.settle_timeout)
 
     def _on_frame(self, frame: Frame) -> None:
-        if isinstance(frame, MessageEnd):
-            text, model_error = assistant_text(frame.message)
-            if text is not None:
-                self.last_text = text
-                self.model_error = model_error
-        elif isinstance(frame, ToolExecutionStart):
-            self.tools_started += 1
-        elif isinstance(frame, AgentSettled) and frame.aborted:
-            self.settled_aborted = True
+        self.tally.count(frame)
         if self.on_frame is not None:
             self.on_frame(frame)
