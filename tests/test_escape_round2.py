@@ -407,7 +407,6 @@ LANDLOCK_ON = PERMISSIVE.replace('"~/**" = "allow"\n', "").replace(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="finding 6 in /work/findings-20.md")
 def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
     request: pytest.FixtureRequest,
 ) -> None:
