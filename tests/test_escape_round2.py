@@ -407,7 +407,6 @@ LANDLOCK_ON = PERMISSIVE.replace('"~/**" = "allow"\n', "").replace(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="finding 6 in /work/findings-20.md")
 def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
     request: pytest.FixtureRequest,
 ) -> None:
@@ -580,20 +579,7 @@ def test_a_symlinked_hooks_directory_cannot_be_replaced(world: World, mode: str)
 # --- finding 10: abstract sockets are in the network namespace the command shares ---------
 
 
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "cli",
-        pytest.param(
-            "hook",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason='network = "on": the prepared wrapper starts bwrap from bash, '
-                "with no Landlock scope, so the host's abstract sockets stay reachable",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_an_abstract_x11_like_socket_is_out_of_reach_when_secrets_are_hidden(
     world: World, mode: str
 ) -> None:

@@ -576,3 +576,13 @@ def test_the_plans_path_resolution_matches_realpath(tmp_path: Path) -> None:
     for rest in ("l/x", "l/../c", "a/b/up/b/up", "missing/q", "a/./b", "l/up/../b", "loop/x", ""):
         path = f"{tmp_path}/{rest}" if rest else str(tmp_path)
         assert _resolve(path, cache) == fold_lexically(os.path.realpath(path)), path
+
+
+def test_the_plan_does_not_import_the_proxy_back() -> None:
+    """plan.py takes its network fields from the leaf netplan.py; netproxy.py (the proxy
+    itself) imports plan.py. No cycle, so the acyclic contract checks askgate.sandbox."""
+    import grimp
+
+    graph = grimp.build_graph("askgate")
+    assert graph.find_shortest_chain("askgate.sandbox.plan", "askgate.sandbox.netproxy") is None
+    assert not graph.find_shortest_chain("askgate.sandbox.netplan", "askgate.sandbox.plan")

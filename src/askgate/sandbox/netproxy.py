@@ -41,11 +41,9 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from askgate.policy.model import Surface
 from askgate.policy.net import NetTarget, parse_url, parse_value
 
 if TYPE_CHECKING:
-    from askgate.policy.engine import Policy
     from askgate.sandbox.plan import SandboxPlan
 
 MAX_HEAD_BYTES = 32 * 1024
@@ -242,26 +240,6 @@ def plan_decider(plan: SandboxPlan) -> Decider:
         return Verdict(False, reason, denied=decision.action is Action.DENY)
 
     return decide
-
-
-def plan_fields(policy: Policy, agent: str | None) -> dict[str, object]:
-    """The plan's network fields under `network = "policy"`: the `[net]` rules that apply
-    to `agent`, the default and yolo, so the proxy decides as the policy does."""
-    import msgspec
-
-    # An agent's own rules keep their rank (which is what makes them win) but are
-    # matched for every connection: the plan is this agent's already.
-    rules = tuple(
-        msgspec.structs.replace(rule, agent=None)
-        for rule in policy.rules.rules
-        if rule.surface is Surface.NET and (rule.agent is None or rule.agent == agent)
-    )
-    return {
-        "net_proxy": True,
-        "net_rules": rules,
-        "net_default": str(policy.default),
-        "net_yolo": policy.yolo,
-    }
 
 
 def _resolve(host: str, port: int) -> list[tuple[int, tuple[object, ...]]]:

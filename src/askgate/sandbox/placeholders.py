@@ -14,6 +14,7 @@ command can neither read nor forge records, plans or the files below):
     $XDG_DATA_HOME/askgate/sandbox/runs/PID-START.json   placeholders one live run uses
     $XDG_DATA_HOME/askgate/sandbox/empty-ro      the empty read-only file bound over hidden files
     $XDG_DATA_HOME/askgate/sandbox/seccomp-ARCH.bpf      the seccomp filter (`seccomp.py`)
+    $XDG_DATA_HOME/askgate/sandbox/scope-exec-HASH       the Landlock scope helper (`scope_exec.py`)
 
 A record whose process is gone (PID and start time no longer match) is stale: its
 placeholders are removed once no live run uses them. A placeholder is removed only if it
@@ -296,6 +297,47 @@ class Registry:
             os.replace(temporary, path)
         except OSError as error:
             raise SandboxSetupError(f"cannot write {path}: {error.strerror}") from None
+        return path
+
+    def ensure_scope_helper(self) -> str | None:
+        """The Landlock scope helper (`scope_exec.py`) as an executable in the registry's
+        directory, or None where none is built or it does not run here (a noexec mount,
+        a kernel without Landlock ABI 6). Checked by running it once when (re)made."""
+        import hashlib
+        import subprocess
+
+        from askgate.sandbox.scope_exec import program
+
+        code = program()
+        if code is None:
+            return None
+        path = os.path.join(self.directory, f"scope-exec-{hashlib.sha256(code).hexdigest()[:16]}")
+        works = f"{path}.works"
+        try:
+            with open(path, "rb") as handle:
+                same = handle.read() == code
+            if same and os.stat(path).st_mode & 0o777 == 0o500 and os.path.exists(works):
+                return path
+        except OSError:
+            pass
+        temporary = f"{path}.{os.getpid()}.tmp"
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(works)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(code)
+            os.chmod(temporary, 0o500)
+            os.replace(temporary, path)
+            done = subprocess.run([path, "/bin/true"], capture_output=True, timeout=10)
+            if done.returncode != 0:
+                return None
+            with open(works, "w"):
+                pass
+        except (OSError, subprocess.TimeoutExpired):
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            return None
         return path
 
     def _records(self) -> dict[str, _Record]:

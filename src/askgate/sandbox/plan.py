@@ -859,7 +859,7 @@ def _build_plan(
         builder.refusals.append(f"a policy file failed to load: {policy.errors[0]}")
     net: dict[str, object] = {}
     if settings.network == "policy":  # the [net] hosts, through askgate's proxy
-        from askgate.sandbox.netproxy import plan_fields
+        from askgate.sandbox.netplan import plan_fields
 
         net = plan_fields(policy, agent)
     return SandboxPlan(

@@ -21,10 +21,12 @@ uses) and starts no program but bwrap and tee on the success path:
    this shell is gone). A run
    claimed already — by a sweep that found it too old, or by an earlier execution of the
    same words — goes the long way (`--finish RUN unclaimed`);
-5. `bwrap …` with its JSON status appended to `RUN/status` (fd 3), the seccomp filter
-   read from fd 4, and stderr copied to the agent and to `RUN/stderr` by tee through a
-   pipe (stdout goes round it on fd 5; no process substitution, which agents such as
-   Gemini CLI refuse as command injection);
+5. `bwrap …` (under `network = "on"` through the Landlock scope helper,
+   `scope_exec.py`, which execs it: no host abstract socket, no signal out) with its JSON
+   status appended to `RUN/status` (fd 3), the seccomp filter read from fd 4, and
+   stderr copied to the agent and to `RUN/stderr` by tee through a pipe (stdout goes
+   round it on fd 5; no process substitution, which agents such as Gemini CLI refuse as
+   command injection);
 6. only when the status is not 0, or a tripwire sprung (`[ -e NAME ]`, a builtin: a
    protected file that did not exist appeared): `askgate sandbox --finish RUN STATUS …
    -- '<original>'`
@@ -89,6 +91,7 @@ def wrapper_script(
     seccomp: str | None = None,
     tripwire_test: str | None = None,
     env_filter: str | None = None,
+    scope: str | None = None,
 ) -> str:
     """SCRIPT for `/bin/bash -c SCRIPT askgate-sandbox BWRAP-ARGV…` (pure).
     `launcher_argv`: the askgate command of step 2 up to its options; `finish_argv`:
@@ -107,7 +110,9 @@ def wrapper_script(
     lines += [f"printf '%s\\n' {_q('askgate sandbox: warning: ' + w)} >&2" for w in warnings]
     seccomp_redirect = f" {SECCOMP_FD}<{_q(seccomp)}" if seccomp else ""
     failed = '[ "$s" -ne 0 ]' + (f" || {tripwire_test}" if tripwire_test else "")
-    start = f'( {env_filter}; exec "$@" )' if env_filter else '"$@"'
+    # `scope`: the Landlock scope helper (scope_exec.py), which execs bwrap's argv.
+    run_bwrap = f'{_q(scope)} "$@"' if scope else '"$@"'
+    start = f"( {env_filter}; exec {run_bwrap} )" if env_filter else run_bwrap
     # stderr reaches tee through a pipe (stdout goes round it on fd 5), not a process
     # substitution: agents refuse `>(…)` as command injection (Gemini CLI does), and bash
     # waits for both ends of a pipeline. pipefail: the pipeline's status is bwrap's.
@@ -181,6 +186,9 @@ def prepare_wrapper(
     with registry.locked():
         empty = registry.ensure_empty_file()
         seccomp = registry.ensure_seccomp_file()
+        scope = _host_network_scope(plan, registry)
+    if scope is False:
+        return None  # the launcher form scopes bwrap itself, or refuses
     run = registry.prepare_run([*plan.write_holes, *plan.read_denies])
     try:
         with open(run.plan, "wb") as handle:
@@ -207,6 +215,7 @@ def prepare_wrapper(
             seccomp=seccomp,
             tripwire_test=shell_test(plan.tripwires),
             env_filter=shell_filter(plan),
+            scope=scope if isinstance(scope, str) else None,
         )
         wrapped = wrapper_command(script, argv)
     except BaseException:
@@ -216,6 +225,25 @@ def prepare_wrapper(
         registry.finish_run(run)
         return None
     return wrapped
+
+
+def _host_network_scope(plan: SandboxPlan, registry: Registry) -> str | bool | None:
+    """Under `network = "on"` the command shares the host's abstract Unix sockets (X11,
+    D-Bus): the scope helper's path when it can put a Landlock scope on bwrap (as
+    `askgate sandbox` does); None when no scope is needed (an own network namespace) or
+    none is possible and the policy hides nothing; False when the launcher form must
+    decide (the policy hides secrets and this wrapper cannot scope: the CLI scopes with
+    Python, or refuses on a kernel without Landlock ABI 6)."""
+    from askgate.sandbox import landlock
+    from askgate.sandbox.plan import _secrets
+
+    if not plan.network:
+        return None
+    scopes = landlock.abi_version() >= landlock.SCOPE_ABI
+    helper = registry.ensure_scope_helper() if scopes else None
+    if helper is not None:
+        return helper
+    return False if _secrets(plan.read_denies) else None
 
 
 class Finished(msgspec.Struct, frozen=True):
