@@ -536,22 +536,44 @@ def test_a_symlinked_protected_file_cannot_be_replaced(
 # --- finding 9: what the frozen .git/config points to inside the project ----------------
 
 
-@pytest.mark.xfail(strict=True, reason="finding 9 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
-@pytest.mark.parametrize("setting", ["core.hooksPath", "include.path"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "core.hooksPath",
+        "include.path",
+        "includeIf.onbranch:nowhere.path",  # not active now: still frozen
+        "include.path (missing file)",
+        "core.fsmonitor",
+    ],
+)
 def test_files_the_git_config_names_inside_the_project_stay_frozen(
     world: World, mode: str, setting: str
 ) -> None:
-    if setting == "core.hooksPath":
+    """`.git/config` is frozen; what it points to inside the (writable) project must be
+    too: a hooks directory, an included file (a conditional one as well, and one that does
+    not exist yet), a program git runs."""
+    fsmonitor = shlex.quote(_fsmonitor(world.marker))
+    key = setting.split(" ")[0]
+    if key == "core.hooksPath":
         (world.project / "tools" / "hooks").mkdir(parents=True)
-        world.git("config", setting, "tools/hooks")
+        world.git("config", key, "tools/hooks")
         payload = f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > tools/hooks/pre-commit"
         payload += " && chmod +x tools/hooks/pre-commit"
+    elif key == "core.fsmonitor":
+        program = world.project / "tools" / "fsmon.sh"
+        program.parent.mkdir()
+        program.write_text("#!/bin/sh\necho\n")
+        program.chmod(0o755)
+        world.git("config", key, "tools/fsmon.sh")
+        payload = f"printf '#!/bin/sh\\ntouch {world.marker}; echo\\n' > tools/fsmon.sh"
     else:
-        (world.project / ".gitconfig-project").write_text("[user]\n")
-        world.git("config", setting, "../.gitconfig-project")
-        payload = f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} >> .gitconfig-project"
+        if "missing" not in setting:
+            (world.project / ".gitconfig-project").write_text("[user]\n")
+        world.git("config", key, "../.gitconfig-project")
+        payload = f"printf '%s' {fsmonitor} >> .gitconfig-project"
     world.run(mode, payload + "; true")
+    world.git("checkout", "-q", "-b", "nowhere")  # makes the conditional include active
     world.git("commit", "-q", "--allow-empty", "-m", "outside")
     world.git("status", "--porcelain")
     assert not world.marker.exists(), f"a file {setting} names ran the command's code outside"

@@ -333,6 +333,7 @@ class _Builder:
             for directory, parts in git_directories(git)
             for part in parts
         ]
+        sources += git_config_sources(git, self.root, self.policy.env)
         return sources
 
     def search_roots(self, writable: Sequence[PlanEntry]) -> list[str]:
@@ -719,6 +720,21 @@ def git_directories(git: str) -> list[tuple[str, tuple[str, ...]]]:
     if common is not None and os.path.isdir(common) and _real(common) != first:
         found.append((_real(common), GIT_PROTECTED))
     return found
+
+
+def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[_Source]:
+    """What the frozen git configuration names (hooks path, included files, programs):
+    frozen too (gitconfig.py)."""
+    from askgate.sandbox.gitconfig import named_paths
+
+    files = [
+        f"{directory}/{name}"
+        for directory, parts in git_directories(git)
+        for name in ("config", "config.worktree")
+        if name in parts
+    ]
+    found = named_paths(files, worktree=worktree, env=env)
+    return [_Source(f"{path}/**" if kind == "dir" else path, why) for path, kind, why in found]
 
 
 def _is_tripwire(entry: PlanEntry) -> bool:
