@@ -511,7 +511,6 @@ def test_a_background_command_cannot_use_what_appears_while_it_runs(
 # --- finding 8: a symlinked protected name is frozen at its target only ------------------
 
 
-@pytest.mark.xfail(strict=True, reason="finding 8 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 @pytest.mark.parametrize(
     ("name", "target"),
@@ -579,7 +578,6 @@ def test_files_the_git_config_names_inside_the_project_stay_frozen(
     assert not world.marker.exists(), f"a file {setting} names ran the command's code outside"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 8 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook", "claude-code"])
 def test_a_symlinked_hooks_directory_cannot_be_replaced(world: World, mode: str) -> None:
     """`.git/hooks -> ../tools/hooks` (shared hooks kept in the tree): the target is
@@ -594,6 +592,29 @@ def test_a_symlinked_hooks_directory_cannot_be_replaced(world: World, mode: str)
         f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > .git/hooks/pre-commit && "
         "chmod +x .git/hooks/pre-commit; true",
     )
+    world.git("commit", "-q", "--allow-empty", "-m", "outside")
+    assert not world.marker.exists(), "a hook planted in place of the link ran outside"
+    assert hooks.is_symlink()
+
+
+@pytest.mark.parametrize(("mode", "sign"), [("hook", signal.SIGTERM), ("cli", signal.SIGKILL)])
+def test_a_symlinked_hooks_directory_replaced_by_an_interrupted_run_is_put_back(
+    world: World, mode: str, sign: signal.Signals
+) -> None:
+    """The tail step never runs (the agent's timeout kills the wrapper; `askgate
+    sandbox` killed): the next askgate process's sweep puts the link back."""
+    hooks = world.project / ".git" / "hooks"
+    shutil.rmtree(hooks)
+    (world.project / "tools" / "hooks").mkdir(parents=True)
+    hooks.symlink_to("../tools/hooks")
+    world.interrupted(
+        mode,
+        "rm .git/hooks && mkdir .git/hooks && "
+        f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit",
+        sign,
+    )
+    world.sweep()  # the next askgate process
     world.git("commit", "-q", "--allow-empty", "-m", "outside")
     assert not world.marker.exists(), "a hook planted in place of the link ran outside"
     assert hooks.is_symlink()

@@ -205,6 +205,9 @@ def _disarm_interrupted(run: PreparedRun) -> None:
             entries.append(msgspec.convert(item, type=PlanEntry))
     made = []
     for entry in entries:
+        if entry.link:  # a symlink tripwire: put back if it is no longer the same link
+            made.append(entry)
+            continue
         try:
             changed = os.lstat(entry.path).st_ctime
         except OSError:

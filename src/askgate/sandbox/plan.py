@@ -117,6 +117,9 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
     # The placeholder is a symlink into askgate's holding directory (hidden in every
     # sandbox), not a mount: see `_redirectable` and placeholders.py.
     redirect: bool = False
+    # A link tripwire (tripwires.py): the protected name is a symlink in a writable
+    # directory (frozen at its target); this is its text, put back if it was replaced.
+    link: str = ""
 
 
 class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -371,6 +374,9 @@ class _Builder:
             found = [path for path, _whole in self._paths(source, searched=search)]
             for path in dict.fromkeys([*found, *self._at_roots(source)]):
                 real = _real(path)
+                wire = _link_tripwire(path, roots, source)
+                if wire is not None and (not source.rule or self._blocked(Surface.WRITE, path)):
+                    tripwires.append(wire)
                 if not _inside_any(real, roots):
                     continue  # already read-only
                 if source.rule and not self._blocked(Surface.WRITE, path):
@@ -735,6 +741,26 @@ def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[
     ]
     found = named_paths(files, worktree=worktree, env=env)
     return [_Source(f"{path}/**" if kind == "dir" else path, why) for path, kind, why in found]
+
+
+def _link_tripwire(path: str, roots: Sequence[str], source: _Source) -> PlanEntry | None:
+    """A protected name that is itself a symlink (`.git/hooks -> ../tools/hooks`, a stowed
+    `~/.bashrc`) is frozen at its target; the link, in a writable directory, is watched:
+    put back after the run if it was replaced (tripwires.py)."""
+    if not os.path.islink(path):
+        return None
+    parent = _real(os.path.dirname(path))
+    if not _inside_any(parent, roots):
+        return None  # the link's directory is read-only inside
+    try:
+        text = os.readlink(path)
+    except OSError:
+        return None
+    where = os.path.join(parent, os.path.basename(path))
+    why = f"{source.why} (a symlink: frozen at its target, put back if replaced)"
+    return PlanEntry(
+        path=where, named=path, kind="link", why=why, pattern=source.pattern, link=text
+    )
 
 
 def _is_tripwire(entry: PlanEntry) -> bool:

@@ -46,30 +46,68 @@ class Armed(msgspec.Struct, frozen=True, kw_only=True):
     tripwires: tuple[PlanEntry, ...]
 
 
+def _link_intact(entry: PlanEntry) -> bool:
+    """A link tripwire still stands: a symlink with its text, or one to the same file."""
+    if not os.path.islink(entry.path):
+        return False
+    with contextlib.suppress(OSError):
+        if os.readlink(entry.path) == entry.link:
+            return True
+        return os.path.samefile(entry.path, os.path.join(os.path.dirname(entry.path), entry.link))
+    return False
+
+
 def sprung(tripwires: Sequence[PlanEntry]) -> list[PlanEntry]:
-    return [entry for entry in tripwires if os.path.lexists(entry.path)]
+    return [
+        entry
+        for entry in tripwires
+        if (not _link_intact(entry) if entry.link else os.path.lexists(entry.path))
+    ]
+
+
+def _move_aside(path: str) -> tuple[str | None, str | None]:
+    """(where it went, None) or (None, why it could not be kept: then it is removed)."""
+    target = path + SUFFIX
+    for number in range(1, 100):
+        if not os.path.lexists(target):
+            break
+        target = f"{path}{SUFFIX}-{number}"
+    try:
+        os.rename(path, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # cannot be kept aside: it must not stay in place
+        return None, error.strerror or str(error)
+    return target, None
 
 
 def disarm(tripwires: Sequence[PlanEntry]) -> list[str]:
-    """Move aside what the command created at a tripwire; one line for each."""
+    """Move aside what the command created at a tripwire (and put a replaced link back);
+    one line for each."""
     lines: list[str] = []
     for entry in sprung(tripwires):
-        target = entry.path + SUFFIX
-        for number in range(1, 100):
-            if not os.path.lexists(target):
-                break
-            target = f"{entry.path}{SUFFIX}-{number}"
-        try:
-            os.rename(entry.path, target)
-        except OSError as error:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)  # cannot be kept aside: it must not stay in place
-            lines.append(
-                f"removed {entry.path} the command created ({error.strerror}); {entry.why}"
-            )
+        if entry.link:
+            lines.append(_restore_link(entry))
+            continue
+        target, error = _move_aside(entry.path)
+        if target is None:
+            lines.append(f"removed {entry.path} the command created ({error}); {entry.why}")
             continue
         lines.append(f"moved {entry.path} the command created to {target}: {entry.why}")
     return lines
+
+
+def _restore_link(entry: PlanEntry) -> str:
+    moved = ""
+    if os.path.lexists(entry.path):
+        target, error = _move_aside(entry.path)
+        moved = f"; what stood there moved to {target}" if target else f" (removed: {error})"
+    try:
+        os.symlink(entry.link, entry.path)
+    except OSError as error:
+        return f"could not put back the symlink {entry.path} -> {entry.link}{moved}: {error}"
+    link = f"{entry.path} -> {entry.link}"
+    return f"put back the symlink {link} the command replaced{moved}: {entry.why}"
 
 
 def shell_test(tripwires: Sequence[PlanEntry]) -> str | None:
@@ -78,7 +116,14 @@ def shell_test(tripwires: Sequence[PlanEntry]) -> str | None:
 
     if not tripwires:
         return None
-    tests = [f"[ -e {shlex.quote(e.path)} ] || [ -L {shlex.quote(e.path)} ]" for e in tripwires]
+    tests: list[str] = []
+    for entry in tripwires:
+        path = shlex.quote(entry.path)
+        if entry.link:  # replaced: no longer a symlink to the same file
+            target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
+            tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
+        else:
+            tests.append(f"[ -e {path} ] || [ -L {path} ]")
     return " || ".join(tests)
 
 
@@ -136,8 +181,10 @@ def sweep_armed(state_dir: str) -> list[str]:
             continue
         if record.start and _process_start(record.pid) == record.start:
             continue  # still running: it disarms its own
-        made = []
+        made = [entry for entry in record.tripwires if entry.link]  # put back if replaced
         for entry in record.tripwires:
+            if entry.link:
+                continue
             with contextlib.suppress(OSError):
                 if os.lstat(entry.path).st_ctime >= record.started - CLOCK_SLACK_S:
                     made.append(entry)
