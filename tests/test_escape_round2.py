@@ -328,7 +328,6 @@ def _init_policy(world: World) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_new_pth_file_in_the_user_site_does_not_run_in_pythons_outside(
     world: World, mode: str

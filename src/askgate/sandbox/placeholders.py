@@ -205,7 +205,7 @@ def _disarm_interrupted(run: PreparedRun) -> None:
             entries.append(msgspec.convert(item, type=PlanEntry))
     made = []
     for entry in entries:
-        if entry.link:  # a symlink tripwire: put back if it is no longer the same link
+        if entry.link or entry.kind == "glob":  # a link put back, a glob's new matches
             made.append(entry)
             continue
         try:

@@ -120,6 +120,9 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
     # A link tripwire (tripwires.py): the protected name is a symlink in a writable
     # directory (frozen at its target); this is its text, put back if it was replaced.
     link: str = ""
+    # A glob tripwire (kind "glob"): a directory a program scans at start (a user site
+    # directory's `*.pth`); what matches there made since this time is moved aside.
+    since: float = 0.0
 
 
 class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -405,6 +408,9 @@ class _Builder:
                     tripwires.append(msgspec.structs.replace(entry, placeholder=None))
                 else:
                     holes.append(entry)
+        from askgate.sandbox.tripwires import startup_globs
+
+        tripwires += startup_globs(self.hole_sources(), roots, self.policy.env, self._blocked)
         kept = _outermost(holes)
         covered = [h.placeholder or h.path for h in kept]
         return kept, [t for t in _outermost(tripwires) if not _inside_any(t.path, covered)]
@@ -917,7 +923,11 @@ def _build_plan(
         # the state directory would let the command rebuild it (a forged control token).
         pinned=pinned_ancestors(
             writable,
-            [*holes, *tripwires, *(d for d in denies if d.why in (CONTROL_PLANE, DAEMON_SOCKET))],
+            [
+                *holes,
+                *(t for t in tripwires if t.kind != "glob"),  # checked by path: no mount
+                *(d for d in denies if d.why in (CONTROL_PLANE, DAEMON_SOCKET)),
+            ],
         ),
         tripwires=tuple(tripwires),
         unset_env=builder.unset_env(_secrets(denies)),

@@ -21,14 +21,21 @@ those names while the run lasted — as the sweep does for a hook-prepared run
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from askgate.policy.model import Surface
 from askgate.sandbox.plan import PlanEntry
 from askgate.sandbox.procstat import process_start
+
+if TYPE_CHECKING:
+    from askgate.sandbox.plan import _Source
 
 SUFFIX = ".askgate-blocked"
 ARMED = "armed"
@@ -57,12 +64,29 @@ def _link_intact(entry: PlanEntry) -> bool:
     return False
 
 
+def _new_matches(entry: PlanEntry) -> list[str]:
+    """A glob tripwire's matches made since the plan (`*.pth` in a user site directory)."""
+    name_glob = entry.pattern.rsplit("/", 1)[-1]
+    found: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(entry.path) as children:
+        for child in children:
+            if fnmatch.fnmatchcase(child.name, name_glob) and not child.name.endswith(SUFFIX):
+                with contextlib.suppress(OSError):
+                    if child.stat(follow_symlinks=False).st_ctime >= entry.since - CLOCK_SLACK_S:
+                        found.append(child.path)
+    return found
+
+
+def _is_sprung(entry: PlanEntry) -> bool:
+    if entry.kind == "glob":
+        return bool(_new_matches(entry))
+    if entry.link:
+        return not _link_intact(entry)
+    return os.path.lexists(entry.path)
+
+
 def sprung(tripwires: Sequence[PlanEntry]) -> list[PlanEntry]:
-    return [
-        entry
-        for entry in tripwires
-        if (not _link_intact(entry) if entry.link else os.path.lexists(entry.path))
-    ]
+    return [entry for entry in tripwires if _is_sprung(entry)]
 
 
 def _move_aside(path: str) -> tuple[str | None, str | None]:
@@ -89,6 +113,12 @@ def disarm(tripwires: Sequence[PlanEntry]) -> list[str]:
         if entry.link:
             lines.append(_restore_link(entry))
             continue
+        if entry.kind == "glob":
+            for path in _new_matches(entry):
+                target, error = _move_aside(path)
+                done = f"moved {path} to {target}" if target else f"removed {path} ({error})"
+                lines.append(f"{done}: the command made it; {entry.why}")
+            continue
         target, error = _move_aside(entry.path)
         if target is None:
             lines.append(f"removed {entry.path} the command created ({error}); {entry.why}")
@@ -110,8 +140,10 @@ def _restore_link(entry: PlanEntry) -> str:
     return f"put back the symlink {link} the command replaced{moved}: {entry.why}"
 
 
-def shell_test(tripwires: Sequence[PlanEntry]) -> str | None:
-    """A bash condition (builtins only) true when any tripwire sprung, or None."""
+def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) -> str | None:
+    """A bash condition (builtins only) true when any tripwire sprung, or None.
+    `reference`: a file written after the plan and before the run (a glob tripwire's
+    directory changed since then: not older than it; without one, always checked)."""
     import shlex
 
     if not tripwires:
@@ -119,7 +151,10 @@ def shell_test(tripwires: Sequence[PlanEntry]) -> str | None:
     tests: list[str] = []
     for entry in tripwires:
         path = shlex.quote(entry.path)
-        if entry.link:  # replaced: no longer a symlink to the same file
+        if entry.kind == "glob":
+            watched = shlex.quote(entry.named or entry.path)
+            tests.append(f"! [ {shlex.quote(reference)} -nt {watched} ]" if reference else "true")
+        elif entry.link:  # replaced: no longer a symlink to the same file
             target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
             tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
         else:
@@ -181,9 +216,10 @@ def sweep_armed(state_dir: str) -> list[str]:
             continue
         if record.start and _process_start(record.pid) == record.start:
             continue  # still running: it disarms its own
-        made = [entry for entry in record.tripwires if entry.link]  # put back if replaced
+        # A link is put back if replaced; a glob's matches are checked against its time.
+        made = [entry for entry in record.tripwires if entry.link or entry.kind == "glob"]
         for entry in record.tripwires:
-            if entry.link:
+            if entry.link or entry.kind == "glob":
                 continue
             with contextlib.suppress(OSError):
                 if os.lstat(entry.path).st_ctime >= record.started - CLOCK_SLACK_S:
@@ -196,3 +232,79 @@ def sweep_armed(state_dir: str) -> list[str]:
 def _pid_of(name: str) -> int:
     head = name.split("-", 1)[0]
     return int(head) if head.isdigit() else 0
+
+
+# --- glob tripwires: directories a program scans when it starts ---------------------------
+
+_PYTHON = re.compile(r"python3\.\d+")
+_EXECUTABLE_DIRS = ("/usr/bin", "/usr/local/bin", "/bin")
+_VERSIONS: dict[tuple[str, int], set[str]] = {}
+
+
+def user_site_directories(env: Mapping[str, str]) -> list[str]:
+    """`~/.local/lib/python3.N/site-packages` (or under `$PYTHONUSERBASE`) for every
+    python3.N installed in the system directories or with a user lib directory already:
+    each python of this user runs the `.pth` files there at start, existing or not."""
+    base = env.get("PYTHONUSERBASE") or os.path.join(env.get("HOME", ""), ".local")
+    if not base.startswith("/"):
+        return []
+    versions: set[str] = set()
+    for directory in (*_EXECUTABLE_DIRS, os.path.join(base, "lib")):
+        try:
+            key = (directory, os.stat(directory).st_mtime_ns)
+        except OSError:
+            continue
+        names = _VERSIONS.get(key)
+        if names is None:
+            with contextlib.suppress(OSError):
+                names = {name for name in os.listdir(directory) if _PYTHON.fullmatch(name)}
+            _VERSIONS[key] = names = names or set()
+        versions |= names
+    return [os.path.join(base, "lib", version, "site-packages") for version in sorted(versions)]
+
+
+def startup_globs(
+    sources: Sequence[_Source],
+    roots: Sequence[str],
+    env: Mapping[str, str],
+    blocked: Callable[[Surface, str], bool],
+) -> list[PlanEntry]:
+    """Glob tripwires for the anywhere-patterns with a name glob (`**/*.pth`) in the
+    directories a program scans at start (the user site directories): a match made there
+    while the command runs — where no mask can be placed for a name not known yet — is
+    moved aside after it, before any python outside starts. The prepared wrapper checks
+    the deepest existing directory on the way (`named`) for a change, with a builtin."""
+    globs = [
+        source
+        for source in sources
+        if source.pattern.startswith("**/")
+        and "/" not in source.pattern[3:]
+        and set(source.pattern[3:]) & set("*?")
+    ]
+    if not globs:
+        return []
+    now = time.time()
+    entries: list[PlanEntry] = []
+    for directory in user_site_directories(env):
+        real = os.path.realpath(directory)
+        if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
+            continue  # read-only inside: nothing can appear there
+        watched = real
+        while not os.path.isdir(watched) and watched != "/":
+            watched = os.path.dirname(watched)
+        for source in globs:
+            probe = os.path.join(real, source.pattern[3:].replace("*", "x").replace("?", "x"))
+            if source.rule and not blocked(Surface.WRITE, probe):
+                continue
+            why = f"{source.why} (python runs what appears here at every start)"
+            entries.append(
+                PlanEntry(
+                    path=real,
+                    named=watched,
+                    kind="glob",
+                    why=why,
+                    pattern=source.pattern,
+                    since=now,
+                )
+            )
+    return entries
