@@ -210,7 +210,6 @@ def _fsmonitor(marker: Path) -> str:
 # --- finding 1: a gitlink in the writable index reaches a repository the command made ---
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook", "claude-code"])
 def test_a_gitlink_to_a_planted_repository_does_not_run_code_on_git_status_outside(
     world: World, mode: str
@@ -227,7 +226,6 @@ def test_a_gitlink_to_a_planted_repository_does_not_run_code_on_git_status_outsi
     assert not marker.exists(), "a sandboxed command made the user's git status run its code"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_gitlink_to_a_separate_git_dir_does_not_run_code_on_git_status_outside(
     world: World, mode: str

@@ -218,3 +218,52 @@ def _parse(config: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
             name, _, value = item.partition("\n")
             entries.append((name, value))
     return entries
+
+
+def runs_programs(config: str, env: Mapping[str, str]) -> bool:
+    """Does this git configuration file make git run a program or read more configuration
+    (any program setting, a hooks path, an include)? For a repository a sandboxed command
+    made: git outside reads it when it recurses into a gitlink."""
+    for key, value in _entries(config, env):
+        if key in ("include.path", "core.hookspath", "core.attributesfile"):
+            return True
+        if key.startswith("includeif.") and key.endswith(".path"):
+            return True
+        if _is_program(key, value):
+            return True
+    return False
+
+
+def gitlinks(worktree: str, env: Mapping[str, str]) -> list[str]:
+    """The paths of the index's gitlinks (mode 160000), relative to the worktree: read by
+    git (`ls-files --stage`, which recurses nowhere), with no system or global file and
+    the fsmonitor off."""
+    git = shutil.which("git", path=GIT_PATH) or shutil.which("git", path=env.get("PATH"))
+    if git is None:
+        return []
+    quiet = {
+        "PATH": GIT_PATH,
+        "HOME": env.get("HOME", "/"),
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    argv = [git, "-c", "core.fsmonitor=false", "ls-files", "--stage", "-z"]
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=worktree,
+            env=quiet,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found: list[str] = []
+    for item in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        head, _, path = item.partition("\t")
+        if head.startswith("160000 ") and path:
+            found.append(path)
+    return found

@@ -205,7 +205,7 @@ def _disarm_interrupted(run: PreparedRun) -> None:
             entries.append(msgspec.convert(item, type=PlanEntry))
     made = []
     for entry in entries:
-        if entry.link or entry.kind == "glob":  # a link put back, a glob's new matches
+        if entry.link or entry.kind in ("glob", "index"):  # checked by their own rules
             made.append(entry)
             continue
         try:

@@ -411,6 +411,7 @@ class _Builder:
         from askgate.sandbox.tripwires import startup_globs
 
         tripwires += startup_globs(self.hole_sources(), roots, self.policy.env, self._blocked)
+        tripwires += gitlink_tripwires(os.path.join(self.root, ".git"), self.root, roots)
         kept = _outermost(holes)
         covered = [h.placeholder or h.path for h in kept]
         return kept, [t for t in _outermost(tripwires) if not _inside_any(t.path, covered)]
@@ -734,6 +735,15 @@ def git_directories(git: str) -> list[tuple[str, tuple[str, ...]]]:
     return found
 
 
+def gitlink_tripwires(git: str, worktree: str, roots: Sequence[str]) -> list[PlanEntry]:
+    """The index of the project's git directory, watched for planted gitlinks."""
+    from askgate.sandbox.tripwires import index_tripwire
+
+    found = git_directories(git)
+    wire = index_tripwire(found[0][0], worktree, roots) if found else None
+    return [wire] if wire is not None else []
+
+
 def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[_Source]:
     """What the frozen git configuration names (hooks path, included files, programs):
     frozen too (gitconfig.py)."""
@@ -925,7 +935,7 @@ def _build_plan(
             writable,
             [
                 *holes,
-                *(t for t in tripwires if t.kind != "glob"),  # checked by path: no mount
+                *(t for t in tripwires if t.kind not in ("glob", "index")),  # no mount
                 *(d for d in denies if d.why in (CONTROL_PLANE, DAEMON_SOCKET)),
             ],
         ),

@@ -80,6 +80,8 @@ def _new_matches(entry: PlanEntry) -> list[str]:
 def _is_sprung(entry: PlanEntry) -> bool:
     if entry.kind == "glob":
         return bool(_new_matches(entry))
+    if entry.kind == "index":
+        return bool(_planted_gitlink_configs(entry))
     if entry.link:
         return not _link_intact(entry)
     return os.path.lexists(entry.path)
@@ -112,6 +114,12 @@ def disarm(tripwires: Sequence[PlanEntry]) -> list[str]:
     for entry in sprung(tripwires):
         if entry.link:
             lines.append(_restore_link(entry))
+            continue
+        if entry.kind == "index":
+            for path in _planted_gitlink_configs(entry):
+                target, error = _move_aside(path)
+                done = f"moved {path} to {target}" if target else f"removed {path} ({error})"
+                lines.append(f"{done}: {entry.why}")
             continue
         if entry.kind == "glob":
             for path in _new_matches(entry):
@@ -154,6 +162,9 @@ def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) 
         if entry.kind == "glob":
             watched = shlex.quote(entry.named or entry.path)
             tests.append(f"! [ {shlex.quote(reference)} -nt {watched} ]" if reference else "true")
+        elif entry.kind == "index":  # the index changed (or appeared) since the plan
+            changed = f"! [ {shlex.quote(reference)} -nt {path} ]" if reference else "true"
+            tests.append(changed if os.path.lexists(entry.path) else f"[ -e {path} ]")
         elif entry.link:  # replaced: no longer a symlink to the same file
             target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
             tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
@@ -217,9 +228,9 @@ def sweep_armed(state_dir: str) -> list[str]:
         if record.start and _process_start(record.pid) == record.start:
             continue  # still running: it disarms its own
         # A link is put back if replaced; a glob's matches are checked against its time.
-        made = [entry for entry in record.tripwires if entry.link or entry.kind == "glob"]
+        made = [e for e in record.tripwires if e.link or e.kind in ("glob", "index")]
         for entry in record.tripwires:
-            if entry.link or entry.kind == "glob":
+            if entry in made:
                 continue
             with contextlib.suppress(OSError):
                 if os.lstat(entry.path).st_ctime >= record.started - CLOCK_SLACK_S:
@@ -308,3 +319,56 @@ def startup_globs(
                 )
             )
     return entries
+
+
+# --- gitlinks: the index names a repository git outside recurses into ---------------------
+
+
+def index_tripwire(git_dir: str, worktree: str, roots: Sequence[str]) -> PlanEntry | None:
+    """The project's index (writable for ordinary work): after a run that changed it, a
+    gitlink to a repository whose configuration runs programs (`core.fsmonitor`, which a
+    `git status` outside runs when it recurses into the gitlink) gets that configuration
+    moved aside — when the configuration changed during the run, or lies outside the
+    project's `.git/modules` (where a submodule's own configuration lives)."""
+    if not any(git_dir == root or git_dir.startswith(root.rstrip("/") + "/") for root in roots):
+        return None  # read-only inside: nothing can be staged
+    why = (
+        "git: a gitlink in the index names a repository whose configuration runs programs "
+        "(git status outside would run them)"
+    )
+    return PlanEntry(
+        path=os.path.join(git_dir, "index"),
+        named=worktree,
+        kind="index",
+        why=why,
+        since=time.time(),
+    )
+
+
+def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
+    from askgate.sandbox.gitconfig import gitlinks, runs_programs
+    from askgate.sandbox.plan import _gitdir_of_link
+
+    worktree = entry.named
+    modules = os.path.join(os.path.dirname(entry.path), "modules")
+    env = {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
+    found: list[str] = []
+    for relative in gitlinks(worktree, env):
+        dot_git = os.path.join(worktree, relative, ".git")
+        if os.path.isdir(dot_git) and not os.path.islink(dot_git):
+            git_dir: str | None = dot_git
+        else:
+            git_dir = _gitdir_of_link(dot_git)
+        if git_dir is None:
+            continue
+        git_dir = os.path.realpath(git_dir)
+        for name in ("config", "config.worktree"):
+            config = os.path.join(git_dir, name)
+            try:
+                changed = os.lstat(config).st_ctime >= entry.since - CLOCK_SLACK_S
+            except OSError:
+                continue
+            in_modules = git_dir.startswith(os.path.realpath(modules) + "/")
+            if (changed or not in_modules) and runs_programs(config, env):
+                found.append(config)
+    return found
