@@ -2,12 +2,12 @@
 assert the harm did NOT happen: code planted by a sandboxed command does not run
 outside, a file outside is unchanged, a secret is not read.
 
-Each attack is one finding in /work/findings-20.md (the number is in its xfail reason, or
-in the section comment once fixed):
-a test marked `xfail(strict=True)` still escapes on main; the marker goes once the fix
-merges. The world lives outside every directory the sandbox makes writable by itself
-(/tmp, /var/tmp): under /srv for root, else under ~/.cache (`outside_scratch_dir`), with
-its HOME there too. Commands reach the sandbox the ways an agent's command does: `askgate
+Each section is one class of escape (numbered as the red team's round-2 findings of issue
+20). A test marked `xfail(strict=True)` is an escape that still works: its reason says
+what escapes and why it is out of reach, and docs/sandbox.md ("What stays out of reach")
+lists it; the marker goes once the class is closed. The world lives outside every
+directory the sandbox makes writable by itself (/tmp, /var/tmp): under /srv for root,
+else under ~/.cache (`outside_scratch_dir`), with its HOME there too. Commands reach the sandbox the ways an agent's command does: `askgate
 sandbox --` (cli), the wrapper a hook prepares (`sandbox_rewrite`, run by bash: hook) and,
 for some, the real `askgate hook claude-code` and the command it hands back (claude-code).
 """
@@ -351,7 +351,13 @@ def test_a_new_pth_file_in_the_user_site_does_not_run_in_pythons_outside(
     assert not (site / "evil.pth").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4 in /work/findings-20.md")
+@pytest.mark.xfail(
+    strict=True,
+    reason="a registration file missing below the project root (src/.claude/settings.json) "
+    "can be created: no mount exists for a name in a directory the plan does not know will "
+    "be used, and finding one after the run needs a walk of the whole project, which the "
+    "prepared wrapper's success path (builtins only) cannot afford",
+)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 @pytest.mark.parametrize(
     "name",
@@ -404,7 +410,6 @@ LANDLOCK_ON = PERMISSIVE.replace('"~/**" = "allow"\n', "").replace(
 )
 
 
-@pytest.mark.xfail(strict=True, reason="finding 6 in /work/findings-20.md")
 def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
     request: pytest.FixtureRequest,
 ) -> None:
@@ -463,7 +468,12 @@ def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
 # --- finding 7: a long-running command keeps the plan of its start ----------------------
 
 
-@pytest.mark.xfail(strict=True, reason="finding 7 in /work/findings-20.md")
+@pytest.mark.xfail(
+    strict=True,
+    reason="a command keeps the plan of its start: a .env.production or a repository the "
+    "user makes in the project while it runs is neither hidden nor frozen (anywhere-patterns "
+    "are expanded when it starts, and no mount can be added to a running sandbox)",
+)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_background_command_cannot_use_what_appears_while_it_runs(
     world: World, mode: str
@@ -503,6 +513,29 @@ def test_a_background_command_cannot_use_what_appears_while_it_runs(
     )
     assert secret.encode() not in out + err, "a secret made meanwhile was read inside"
     assert not world.marker.exists(), "a repository cloned meanwhile ran the command's code"
+
+
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_background_process_does_not_outlive_the_command(world: World, mode: str) -> None:
+    """What a command leaves running (`cmd &`, `setsid`, `nohup`) would keep the plan of
+    its start after the agent moved on: it is gone when the command is (bwrap's PID
+    namespace ends with it)."""
+    token = f"askgate-orphan-{os.getpid()}-{mode}"
+    done = world.run(
+        mode,
+        f"(exec -a {token} sleep 600) & setsid -f bash -c 'exec -a {token} sleep 600'; "
+        f"nohup bash -c 'exec -a {token} sleep 600' >/dev/null 2>&1 & echo started",
+    )
+    assert "started" in done.stdout, done
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                alive.append(pid)
+    for pid in alive:
+        with contextlib.suppress(OSError):
+            os.kill(int(pid), signal.SIGKILL)
+    assert not alive, "a background process of the command outlived it"
 
 
 # --- finding 8: a symlinked protected name is frozen at its target only ------------------

@@ -349,6 +349,11 @@ def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
     from askgate.sandbox.gitconfig import gitlinks, runs_programs
     from askgate.sandbox.plan import _gitdir_of_link
 
+    try:
+        if os.stat(entry.path).st_mtime < entry.since - CLOCK_SLACK_S:
+            return []  # the index did not change during the run: no process started
+    except OSError:
+        return []
     worktree = entry.named
     modules = os.path.join(os.path.dirname(entry.path), "modules")
     env = {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
