@@ -7,9 +7,10 @@ Each section is one class of escape (numbered as the red team's round-2 findings
 what escapes and why it is out of reach, and docs/sandbox.md ("What stays out of reach")
 lists it; the marker goes once the class is closed. The world lives outside every
 directory the sandbox makes writable by itself (/tmp, /var/tmp): under /srv for root,
-else under ~/.cache (`outside_scratch_dir`), with its HOME there too. Commands reach the sandbox the ways an agent's command does: `askgate
-sandbox --` (cli), the wrapper a hook prepares (`sandbox_rewrite`, run by bash: hook) and,
-for some, the real `askgate hook claude-code` and the command it hands back (claude-code).
+else under ~/.cache (`outside_scratch_dir`), with its HOME there too. Commands reach the
+sandbox the ways an agent's command does: `askgate sandbox --` (cli), the wrapper a hook
+prepares (`sandbox_rewrite`, run by bash: hook) and, for some, the real `askgate hook
+claude-code` and the command it hands back (claude-code).
 """
 
 from __future__ import annotations
