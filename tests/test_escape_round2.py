@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_world import require_bwrap
+from sandbox_world import OutsideWorld, require_bwrap
 from unprivileged_rerun import outside_scratch_dir
 
 # The escape suite's permissive policy: everything allowed but the secrets; HOME writable.
@@ -48,17 +48,14 @@ bash = "required"
 """
 
 
-class World:
+class World(OutsideWorld):
     """A HOME, a git project and askgate's own directories, all outside /tmp; `policy`
     is the user policy (the permissive one by default)."""
 
     def __init__(self, base: Path, policy: str = PERMISSIVE) -> None:
-        self.base = base
-        self.home = base / "home"
-        self.project = base / "proj"
-        self.runtime = base / "xdg-run"
+        super().__init__(base)
         self.marker = base / "RAN-OUTSIDE"
-        self.user_policy = self.home / ".config" / "askgate" / "policy.toml"
+        self.user_policy = self.config_home / "askgate" / "policy.toml"
         self.user_policy.parent.mkdir(parents=True)
         self.user_policy.write_text(policy)
         (self.home / ".ssh").mkdir()
@@ -70,29 +67,6 @@ class World:
         self.git("add", "app.py")
         self.git("commit", "-qm", "one")
 
-    @property
-    def env(self) -> dict[str, str]:
-        keep = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("ASKGATE_", "XDG_", "GIT_", "SSH_", "PYTEST_"))
-        }
-        return {
-            **keep,
-            "HOME": str(self.home),
-            "XDG_CONFIG_HOME": str(self.home / ".config"),
-            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
-            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
-            "XDG_RUNTIME_DIR": str(self.runtime),
-            "ASKGATE_MANAGED_POLICY": str(self.base / "managed" / "policy.toml"),
-            "ASKGATE_DAEMON": "off",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@t",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@t",
-        }
-
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["git", *args], cwd=self.project, env=self.env, capture_output=True, text=True
@@ -101,26 +75,15 @@ class World:
     def argv(self, mode: str, command: str) -> list[str]:
         """How the command reaches the sandbox: `askgate sandbox --` or the prepared
         wrapper (or the launcher form) a hook hands the agent."""
-        if mode == "cli":
-            return [sys.executable, "-m", "askgate.cli", "sandbox", "--", command]
         if mode == "claude-code":
             # The real hook, as Claude Code runs it. The payload is a script the agent
             # wrote first (its Write tool may write the project): what the policy sees
             # is `bash payload.sh`, and what the script does is the kernel's business.
             (self.project / "payload.sh").write_text(command + "\n")
             return ["/bin/bash", "-c", self.claude_code_hook("bash payload.sh")]
-        from askgate.sandbox.wrap import sandbox_rewrite
-
-        rewrite = sandbox_rewrite(
-            "Bash",
-            {"command": command},
-            cwd=str(self.project),
-            env=self.env,
-            config_files=[],
-            launcher=[sys.executable, "-m", "askgate"],
-        )
-        assert rewrite is not None and rewrite.updated_input is not None, rewrite
-        return ["/bin/bash", "-c", rewrite.updated_input["command"]]
+        argv, asked = self.sandbox_command(mode, command)
+        assert argv is not None, asked
+        return argv
 
     def claude_code_hook(self, command: str) -> str:
         """The command `askgate hook claude-code` hands back for a Bash call."""
@@ -181,16 +144,6 @@ class World:
                 os.killpg(proc.pid, sign)
             proc.wait(timeout=60)
             ready.unlink(missing_ok=True)
-
-    def sweep(self) -> None:
-        """What the next askgate process does first."""
-        subprocess.run(
-            [sys.executable, "-m", "askgate.cli", "sandbox", "--cleanup"],
-            env=self.env,
-            capture_output=True,
-            timeout=60,
-            check=True,
-        )
 
 
 @pytest.fixture
