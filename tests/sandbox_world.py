@@ -175,3 +175,87 @@ class World:
             done.stdout.decode(errors="replace"),
             done.stderr.decode(errors="replace"),
         )
+
+
+class OutsideWorld:
+    """The escape suites' world: a HOME, a project and askgate's own directories under
+    `base` (outside every directory the sandbox makes writable by itself: see
+    `unprivileged_rerun.outside_scratch_dir`), the environment that points askgate there,
+    and the ways a command reaches the sandbox: `askgate sandbox --` ("cli") or the
+    wrapper a hook prepares (`sandbox_rewrite`, run by bash: "hook")."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.home = base / "home"
+        self.project = base / "proj"
+        self.runtime = base / "xdg-run"
+        self.config_home = self.home / ".config"
+        self.data_home = self.home / ".local" / "share"
+        self.state_home = self.home / ".local" / "state"
+
+    @property
+    def env(self) -> dict[str, str]:
+        keep = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ASKGATE_", "XDG_", "GIT_", "SSH_", "PYTEST_"))
+        }
+        return {
+            **keep,
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.config_home),
+            "XDG_DATA_HOME": str(self.data_home),
+            "XDG_STATE_HOME": str(self.state_home),
+            "XDG_RUNTIME_DIR": str(self.runtime),
+            "ASKGATE_MANAGED_POLICY": str(self.base / "managed" / "policy.toml"),
+            # Hooks decide in-process: a daemon would outlive the test.
+            "ASKGATE_DAEMON": "off",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        }
+
+    def sandbox_command(
+        self,
+        mode: str,
+        command: str,
+        *,
+        backend: str | None = None,
+        env: dict[str, str] | None = None,
+        config: list[str] | None = None,
+        cwd: Path | None = None,
+    ) -> tuple[list[str] | None, str | None]:
+        """(argv to run, None), or (None, the hook's reason to ask instead)."""
+        if mode == "cli":
+            argv = [sys.executable, "-m", "askgate.cli", "sandbox"]
+            argv += [f"--config={path}" for path in config or []]
+            if backend is not None:
+                argv += ["--backend", backend]
+            return [*argv, "--", command], None
+        from askgate.sandbox.wrap import sandbox_rewrite
+
+        rewrite = sandbox_rewrite(
+            "Bash",
+            {"command": command},
+            cwd=str(cwd or self.project),
+            env=env or self.env,
+            config_files=config or [],
+            launcher=[sys.executable, "-m", "askgate"],
+        )
+        assert rewrite is not None, "bash = required: the hook always rewrites or asks"
+        if rewrite.ask_reason is not None:
+            return None, rewrite.ask_reason
+        assert rewrite.updated_input is not None
+        return ["/bin/bash", "-c", rewrite.updated_input["command"]], None
+
+    def sweep(self) -> None:
+        """What the next askgate process does first: clean up after finished runs."""
+        done = subprocess.run(
+            [sys.executable, "-m", "askgate.cli", "sandbox", "--cleanup"],
+            env=self.env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr

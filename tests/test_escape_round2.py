@@ -2,14 +2,15 @@
 assert the harm did NOT happen: code planted by a sandboxed command does not run
 outside, a file outside is unchanged, a secret is not read.
 
-Each attack is one finding in /work/findings-20.md (the number is in its xfail reason, or
-in the section comment once fixed):
-a test marked `xfail(strict=True)` still escapes on main; the marker goes once the fix
-merges. The world lives outside every directory the sandbox makes writable by itself
-(/tmp, /var/tmp): under /srv for root, else under ~/.cache (`outside_scratch_dir`), with
-its HOME there too. Commands reach the sandbox the ways an agent's command does: `askgate
-sandbox --` (cli), the wrapper a hook prepares (`sandbox_rewrite`, run by bash: hook) and,
-for some, the real `askgate hook claude-code` and the command it hands back (claude-code).
+Each section is one class of escape (numbered as the red team's round-2 findings of issue
+20). A test marked `xfail(strict=True)` is an escape that still works: its reason says
+what escapes and why it is out of reach, and docs/sandbox.md ("What stays out of reach")
+lists it; the marker goes once the class is closed. The world lives outside every
+directory the sandbox makes writable by itself (/tmp, /var/tmp): under /srv for root,
+else under ~/.cache (`outside_scratch_dir`), with its HOME there too. Commands reach the
+sandbox the ways an agent's command does: `askgate sandbox --` (cli), the wrapper a hook
+prepares (`sandbox_rewrite`, run by bash: hook) and, for some, the real `askgate hook
+claude-code` and the command it hands back (claude-code).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_world import require_bwrap
+from sandbox_world import OutsideWorld, require_bwrap
 from unprivileged_rerun import outside_scratch_dir
 
 # The escape suite's permissive policy: everything allowed but the secrets; HOME writable.
@@ -47,17 +48,14 @@ bash = "required"
 """
 
 
-class World:
+class World(OutsideWorld):
     """A HOME, a git project and askgate's own directories, all outside /tmp; `policy`
     is the user policy (the permissive one by default)."""
 
     def __init__(self, base: Path, policy: str = PERMISSIVE) -> None:
-        self.base = base
-        self.home = base / "home"
-        self.project = base / "proj"
-        self.runtime = base / "xdg-run"
+        super().__init__(base)
         self.marker = base / "RAN-OUTSIDE"
-        self.user_policy = self.home / ".config" / "askgate" / "policy.toml"
+        self.user_policy = self.config_home / "askgate" / "policy.toml"
         self.user_policy.parent.mkdir(parents=True)
         self.user_policy.write_text(policy)
         (self.home / ".ssh").mkdir()
@@ -69,29 +67,6 @@ class World:
         self.git("add", "app.py")
         self.git("commit", "-qm", "one")
 
-    @property
-    def env(self) -> dict[str, str]:
-        keep = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("ASKGATE_", "XDG_", "GIT_", "SSH_", "PYTEST_"))
-        }
-        return {
-            **keep,
-            "HOME": str(self.home),
-            "XDG_CONFIG_HOME": str(self.home / ".config"),
-            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
-            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
-            "XDG_RUNTIME_DIR": str(self.runtime),
-            "ASKGATE_MANAGED_POLICY": str(self.base / "managed" / "policy.toml"),
-            "ASKGATE_DAEMON": "off",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@t",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@t",
-        }
-
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["git", *args], cwd=self.project, env=self.env, capture_output=True, text=True
@@ -100,26 +75,15 @@ class World:
     def argv(self, mode: str, command: str) -> list[str]:
         """How the command reaches the sandbox: `askgate sandbox --` or the prepared
         wrapper (or the launcher form) a hook hands the agent."""
-        if mode == "cli":
-            return [sys.executable, "-m", "askgate.cli", "sandbox", "--", command]
         if mode == "claude-code":
             # The real hook, as Claude Code runs it. The payload is a script the agent
             # wrote first (its Write tool may write the project): what the policy sees
             # is `bash payload.sh`, and what the script does is the kernel's business.
             (self.project / "payload.sh").write_text(command + "\n")
             return ["/bin/bash", "-c", self.claude_code_hook("bash payload.sh")]
-        from askgate.sandbox.wrap import sandbox_rewrite
-
-        rewrite = sandbox_rewrite(
-            "Bash",
-            {"command": command},
-            cwd=str(self.project),
-            env=self.env,
-            config_files=[],
-            launcher=[sys.executable, "-m", "askgate"],
-        )
-        assert rewrite is not None and rewrite.updated_input is not None, rewrite
-        return ["/bin/bash", "-c", rewrite.updated_input["command"]]
+        argv, asked = self.sandbox_command(mode, command)
+        assert argv is not None, asked
+        return argv
 
     def claude_code_hook(self, command: str) -> str:
         """The command `askgate hook claude-code` hands back for a Bash call."""
@@ -181,16 +145,6 @@ class World:
             proc.wait(timeout=60)
             ready.unlink(missing_ok=True)
 
-    def sweep(self) -> None:
-        """What the next askgate process does first."""
-        subprocess.run(
-            [sys.executable, "-m", "askgate.cli", "sandbox", "--cleanup"],
-            env=self.env,
-            capture_output=True,
-            timeout=60,
-            check=True,
-        )
-
 
 @pytest.fixture
 def world() -> Iterator[World]:
@@ -210,7 +164,6 @@ def _fsmonitor(marker: Path) -> str:
 # --- finding 1: a gitlink in the writable index reaches a repository the command made ---
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook", "claude-code"])
 def test_a_gitlink_to_a_planted_repository_does_not_run_code_on_git_status_outside(
     world: World, mode: str
@@ -227,7 +180,6 @@ def test_a_gitlink_to_a_planted_repository_does_not_run_code_on_git_status_outsi
     assert not marker.exists(), "a sandboxed command made the user's git status run its code"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_gitlink_to_a_separate_git_dir_does_not_run_code_on_git_status_outside(
     world: World, mode: str
@@ -328,7 +280,6 @@ def _init_policy(world: World) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_new_pth_file_in_the_user_site_does_not_run_in_pythons_outside(
     world: World, mode: str
@@ -354,7 +305,13 @@ def test_a_new_pth_file_in_the_user_site_does_not_run_in_pythons_outside(
     assert not (site / "evil.pth").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4 in /work/findings-20.md")
+@pytest.mark.xfail(
+    strict=True,
+    reason="a registration file missing below the project root (src/.claude/settings.json) "
+    "can be created: no mount exists for a name in a directory the plan does not know will "
+    "be used, and finding one after the run needs a walk of the whole project, which the "
+    "prepared wrapper's success path (builtins only) cannot afford",
+)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 @pytest.mark.parametrize(
     "name",
@@ -465,7 +422,12 @@ def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
 # --- finding 7: a long-running command keeps the plan of its start ----------------------
 
 
-@pytest.mark.xfail(strict=True, reason="finding 7 in /work/findings-20.md")
+@pytest.mark.xfail(
+    strict=True,
+    reason="a command keeps the plan of its start: a .env.production or a repository the "
+    "user makes in the project while it runs is neither hidden nor frozen (anywhere-patterns "
+    "are expanded when it starts, and no mount can be added to a running sandbox)",
+)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_background_command_cannot_use_what_appears_while_it_runs(
     world: World, mode: str
@@ -507,10 +469,32 @@ def test_a_background_command_cannot_use_what_appears_while_it_runs(
     assert not world.marker.exists(), "a repository cloned meanwhile ran the command's code"
 
 
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_background_process_does_not_outlive_the_command(world: World, mode: str) -> None:
+    """What a command leaves running (`cmd &`, `setsid`, `nohup`) would keep the plan of
+    its start after the agent moved on: it is gone when the command is (bwrap's PID
+    namespace ends with it)."""
+    token = f"askgate-orphan-{os.getpid()}-{mode}"
+    done = world.run(
+        mode,
+        f"(exec -a {token} sleep 600) & setsid -f bash -c 'exec -a {token} sleep 600'; "
+        f"nohup bash -c 'exec -a {token} sleep 600' >/dev/null 2>&1 & echo started",
+    )
+    assert "started" in done.stdout, done
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if token.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                alive.append(pid)
+    for pid in alive:
+        with contextlib.suppress(OSError):
+            os.kill(int(pid), signal.SIGKILL)
+    assert not alive, "a background process of the command outlived it"
+
+
 # --- finding 8: a symlinked protected name is frozen at its target only ------------------
 
 
-@pytest.mark.xfail(strict=True, reason="finding 8 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 @pytest.mark.parametrize(
     ("name", "target"),
@@ -535,28 +519,49 @@ def test_a_symlinked_protected_file_cannot_be_replaced(
 # --- finding 9: what the frozen .git/config points to inside the project ----------------
 
 
-@pytest.mark.xfail(strict=True, reason="finding 9 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook"])
-@pytest.mark.parametrize("setting", ["core.hooksPath", "include.path"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "core.hooksPath",
+        "include.path",
+        "includeIf.onbranch:nowhere.path",  # not active now: still frozen
+        "include.path (missing file)",
+        "core.fsmonitor",
+    ],
+)
 def test_files_the_git_config_names_inside_the_project_stay_frozen(
     world: World, mode: str, setting: str
 ) -> None:
-    if setting == "core.hooksPath":
+    """`.git/config` is frozen; what it points to inside the (writable) project must be
+    too: a hooks directory, an included file (a conditional one as well, and one that does
+    not exist yet), a program git runs."""
+    fsmonitor = shlex.quote(_fsmonitor(world.marker))
+    key = setting.split(" ")[0]
+    if key == "core.hooksPath":
         (world.project / "tools" / "hooks").mkdir(parents=True)
-        world.git("config", setting, "tools/hooks")
+        world.git("config", key, "tools/hooks")
         payload = f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > tools/hooks/pre-commit"
         payload += " && chmod +x tools/hooks/pre-commit"
+    elif key == "core.fsmonitor":
+        program = world.project / "tools" / "fsmon.sh"
+        program.parent.mkdir()
+        program.write_text("#!/bin/sh\necho\n")
+        program.chmod(0o755)
+        world.git("config", key, "tools/fsmon.sh")
+        payload = f"printf '#!/bin/sh\\ntouch {world.marker}; echo\\n' > tools/fsmon.sh"
     else:
-        (world.project / ".gitconfig-project").write_text("[user]\n")
-        world.git("config", setting, "../.gitconfig-project")
-        payload = f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} >> .gitconfig-project"
+        if "missing" not in setting:
+            (world.project / ".gitconfig-project").write_text("[user]\n")
+        world.git("config", key, "../.gitconfig-project")
+        payload = f"printf '%s' {fsmonitor} >> .gitconfig-project"
     world.run(mode, payload + "; true")
+    world.git("checkout", "-q", "-b", "nowhere")  # makes the conditional include active
     world.git("commit", "-q", "--allow-empty", "-m", "outside")
     world.git("status", "--porcelain")
     assert not world.marker.exists(), f"a file {setting} names ran the command's code outside"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 8 in /work/findings-20.md")
 @pytest.mark.parametrize("mode", ["cli", "hook", "claude-code"])
 def test_a_symlinked_hooks_directory_cannot_be_replaced(world: World, mode: str) -> None:
     """`.git/hooks -> ../tools/hooks` (shared hooks kept in the tree): the target is
@@ -571,6 +576,29 @@ def test_a_symlinked_hooks_directory_cannot_be_replaced(world: World, mode: str)
         f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > .git/hooks/pre-commit && "
         "chmod +x .git/hooks/pre-commit; true",
     )
+    world.git("commit", "-q", "--allow-empty", "-m", "outside")
+    assert not world.marker.exists(), "a hook planted in place of the link ran outside"
+    assert hooks.is_symlink()
+
+
+@pytest.mark.parametrize(("mode", "sign"), [("hook", signal.SIGTERM), ("cli", signal.SIGKILL)])
+def test_a_symlinked_hooks_directory_replaced_by_an_interrupted_run_is_put_back(
+    world: World, mode: str, sign: signal.Signals
+) -> None:
+    """The tail step never runs (the agent's timeout kills the wrapper; `askgate
+    sandbox` killed): the next askgate process's sweep puts the link back."""
+    hooks = world.project / ".git" / "hooks"
+    shutil.rmtree(hooks)
+    (world.project / "tools" / "hooks").mkdir(parents=True)
+    hooks.symlink_to("../tools/hooks")
+    world.interrupted(
+        mode,
+        "rm .git/hooks && mkdir .git/hooks && "
+        f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit",
+        sign,
+    )
+    world.sweep()  # the next askgate process
     world.git("commit", "-q", "--allow-empty", "-m", "outside")
     assert not world.marker.exists(), "a hook planted in place of the link ran outside"
     assert hooks.is_symlink()

@@ -128,6 +128,11 @@ def test_the_secret_never_lands_in_a_file_others_can_read(tmp_path: Path) -> Non
     project = run_install(tmp_path, "--project", "--claude", claude(NEW), "--http")
     assert project.returncode == 2 and "--http" in project.stderr
     assert not (tmp_path / ".claude").exists()
+    # --settings naming a file in a work tree (a local settings file): refused too.
+    local = tmp_path / "sub" / ".claude" / "settings.local.json"
+    inside = run_install(tmp_path, "--settings", str(local), "--claude", claude(NEW), "--http")
+    assert inside.returncode == 2 and "git work tree" in inside.stderr, inside
+    assert not local.exists() and secret not in inside.stdout + inside.stderr
 
 
 def test_both_events_are_installed_when_both_are_asked_for(tmp_path: Path) -> None:

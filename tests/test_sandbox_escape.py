@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_world import require_bwrap
+from sandbox_world import OutsideWorld, require_bwrap
 from unprivileged_rerun import OUTSIDE_ENV, outside_scratch_dir, rerun_as_nobody
 
 SECRET = "SSH-PRIVATE-KEY-ESCAPE-51d2"
@@ -101,15 +101,9 @@ class FakeDaemon:
         self.server.close()
 
 
-class EscapeWorld:
+class EscapeWorld(OutsideWorld):
     def __init__(self, base: Path) -> None:
-        self.base = base
-        self.home = base / "home"
-        self.project = base / "proj"
-        self.config_home = self.home / ".config"
-        self.data_home = self.home / ".local" / "share"
-        self.state_home = self.home / ".local" / "state"
-        self.runtime = base / "xdg-run"
+        super().__init__(base)
         self.user_policy = self.config_home / "askgate" / "policy.toml"
         self.landlock_policy = base / "landlock-policy.toml"
         self.state = self.state_home / "askgate"
@@ -150,29 +144,6 @@ class EscapeWorld:
             )
         }
 
-    @property
-    def env(self) -> dict[str, str]:
-        keep = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("ASKGATE_", "XDG_", "GIT_", "SSH_", "PYTEST_"))
-        }
-        return {
-            **keep,
-            "HOME": str(self.home),
-            "XDG_CONFIG_HOME": str(self.config_home),
-            "XDG_DATA_HOME": str(self.data_home),
-            "XDG_STATE_HOME": str(self.state_home),
-            "XDG_RUNTIME_DIR": str(self.runtime),
-            "ASKGATE_MANAGED_POLICY": str(self.base / "managed" / "policy.toml"),
-            "ASKGATE_DAEMON": "off",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@t",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@t",
-        }
-
     def git(self, *args: str) -> None:
         subprocess.run(["git", *args], cwd=self.project, check=True, env=self.env)
 
@@ -199,29 +170,15 @@ class EscapeWorld:
         cwd: Path | None = None,
     ) -> tuple[list[str] | None, str | None]:
         """(argv to run, None) or (None, the hook's reason to ask)."""
-        environment = env or self.env
         config = config or ([str(self.landlock_policy)] if landlock else [])
-        if mode == "cli":
-            argv = [sys.executable, "-m", "askgate.cli", "sandbox"]
-            argv += [f"--config={path}" for path in config]
-            if landlock:
-                argv += ["--backend", "landlock"]
-            return [*argv, "--", command], None
-        from askgate.sandbox.wrap import sandbox_rewrite
-
-        rewrite = sandbox_rewrite(
-            "Bash",
-            {"command": command},
-            cwd=str(cwd or self.project),
-            env=environment,
-            config_files=config,
-            launcher=[sys.executable, "-m", "askgate"],
+        return self.sandbox_command(
+            mode,
+            command,
+            backend="landlock" if landlock and mode == "cli" else None,
+            env=env,
+            config=config,
+            cwd=cwd,
         )
-        assert rewrite is not None, "bash = required: the hook always rewrites or asks"
-        if rewrite.ask_reason is not None:
-            return None, rewrite.ask_reason
-        assert rewrite.updated_input is not None
-        return ["/bin/bash", "-c", rewrite.updated_input["command"]], None
 
     def run(
         self,
@@ -249,15 +206,6 @@ class EscapeWorld:
             **popen,  # type: ignore[call-overload]
         )
         return Run(done.returncode, done.stdout, done.stderr)
-
-    def sweep(self) -> None:
-        done = subprocess.run(
-            [sys.executable, "-m", "askgate.cli", "sandbox", "--cleanup"],
-            env=self.env,
-            capture_output=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
 
     def assert_frozen(self) -> None:
         for path, content in self.frozen.items():

@@ -17,7 +17,11 @@ The form:
   the tool run** (`onFailure: "block"` does not help: the answer is well-formed; the secret
   authenticates Claude Code to the daemon, never the daemon to Claude Code). The settings
   file is then written mode 0600 (it holds the secret), `--project` is refused (a project
-  file is shared), and `--dry-run` shows the secret masked.
+  file is shared) and so is a `--settings` file inside a git work tree (a commit would
+  carry the secret), and `--dry-run` shows the secret masked. The header holds the secret
+  itself, not `$VAR` with `allowedEnvVars`: a variable in Claude Code's environment is in
+  every Bash command's environment too (readable by any command, where the settings file
+  is hidden in the sandbox), and the user would have to start Claude Code with it set.
 
 `--event` may be given twice (`--event PreToolUse --event PermissionRequest`): each named
 event gets askgate's entry; entries for events not named are left as they are.
@@ -282,6 +286,38 @@ def _plan(args: argparse.Namespace, settings: dict[str, Any]) -> tuple[list[str]
     return lines, secret
 
 
+def _work_tree_of(path: str) -> str | None:
+    """The git work tree `path` lies in (a directory above it holds `.git`), or None."""
+    current = os.path.dirname(os.path.realpath(path))
+    while True:
+        if os.path.lexists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _shared_file_check(args: argparse.Namespace, path: str) -> list[str]:
+    """The secret must not go into a file a repository could carry to others: a
+    `--settings` file inside a git work tree is refused; the user's own settings file in
+    one (a dotfiles home) gets a warning."""
+    if not args.http or args.uninstall:
+        return []
+    tree = _work_tree_of(path)
+    if tree is None:
+        return []
+    if args.settings:
+        raise InstallError(
+            f"--http writes the daemon's secret into the settings file: {path} is inside the"
+            f" git work tree {tree}, which others may clone (use --user or a file outside it)"
+        )
+    return [
+        f"warning: {path} lies in the git work tree {tree}: keep it out of commits"
+        " (it holds the daemon's secret)"
+    ]
+
+
 def _readable_by_others(path: str) -> bool:
     try:
         return bool(os.stat(path).st_mode & 0o077)
@@ -293,8 +329,10 @@ def main(argv: Sequence[str]) -> int:
     try:
         args = build_parser().parse_args(list(argv))
         path = settings_path(args)
+        shared = _shared_file_check(args, path)
         settings, old_text = settings_file.load(path)
         lines, secret = _plan(args, settings)
+        lines += shared
         new_text = settings_file.render(settings) if settings or old_text else ""
         if args.uninstall and not settings and not old_text:
             new_text = ""

@@ -206,6 +206,9 @@ def _disarm_interrupted(run: PreparedRun) -> None:
             entries.append(msgspec.convert(item, type=PlanEntry))
     made = []
     for entry in entries:
+        if entry.link or entry.kind in ("glob", "index"):  # checked by their own rules
+            made.append(entry)
+            continue
         try:
             changed = os.lstat(entry.path).st_ctime
         except OSError:

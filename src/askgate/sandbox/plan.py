@@ -117,6 +117,12 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
     # The placeholder is a symlink into askgate's holding directory (hidden in every
     # sandbox), not a mount: see `_redirectable` and placeholders.py.
     redirect: bool = False
+    # A link tripwire (tripwires.py): the protected name is a symlink in a writable
+    # directory (frozen at its target); this is its text, put back if it was replaced.
+    link: str = ""
+    # A glob tripwire (kind "glob"): a directory a program scans at start (a user site
+    # directory's `*.pth`); what matches there made since this time is moved aside.
+    since: float = 0.0
 
 
 class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -333,6 +339,7 @@ class _Builder:
             for directory, parts in git_directories(git)
             for part in parts
         ]
+        sources += git_config_sources(git, self.root, self.policy.env)
         return sources
 
     def search_roots(self, writable: Sequence[PlanEntry]) -> list[str]:
@@ -370,6 +377,9 @@ class _Builder:
             found = [path for path, _whole in self._paths(source, searched=search)]
             for path in dict.fromkeys([*found, *self._at_roots(source)]):
                 real = _real(path)
+                wire = _link_tripwire(path, roots, source)
+                if wire is not None and (not source.rule or self._blocked(Surface.WRITE, path)):
+                    tripwires.append(wire)
                 if not _inside_any(real, roots):
                     continue  # already read-only
                 if source.rule and not self._blocked(Surface.WRITE, path):
@@ -398,6 +408,10 @@ class _Builder:
                     tripwires.append(msgspec.structs.replace(entry, placeholder=None))
                 else:
                     holes.append(entry)
+        from askgate.sandbox.tripwires import startup_globs
+
+        tripwires += startup_globs(self.hole_sources(), roots, self.policy.env, self._blocked)
+        tripwires += gitlink_tripwires(os.path.join(self.root, ".git"), self.root, roots)
         kept = _outermost(holes)
         covered = [h.placeholder or h.path for h in kept]
         return kept, [t for t in _outermost(tripwires) if not _inside_any(t.path, covered)]
@@ -721,6 +735,50 @@ def git_directories(git: str) -> list[tuple[str, tuple[str, ...]]]:
     return found
 
 
+def gitlink_tripwires(git: str, worktree: str, roots: Sequence[str]) -> list[PlanEntry]:
+    """The index of the project's git directory, watched for planted gitlinks."""
+    from askgate.sandbox.tripwires import index_tripwire
+
+    found = git_directories(git)
+    wire = index_tripwire(found[0][0], worktree, roots) if found else None
+    return [wire] if wire is not None else []
+
+
+def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[_Source]:
+    """What the frozen git configuration names (hooks path, included files, programs):
+    frozen too (gitconfig.py)."""
+    from askgate.sandbox.gitconfig import named_paths
+
+    files = [
+        f"{directory}/{name}"
+        for directory, parts in git_directories(git)
+        for name in ("config", "config.worktree")
+        if name in parts
+    ]
+    found = named_paths(files, worktree=worktree, env=env)
+    return [_Source(f"{path}/**" if kind == "dir" else path, why) for path, kind, why in found]
+
+
+def _link_tripwire(path: str, roots: Sequence[str], source: _Source) -> PlanEntry | None:
+    """A protected name that is itself a symlink (`.git/hooks -> ../tools/hooks`, a stowed
+    `~/.bashrc`) is frozen at its target; the link, in a writable directory, is watched:
+    put back after the run if it was replaced (tripwires.py)."""
+    if not os.path.islink(path):
+        return None
+    parent = _real(os.path.dirname(path))
+    if not _inside_any(parent, roots):
+        return None  # the link's directory is read-only inside
+    try:
+        text = os.readlink(path)
+    except OSError:
+        return None
+    where = os.path.join(parent, os.path.basename(path))
+    why = f"{source.why} (a symlink: frozen at its target, put back if replaced)"
+    return PlanEntry(
+        path=where, named=path, kind="link", why=why, pattern=source.pattern, link=text
+    )
+
+
 def _is_tripwire(entry: PlanEntry) -> bool:
     """A missing protected *file* whose placeholder would be seen (git, `git add -A`,
     direnv): watched instead. Registration files get a `{}` placeholder (an agent watching
@@ -875,7 +933,11 @@ def _build_plan(
         # the state directory would let the command rebuild it (a forged control token).
         pinned=pinned_ancestors(
             writable,
-            [*holes, *tripwires, *(d for d in denies if d.why in (CONTROL_PLANE, DAEMON_SOCKET))],
+            [
+                *holes,
+                *(t for t in tripwires if t.kind not in ("glob", "index")),  # no mount
+                *(d for d in denies if d.why in (CONTROL_PLANE, DAEMON_SOCKET)),
+            ],
         ),
         tripwires=tuple(tripwires),
         unset_env=builder.unset_env(_secrets(denies)),

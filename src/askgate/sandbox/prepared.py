@@ -213,7 +213,7 @@ def prepare_wrapper(
             warnings=plan.warnings,
             tee=tee,
             seccomp=seccomp,
-            tripwire_test=shell_test(plan.tripwires),
+            tripwire_test=shell_test(plan.tripwires, reference=run.plan),
             env_filter=shell_filter(plan),
             scope=scope if isinstance(scope, str) else None,
         )

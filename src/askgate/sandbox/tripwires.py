@@ -21,14 +21,21 @@ those names while the run lasted — as the sweep does for a hook-prepared run
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
+from askgate.policy.model import Surface
 from askgate.sandbox.plan import PlanEntry
 from askgate.sandbox.procstat import process_start
+
+if TYPE_CHECKING:
+    from askgate.sandbox.plan import _Source
 
 SUFFIX = ".askgate-blocked"
 ARMED = "armed"
@@ -46,39 +53,123 @@ class Armed(msgspec.Struct, frozen=True, kw_only=True):
     tripwires: tuple[PlanEntry, ...]
 
 
+def _link_intact(entry: PlanEntry) -> bool:
+    """A link tripwire still stands: a symlink with its text, or one to the same file."""
+    if not os.path.islink(entry.path):
+        return False
+    with contextlib.suppress(OSError):
+        if os.readlink(entry.path) == entry.link:
+            return True
+        return os.path.samefile(entry.path, os.path.join(os.path.dirname(entry.path), entry.link))
+    return False
+
+
+def _new_matches(entry: PlanEntry) -> list[str]:
+    """A glob tripwire's matches made since the plan (`*.pth` in a user site directory)."""
+    name_glob = entry.pattern.rsplit("/", 1)[-1]
+    found: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(entry.path) as children:
+        for child in children:
+            if fnmatch.fnmatchcase(child.name, name_glob) and not child.name.endswith(SUFFIX):
+                with contextlib.suppress(OSError):
+                    if child.stat(follow_symlinks=False).st_ctime >= entry.since - CLOCK_SLACK_S:
+                        found.append(child.path)
+    return found
+
+
+def _is_sprung(entry: PlanEntry) -> bool:
+    if entry.kind == "glob":
+        return bool(_new_matches(entry))
+    if entry.kind == "index":
+        return bool(_planted_gitlink_configs(entry))
+    if entry.link:
+        return not _link_intact(entry)
+    return os.path.lexists(entry.path)
+
+
 def sprung(tripwires: Sequence[PlanEntry]) -> list[PlanEntry]:
-    return [entry for entry in tripwires if os.path.lexists(entry.path)]
+    return [entry for entry in tripwires if _is_sprung(entry)]
+
+
+def _move_aside(path: str) -> tuple[str | None, str | None]:
+    """(where it went, None) or (None, why it could not be kept: then it is removed)."""
+    target = path + SUFFIX
+    for number in range(1, 100):
+        if not os.path.lexists(target):
+            break
+        target = f"{path}{SUFFIX}-{number}"
+    try:
+        os.rename(path, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # cannot be kept aside: it must not stay in place
+        return None, error.strerror or str(error)
+    return target, None
 
 
 def disarm(tripwires: Sequence[PlanEntry]) -> list[str]:
-    """Move aside what the command created at a tripwire; one line for each."""
+    """Move aside what the command created at a tripwire (and put a replaced link back);
+    one line for each."""
     lines: list[str] = []
     for entry in sprung(tripwires):
-        target = entry.path + SUFFIX
-        for number in range(1, 100):
-            if not os.path.lexists(target):
-                break
-            target = f"{entry.path}{SUFFIX}-{number}"
-        try:
-            os.rename(entry.path, target)
-        except OSError as error:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)  # cannot be kept aside: it must not stay in place
-            lines.append(
-                f"removed {entry.path} the command created ({error.strerror}); {entry.why}"
-            )
+        if entry.link:
+            lines.append(_restore_link(entry))
+            continue
+        if entry.kind == "index":
+            for path in _planted_gitlink_configs(entry):
+                target, error = _move_aside(path)
+                done = f"moved {path} to {target}" if target else f"removed {path} ({error})"
+                lines.append(f"{done}: {entry.why}")
+            continue
+        if entry.kind == "glob":
+            for path in _new_matches(entry):
+                target, error = _move_aside(path)
+                done = f"moved {path} to {target}" if target else f"removed {path} ({error})"
+                lines.append(f"{done}: the command made it; {entry.why}")
+            continue
+        target, error = _move_aside(entry.path)
+        if target is None:
+            lines.append(f"removed {entry.path} the command created ({error}); {entry.why}")
             continue
         lines.append(f"moved {entry.path} the command created to {target}: {entry.why}")
     return lines
 
 
-def shell_test(tripwires: Sequence[PlanEntry]) -> str | None:
-    """A bash condition (builtins only) true when any tripwire sprung, or None."""
+def _restore_link(entry: PlanEntry) -> str:
+    moved = ""
+    if os.path.lexists(entry.path):
+        target, error = _move_aside(entry.path)
+        moved = f"; what stood there moved to {target}" if target else f" (removed: {error})"
+    try:
+        os.symlink(entry.link, entry.path)
+    except OSError as error:
+        return f"could not put back the symlink {entry.path} -> {entry.link}{moved}: {error}"
+    link = f"{entry.path} -> {entry.link}"
+    return f"put back the symlink {link} the command replaced{moved}: {entry.why}"
+
+
+def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) -> str | None:
+    """A bash condition (builtins only) true when any tripwire sprung, or None.
+    `reference`: a file written after the plan and before the run (a glob tripwire's
+    directory changed since then: not older than it; without one, always checked)."""
     import shlex
 
     if not tripwires:
         return None
-    tests = [f"[ -e {shlex.quote(e.path)} ] || [ -L {shlex.quote(e.path)} ]" for e in tripwires]
+    tests: list[str] = []
+    for entry in tripwires:
+        path = shlex.quote(entry.path)
+        if entry.kind == "glob":
+            watched = shlex.quote(entry.named or entry.path)
+            tests.append(f"! [ {shlex.quote(reference)} -nt {watched} ]" if reference else "true")
+        elif entry.kind == "index":  # the index changed (or appeared) since the plan
+            changed = f"! [ {shlex.quote(reference)} -nt {path} ]" if reference else "true"
+            tests.append(changed if os.path.lexists(entry.path) else f"[ -e {path} ]")
+        elif entry.link:  # replaced: no longer a symlink to the same file
+            target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
+            tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
+        else:
+            tests.append(f"[ -e {path} ] || [ -L {path} ]")
     return " || ".join(tests)
 
 
@@ -136,8 +227,11 @@ def sweep_armed(state_dir: str) -> list[str]:
             continue
         if record.start and _process_start(record.pid) == record.start:
             continue  # still running: it disarms its own
-        made = []
+        # A link is put back if replaced; a glob's matches are checked against its time.
+        made = [e for e in record.tripwires if e.link or e.kind in ("glob", "index")]
         for entry in record.tripwires:
+            if entry in made:
+                continue
             with contextlib.suppress(OSError):
                 if os.lstat(entry.path).st_ctime >= record.started - CLOCK_SLACK_S:
                     made.append(entry)
@@ -149,3 +243,137 @@ def sweep_armed(state_dir: str) -> list[str]:
 def _pid_of(name: str) -> int:
     head = name.split("-", 1)[0]
     return int(head) if head.isdigit() else 0
+
+
+# --- glob tripwires: directories a program scans when it starts ---------------------------
+
+_PYTHON = re.compile(r"python3\.\d+")
+_EXECUTABLE_DIRS = ("/usr/bin", "/usr/local/bin", "/bin")
+_VERSIONS: dict[tuple[str, int], set[str]] = {}
+
+
+def user_site_directories(env: Mapping[str, str]) -> list[str]:
+    """`~/.local/lib/python3.N/site-packages` (or under `$PYTHONUSERBASE`) for every
+    python3.N installed in the system directories or with a user lib directory already:
+    each python of this user runs the `.pth` files there at start, existing or not."""
+    base = env.get("PYTHONUSERBASE") or os.path.join(env.get("HOME", ""), ".local")
+    if not base.startswith("/"):
+        return []
+    versions: set[str] = set()
+    for directory in (*_EXECUTABLE_DIRS, os.path.join(base, "lib")):
+        try:
+            key = (directory, os.stat(directory).st_mtime_ns)
+        except OSError:
+            continue
+        names = _VERSIONS.get(key)
+        if names is None:
+            with contextlib.suppress(OSError):
+                names = {name for name in os.listdir(directory) if _PYTHON.fullmatch(name)}
+            _VERSIONS[key] = names = names or set()
+        versions |= names
+    return [os.path.join(base, "lib", version, "site-packages") for version in sorted(versions)]
+
+
+def startup_globs(
+    sources: Sequence[_Source],
+    roots: Sequence[str],
+    env: Mapping[str, str],
+    blocked: Callable[[Surface, str], bool],
+) -> list[PlanEntry]:
+    """Glob tripwires for the anywhere-patterns with a name glob (`**/*.pth`) in the
+    directories a program scans at start (the user site directories): a match made there
+    while the command runs — where no mask can be placed for a name not known yet — is
+    moved aside after it, before any python outside starts. The prepared wrapper checks
+    the deepest existing directory on the way (`named`) for a change, with a builtin."""
+    globs = [
+        source
+        for source in sources
+        if source.pattern.startswith("**/")
+        and "/" not in source.pattern[3:]
+        and set(source.pattern[3:]) & set("*?")
+    ]
+    if not globs:
+        return []
+    now = time.time()
+    entries: list[PlanEntry] = []
+    for directory in user_site_directories(env):
+        real = os.path.realpath(directory)
+        if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in roots):
+            continue  # read-only inside: nothing can appear there
+        watched = real
+        while not os.path.isdir(watched) and watched != "/":
+            watched = os.path.dirname(watched)
+        for source in globs:
+            probe = os.path.join(real, source.pattern[3:].replace("*", "x").replace("?", "x"))
+            if source.rule and not blocked(Surface.WRITE, probe):
+                continue
+            why = f"{source.why} (python runs what appears here at every start)"
+            entries.append(
+                PlanEntry(
+                    path=real,
+                    named=watched,
+                    kind="glob",
+                    why=why,
+                    pattern=source.pattern,
+                    since=now,
+                )
+            )
+    return entries
+
+
+# --- gitlinks: the index names a repository git outside recurses into ---------------------
+
+
+def index_tripwire(git_dir: str, worktree: str, roots: Sequence[str]) -> PlanEntry | None:
+    """The project's index (writable for ordinary work): after a run that changed it, a
+    gitlink to a repository whose configuration runs programs (`core.fsmonitor`, which a
+    `git status` outside runs when it recurses into the gitlink) gets that configuration
+    moved aside — when the configuration changed during the run, or lies outside the
+    project's `.git/modules` (where a submodule's own configuration lives)."""
+    if not any(git_dir == root or git_dir.startswith(root.rstrip("/") + "/") for root in roots):
+        return None  # read-only inside: nothing can be staged
+    why = (
+        "git: a gitlink in the index names a repository whose configuration runs programs "
+        "(git status outside would run them)"
+    )
+    return PlanEntry(
+        path=os.path.join(git_dir, "index"),
+        named=worktree,
+        kind="index",
+        why=why,
+        since=time.time(),
+    )
+
+
+def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
+    from askgate.sandbox.gitconfig import gitlinks, runs_programs
+    from askgate.sandbox.plan import _gitdir_of_link
+
+    try:
+        if os.stat(entry.path).st_mtime < entry.since - CLOCK_SLACK_S:
+            return []  # the index did not change during the run: no process started
+    except OSError:
+        return []
+    worktree = entry.named
+    modules = os.path.join(os.path.dirname(entry.path), "modules")
+    env = {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
+    found: list[str] = []
+    for relative in gitlinks(worktree, env):
+        dot_git = os.path.join(worktree, relative, ".git")
+        if os.path.isdir(dot_git) and not os.path.islink(dot_git):
+            git_dir: str | None = dot_git
+        else:
+            git_dir = _gitdir_of_link(dot_git)
+        if git_dir is None:
+            continue
+        git_dir = os.path.realpath(git_dir)
+        for name in ("config", "config.worktree"):
+            config = os.path.join(git_dir, name)
+            try:
+                changed = os.lstat(config).st_ctime >= entry.since - CLOCK_SLACK_S
+            except OSError:
+                continue
+            in_modules = git_dir.startswith(os.path.realpath(modules) + "/")
+            if (changed or not in_modules) and runs_programs(config, env):
+                found.append(config)
+    return found
