@@ -588,7 +588,11 @@ def _code_cut(spec: Spec, result: Scan, args: Sequence[Word], paths: Paths) -> l
     if any(result.has(o) for o in code) or any(w.text in code for w in args):
         rest = result.operands
         if result.has("-m") and rest:
-            module, rest = rest[0].text, rest[1:]
+            module = rest[0].text
+            if module in INDEX and module not in _HANDLERS and module not in ("venv", "virtualenv"):
+                after = next((i for i, w in enumerate(args) if w is rest[0]), -1)
+                collect(module, args[after + 1 :] if after >= 0 else rest[1:], paths)
+            rest = rest[1:]
             if module in ("venv", "virtualenv") and rest:
                 paths.write(rest[-1].text)
                 paths.recursive_write(rest[-1].text)
@@ -602,6 +606,13 @@ def _code_cut(spec: Spec, result: Scan, args: Sequence[Word], paths: Paths) -> l
 
 def _option_paths(result: Scan, spec: Spec, paths: Paths) -> None:
     for option, value in result.options:
+        if option in spec.sends:
+            # `pytest --pastebin=all` uploads the test output to a paste site.
+            paths.floors.append(f"{option} sends what it produces to another machine")
+            continue
+        if spec.code_when and value is not None and _code_value(spec, option, value.text):
+            paths.floors.append(f"{option} {value.text} sets options or code nobody has seen")
+            continue
         if option in spec.code:
             paths.floors.append(f"{option} names a program it runs")
             path = generic_path(value.text) if value is not None else None
@@ -635,6 +646,13 @@ def _option_paths(result: Scan, spec: Spec, paths: Paths) -> None:
             path = generic_path(text)
             if path is not None:
                 paths.read(path)
+
+
+def _code_value(spec: Spec, option: str, value: str) -> bool:
+    return any(
+        option == name and any(fnmatch.fnmatchcase(value.lstrip(), p) for p in patterns)
+        for name, patterns in spec.code_when
+    )
 
 
 _AT_FILE_OPTIONS = names(

@@ -89,6 +89,8 @@ class Spec(NamedTuple):
     changes: frozenset[str] = frozenset()  # options that change the system (`date -s`)
     changes_with: tuple[str, ...] = ()  # operand patterns that do (`hostname NAME`: `*`)
     widens: frozenset[str] = frozenset()  # options that make it read files nobody named
+    sends: frozenset[str] = frozenset()  # options that send data to another machine
+    code_when: tuple[tuple[str, tuple[str, ...]], ...] = ()  # option -> values that are code
 
 
 _FIELDS = {
@@ -96,7 +98,7 @@ _FIELDS = {
     "scripts", "in_place", "names_from", "recursive", "no_target", "code_operands",
     "pattern", "skip", "remote", "assignments", "modes", "lands", "variables", "implicit", "floor",
     "examples", "note", "network", "changes", "changes_with",
-    "widens",
+    "widens", "sends", "code_when",
 }  # fmt: skip
 _EXAMPLE_FIELDS = {"run", "reads", "writes", "operands", "recursive", "recursive_writes",
                    "floor"}  # fmt: skip
@@ -158,11 +160,17 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
 
     # Every option of a category that names a file, a directory or a program takes a
     # value (unless it is listed as taking one only when attached).
-    for key in ("reads", "writes", "into", "code", "scripts", "names_from", "widens"):
+    for key in ("reads", "writes", "into", "code", "scripts", "names_from", "widens", "sends"):
         short, long = _options(table.get(key, ""), f"{where}.{key}")
         optional = category("optional")
         short_value += "".join(c for c in short if c not in short_value and f"-{c}" not in optional)
         long_value = long_value | {o for o in long if o not in optional}
+    code_when = _code_when(table.get("code_when", {}), where)
+    for option, _ in code_when:  # (each takes a value)
+        if option.startswith("--"):
+            long_value = long_value | {option}
+        elif option[1] not in short_value:
+            short_value += option[1]
     return Spec(
         kind=kind,
         short_value=short_value,
@@ -194,7 +202,23 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
         changes=category("changes"),
         widens=category("widens"),
         changes_with=_strings(table.get("changes_with", []), f"{where}.changes_with") or (),
+        sends=category("sends"),
+        code_when=code_when,
     )
+
+
+def _code_when(value: object, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`{ '-o' = ['addopts=*'] }`: an option whose value, matching a pattern, is code."""
+    if not isinstance(value, dict):
+        raise ProgramSpecError(f"{where}.code_when: expected {{ OPTION = [patterns…] }}")
+    found = []
+    for option, patterns in value.items():
+        _options(option, f"{where}.code_when")
+        listed = _strings(patterns, f"{where}.code_when.{option}")
+        if not listed:
+            raise ProgramSpecError(f"{where}.code_when.{option}: expected value patterns")
+        found.append((option, listed))
+    return tuple(found)
 
 
 def _strings(value: object, where: str) -> tuple[str, ...] | None:
