@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from askgate.policy.model import Action, Surface
-from test_bash_redteam_round4 import BASH, ENV_SECRET, GIT, UNSANDBOXED, World
+from bash_world import BASH, ENV_SECRET, GIT, UNSANDBOXED, World
 
 needs_bash = pytest.mark.skipif(BASH is None, reason="needs bash")
 needs_git = pytest.mark.skipif(BASH is None or GIT is None, reason="needs bash and git")
