@@ -23,105 +23,17 @@ from pathlib import Path
 
 import pytest
 
-from askgate.policy.engine import Policy
 from askgate.policy.model import Action, Surface
 from askgate.profiles.detect import detect_profiles, starter_policy
-
-BASH = shutil.which("bash")
-GIT = shutil.which("git")
-REPO = Path(__file__).resolve().parent.parent
-TOOLS = str(Path(sys.executable).parent)  # pytest, ruff, mypy of this virtualenv
-
-ENV_SECRET = "hunter2"
-SSH_KEY = "PRIVATE-KEY"
-AWS_KEY = "AWS-SECRET-VALUE"
-
-PERMISSIVE = """\
-default = "allow"
-[read]
-"~/.ssh/**" = "deny"
-"**/.env*" = "deny"
-[write]
-"~/.bashrc" = "deny"
-[bash]
-"rm -rf *" = "deny"
-"""
-
-UNSANDBOXED = ("init-off", "read-only", "permissive", "example")
-
-
-class World:
-    """A scratch home with credentials and a Python project (a git repository with one
-    commit) in it, and the policies the tests decide under."""
-
-    def __init__(self, base: Path) -> None:
-        self.home = base / "home"
-        self.project = self.home / "proj"
-        for directory in (self.home / ".ssh", self.home / ".aws", self.project / "src"):
-            directory.mkdir(parents=True, exist_ok=True)
-        (self.home / ".ssh" / "id_rsa").write_text(SSH_KEY + "\n")
-        (self.home / ".aws" / "credentials").write_text(
-            "[default]\naws_secret_access_key=" + AWS_KEY + "\n"
-        )
-        (self.home / ".bashrc").write_text("# rc\n")
-        (self.project / ".env").write_text("SECRET=" + ENV_SECRET + "\n")
-        (self.project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-        (self.project / "x.json").write_text('{"env": 1}\n')
-        (self.project / "src" / "app.py").write_text("print('hi')\n")
-        self.env = {
-            "HOME": str(self.home),
-            "PATH": TOOLS + ":/usr/local/bin:/usr/bin:/bin",
-            "XDG_CONFIG_HOME": str(self.home / ".config"),
-            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
-            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
-            "ASKGATE_MANAGED_POLICY": str(base / "no-managed-policy.toml"),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": "a",
-            "GIT_AUTHOR_EMAIL": "a@example.invalid",
-            "GIT_COMMITTER_NAME": "a",
-            "GIT_COMMITTER_EMAIL": "a@example.invalid",
-        }
-        if GIT is not None:
-            self.bash("git init -q . && git commit -q --allow-empty -m init")
-        chosen = [name for name, _ in detect_profiles(str(self.project))]
-        files = {
-            "init-off": starter_policy(chosen),
-            "read-only": starter_policy(["read-only"]),
-            "permissive": PERMISSIVE,
-        }
-        self.policies: dict[str, Policy] = {
-            "example": self.load(REPO / "examples" / "policy.toml"),
-        }
-        for name, text in files.items():
-            path = base / f"{name}.toml"
-            path.write_text(text)
-            self.policies[name] = self.load(path)
-        for name, policy in self.policies.items():
-            assert not policy.errors, (name, policy.errors)
-
-    def load(self, path: Path) -> Policy:
-        return Policy.load(str(self.project), config_files=[str(path)], env=self.env)
-
-    def answers(self, command: str) -> dict[str, Action]:
-        return {
-            name: policy.decide(Surface.BASH, command, cwd=str(self.project)).action
-            for name, policy in self.policies.items()
-        }
-
-    def bash(self, command: str) -> str:
-        """Run the command in real bash in the project, with this world's HOME."""
-        assert BASH is not None
-        result = subprocess.run(
-            [BASH, "--norc", "--noprofile", "-c", command],
-            cwd=self.project,
-            env={**self.env, "LC_ALL": "C"},
-            capture_output=True,
-            text=True,
-            errors="replace",
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-        )
-        return result.stdout + result.stderr
+from bash_world import (
+    BASH,
+    ENV_SECRET,
+    GIT,
+    SSH_KEY,
+    TOOLS,
+    UNSANDBOXED,
+    World,
+)
 
 
 @pytest.fixture()

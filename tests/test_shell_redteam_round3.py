@@ -22,106 +22,19 @@ regression guard.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from askgate.policy.engine import Policy
-from askgate.policy.model import Action, Surface
-from askgate.profiles.detect import detect_profiles, starter_policy
+from askgate.policy.model import Action
+from bash_world import BASH, DOCKER_TOKEN, JQ, PERL, ROUND3, World
 
-BASH = shutil.which("bash")
-JQ = shutil.which("jq")
-PERL = shutil.which("perl")
-REPO = Path(__file__).resolve().parent.parent
-DOCKER_TOKEN = "DOCKER-REGISTRY-TOKEN"
 AWS_SECRET = "AWS-SECRET-VALUE"
-
-PERMISSIVE = """\
-default = "allow"
-[read]
-"~/.ssh/**" = "deny"
-"**/.env*" = "deny"
-[write]
-"~/.bashrc" = "deny"
-[bash]
-"rm -rf *" = "deny"
-"""
-
-
-class World:
-    """A home with secrets, a Python project in it, and the four policies."""
-
-    def __init__(self, base: Path) -> None:
-        self.home = base / "home"
-        self.project = self.home / "proj"
-        for directory in (self.home / ".ssh", self.home / ".docker", self.project / ".git"):
-            directory.mkdir(parents=True, exist_ok=True)
-        (self.project / ".git" / "hooks").mkdir()
-        (self.home / ".ssh" / "id_rsa").write_text("PRIVATE-KEY\n")
-        (self.home / ".docker" / "config.json").write_text(
-            '{"auths": {"r": {"auth": "' + DOCKER_TOKEN + '"}}}\n'
-        )
-        (self.home / ".bashrc").write_text("# rc\n")
-        (self.project / ".env").write_text("SECRET=hunter2\n")
-        (self.project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-        (self.project / "x.json").write_text('{"env": 1}\n')
-        self.env = {
-            "HOME": str(self.home),
-            "PATH": "/usr/bin:/bin",
-            "XDG_CONFIG_HOME": str(self.home / ".config"),
-            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
-            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
-            "ASKGATE_MANAGED_POLICY": str(base / "no-managed-policy.toml"),
-        }
-        chosen = [name for name, _ in detect_profiles(str(self.project))]
-        files = {
-            "permissive": PERMISSIVE,
-            "init-off": starter_policy(chosen),
-            "init-on": starter_policy(
-                ["sandboxed-project" if n == "project-write" else n for n in chosen],
-                sandboxed=True,
-            ),
-        }
-        self.policies: dict[str, Policy] = {
-            "example": self.load(REPO / "examples" / "policy.toml"),
-        }
-        for name, text in files.items():
-            path = base / f"{name}.toml"
-            path.write_text(text)
-            self.policies[name] = self.load(path)
-        for name, policy in self.policies.items():
-            assert not policy.errors, (name, policy.errors)
-
-    def load(self, path: Path) -> Policy:
-        return Policy.load(str(self.project), config_files=[str(path)], env=self.env)
-
-    def answers(self, command: str) -> dict[str, Action]:
-        return {
-            name: policy.decide(Surface.BASH, command, cwd=str(self.project)).action
-            for name, policy in self.policies.items()
-        }
-
-    def bash(self, command: str, **extra_env: str) -> str:
-        """Run the command in real bash in the project, with this world's HOME."""
-        assert BASH is not None
-        result = subprocess.run(
-            [BASH, "--norc", "--noprofile", "-c", command],
-            cwd=self.project,
-            env={**self.env, "LC_ALL": "C", **extra_env},
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=30,
-        )
-        return result.stdout + result.stderr
 
 
 @pytest.fixture()
 def world(tmp_path: Path) -> World:
-    return World(tmp_path)
+    return World(tmp_path, policies=ROUND3)
 
 
 def _never_allowed(world: World, command: str) -> dict[str, Action]:

@@ -692,10 +692,45 @@ class CommandMixin(RedirectMixin):
             alternates.extend(_peeled_forms(inner, floors))
             if base in REMOTE_RUNNERS:
                 args = args[: len(args) - len(inner)]
+            else:
+                self.runner_inner(inner, floors, paths)
         collect(base, args, paths)
         reason = exec_option_floor(base, args)
         if reason:
             floors.append(reason)
+
+    def runner_inner(self, inner: list[Word], floors: list[str], paths: Paths) -> None:
+        """What a local runner starts (`uv run pytest --pastebin`, `npx tar -xPf a`) is
+        decided with its own program's knowledge too: its paths, floors, code options."""
+        current = inner
+        for _ in range(MAX_WRAPPERS):
+            layer = peel(current)
+            if layer is None or not layer.inner:
+                break
+            current = layer.inner
+        name = program_name(current[0]) if current else None
+        if name is None:
+            return
+        args = current[1:]
+        if name == "git":
+            form = git.normalise(current)
+            floors.extend(form.floors)
+            for path in form.reads:
+                paths.read(path)
+            for path in form.writes:
+                paths.write(path)
+            paths.recursive.extend(form.recursive)
+            for path in form.recursive_writes:
+                paths.recursive_write(path)
+        elif name in COLLECT_NAMES:
+            collect(name, args, paths)
+            if name in RECURSIVE_NAMES:
+                recursive_dirs(name, args, paths)
+        reason = exec_option_floor(name, args)
+        if reason:
+            floors.append(reason)
+        if name in _CODE_NAMES or is_interpreter(name):
+            self.code_paths(name, args, paths, floors, False)
 
     def special(
         self,

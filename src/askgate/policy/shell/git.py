@@ -43,8 +43,25 @@ _EXEC_KEY = lazy_compile(
     # Any key naming a command (`gpg.ssh.defaultKeyCommand`), tunnels, diff filters,
     # submodule update commands, the sequence editor.
     r"command$|\.tunnel$|^interactive\.difffilter$|^submodule\..*\.update$|"
-    r"^core\.(?:attributesfile|excludesfile)$|^gpg\.|^credential\b"
+    r"^core\.(?:attributesfile|excludesfile)$|^gpg\.|^credential\b|"
+    # Keys that redirect where fetches and pushes go, or what they trust and send
+    # (`url.X.insteadOf`, `remote.origin.pushurl`, `http.proxy`, `http.extraHeader`,
+    # `submodule.x.url`, `lfs.url`), hooks and traces named in configuration, and
+    # `safe.directory` (it lets git read the configuration of a repository it distrusts).
+    r"^(?:url|remote|https?|submodule|lfs|hook|trace2|safe|ssh)\.|"
+    r"^branch\..*\.(?:remote|pushremote)$|^web\.browser$|\.template$"
 )
+# `git config` reading, not setting (`--get`, `-l`, git 2.46's `get`, `list`).
+_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+     "-l", "--list", "get", "list"}
+)  # fmt: skip
+_CONFIG_WRITES = frozenset(
+    {"--add", "--replace-all", "--unset", "--unset-all", "--rename-section", "--remove-section",
+     "set", "unset", "rename-section", "remove-section"}
+)  # fmt: skip
+# `git remote` subcommands that change where an existing remote points.
+_REMOTE_REDIRECTS = frozenset({"set-url", "rename", "remove", "rm"})
 
 
 def _runs_program(option: str, word: str) -> bool:
@@ -109,6 +126,13 @@ def normalise(argv: Sequence[Word]) -> GitForm:
     form.stripped = i > 1
     form.argv = [argv[0], *argv[i:]]
     rest = argv[i:]
+    _subcommand_floors(rest, form)
+    _object_paths(rest, form)
+    return form
+
+
+def _subcommand_floors(rest: Sequence[Word], form: GitForm) -> None:
+    """Subcommands and options that make git run a program or send elsewhere."""
     options = _PROGRAM_OPTIONS.get(rest[0].text, ()) if rest else ()
     for word in rest[1:] if options else ():
         if word.text == "--":
@@ -122,15 +146,37 @@ def normalise(argv: Sequence[Word]) -> GitForm:
     ):
         form.floors.append(f"git {rest[0].text} runs commands given as arguments")
     if rest and rest[0].text == "config":
-        operands = [w.text for w in rest[1:] if not w.text.startswith("-")]
-        if len(operands) > 1 and any(_EXEC_KEY.search(o.lower()) for o in operands):
-            form.floors.append("git config sets a key whose value git runs or loads")
-    _object_paths(rest, form)
+        _config(rest, form)
+    elif len(rest) > 1 and rest[1].text in _REMOTE_REDIRECTS and rest[0].text == "remote":
+        form.floors.append(f"git remote {rest[1].text} changes where fetches and pushes go")
+    elif len(rest) > 1 and rest[0].text == "submodule" and rest[1].text == "set-url":
+        form.floors.append("git submodule set-url changes where a submodule is fetched from")
     for word in rest:
         if word.text.startswith("ext::") or "::ext::" in word.text:
             form.floors.append("git ext:: transport runs a command")
             break
-    return form
+
+
+def _config(rest: Sequence[Word], form: GitForm) -> None:
+    """`git config` setting a key whose value git runs, loads or sends to (`alias.*`,
+    `core.pager`, `url.X.insteadOf`, `remote.*.url`, `http.proxy` …), and `git config
+    --edit` (an editor on git's configuration: anything may be written there)."""
+    texts = [w.text for w in rest[1:]]
+    operands = [t for t in texts if not t.startswith("-")]
+    options = {t.partition("=")[0] for t in texts if t.startswith("-")}
+    sub = operands[0] if operands else ""
+    if (
+        "--edit" in options
+        or sub == "edit"
+        or any(o[1:2] != "-" and "e" in o[1:] for o in options if o.startswith("-"))
+    ):
+        form.floors.append("git config --edit opens git's configuration in an editor")
+        return
+    if options & _CONFIG_READS or sub in _CONFIG_READS:
+        return
+    setting = len(operands) > 1 or bool(options & _CONFIG_WRITES) or sub in _CONFIG_WRITES
+    if setting and any(_EXEC_KEY.search(o.lower()) for o in operands):
+        form.floors.append("git config sets a key whose value git runs, loads or sends to")
 
 
 def reordered(argv: Sequence[Word]) -> list[str]:

@@ -277,21 +277,9 @@ class Paths:
         return reads, writes
 
 
-_TESTS = ("test", "[")
-_TARS = ("tar", "bsdtar", "gtar")
-_ZIPS = ("unzip", "zip")
-_JQS = ("jq", "yq", "gojq", "jaq")
-_COMPRESSORS = ("gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd", "unzstd", "lz4")
-
-
 def collect(name: str, args: Sequence[Word], paths: Paths) -> None:
     """Add the paths `name args…` reads and writes to `paths`."""
     if name in NO_PATH_COMMANDS:
-        return
-    handler = _HANDLERS.get(name)
-    if handler is not None:
-        if args:
-            handler(name, args, paths)
         return
     spec = spec_for(name)
     if spec is None or spec.kind == "unknown":
@@ -306,10 +294,17 @@ def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> Non
     """What a program spec (policy/builtin/programs/*.toml) makes of `args`."""
     if spec.floor:
         paths.floors.append(spec.floor)
-    words = _canonical(args, spec)
+    if spec.words:
+        _word_roles(spec, args, paths)
+        return
+    words = _prepared(spec, _canonical(args, spec), paths)
     result = scan(
         words, spec.short_value, spec.long_value, permute=True, optional_value=spec.optional_value
     )
+    base = spec
+    spec = _case(spec, result)
+    if spec.floor and spec is not base:
+        paths.floors.append(spec.floor)
     _option_paths(result, spec, paths)
     if spec.kind == "opaque":
         # Every word is of unknown role (as for a program with no spec); only the
@@ -319,33 +314,113 @@ def spec_paths(name: str, spec: Spec, args: Sequence[Word], paths: Paths) -> Non
         return
     operands = _spec_operands(name, spec, result, words, paths)
     _option_checks(name, spec, result, operands, paths)
+    had_input = bool(operands)
+    if spec.first and operands:
+        (paths.read if spec.first == "read" else paths.write)(operands[0].text)
+        operands = operands[1:]
+    _operand_paths(name, spec, result, operands, paths)
+    _implicit(spec, result, operands, paths)
+    if had_input or not spec.first:  # (`unzip` alone extracts nothing)
+        _structured(spec, result, operands, paths)
+    if spec.kind == "ignore":
+        # ssh: the first operand is the host; what follows is the remote command's.
+        words = words[: next((i for i, w in enumerate(words) if w.text[:1] != "-"), len(words))]
+    first = _first_unknown(words, base)
+    if first is not None:
+        # An option the spec does not name: its value and what follows may be anything.
+        paths.unknown(words[first:])
+
+
+def _operand_paths(
+    name: str, spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths
+) -> None:
+    """The operands, by the spec's kind."""
     recursive = bool(spec.recursive) and result.has(*spec.recursive)
     kind = spec.kind
     if kind == "read" and spec.in_place and result.has(*spec.in_place):
         _in_place(result.values(*spec.in_place), operands, paths)
     elif kind == "read":
+        within = [w.text.rstrip("/") for w in result.values(*spec.relative_to)]
         for word in operands:
             if not _URL.match(word.text) or url_path(word.text):
                 paths.read(url_path(word.text) or word.text)
                 if recursive:
                     paths.recursive_read(word.text)
+                for directory in within:
+                    # `tar -cf x -C ~ .ssh` reads ~/.ssh, not ./.ssh.
+                    paths.read(f"{directory}/{word.text}")
+                    if recursive:
+                        paths.recursive_read(f"{directory}/{word.text}")
     elif kind == "write":
         _write_operands(name, operands, paths)
         if recursive:
             for word in operands:
                 paths.recursive_write(word.text)
     elif kind in ("copy", "move", "link"):
-        _copy(spec, result, operands, recursive, paths)
+        _copy(spec, result, list(operands), recursive, paths)
     elif kind == "none":
         paths.generic(operands)
-    _implicit(spec, result, operands, paths)
-    if kind == "ignore":
-        # ssh: the first operand is the host; what follows is the remote command's.
-        words = words[: next((i for i, w in enumerate(words) if w.text[:1] != "-"), len(words))]
-    first = _first_unknown(words, spec)
-    if first is not None:
-        # An option the spec does not name: its value and what follows may be anything.
-        paths.unknown(words[first:])
+
+
+def _prepared(spec: Spec, words: Sequence[Word], paths: Paths) -> Sequence[Word]:
+    """The words getopt should see: a leading subcommand (`yq eval`) dropped, an
+    old-style bundle (`tar czf`) given its `-`, two-valued options (`jq --arg N V`,
+    `--slurpfile N FILE`: FILE read) and every word after a stop (`--args`) removed."""
+    if not (spec.subcommands or spec.bundle or spec.pairs or spec.stop):
+        return words
+    out = list(words)
+    if out and spec.subcommands and out[0].static and out[0].text in spec.subcommands:
+        out = out[1:]
+    if out and spec.bundle and not out[0].text.startswith("-"):
+        out[0] = Word("-" + out[0].text, out[0].source, out[0].dynamic)
+    kept: list[Word] = []
+    index = 0
+    while index < len(out):
+        text = out[index].text
+        if text in spec.stop:
+            break  # the rest are values, not files
+        if text in spec.pairs:
+            if text in spec.pair_reads and index + 2 < len(out):
+                paths.read(out[index + 2].text)
+            index += 3
+            continue
+        kept.append(out[index])
+        index += 1
+    return kept
+
+
+def _case(spec: Spec, result: Scan) -> Spec:
+    """The spec of the program's mode (`tar -x`), or its own."""
+    for case in spec.cases:
+        if result.has(*case.when) and not result.has(*case.unless):
+            return case.spec
+    return spec
+
+
+def _structured(spec: Spec, result: Scan, operands: Sequence[Word], paths: Paths) -> None:
+    """Where an extractor writes, names read from a list, `KEY=path` operands."""
+    if spec.unpacks_into or spec.unpacks:
+        # The input (an archive) names the files: everything below may change.
+        targets = [w.text for w in result.values(*spec.unpacks_into)] or list(spec.unpacks)
+        for target in targets:
+            paths.write(target)
+            paths.recursive_write(target)
+    for option, _ in result.options if spec.writes_anywhere else ():
+        if option in spec.writes_anywhere:
+            paths.floors.append(f"{option} lets the input name any path: it writes anywhere")
+            break
+    for key, role in spec.keys:
+        for word in operands:
+            name, eq, value = word.text.partition("=")
+            if eq and name == key:
+                (paths.read if role == "read" else paths.write)(value)
+
+
+def _word_roles(spec: Spec, args: Sequence[Word], paths: Paths) -> None:
+    """No getopt (`test -f X -a -d Y`): each word of `reads` makes the next word a read."""
+    for index, word in enumerate(args[:-1]):
+        if word.text in spec.read_opts:
+            paths.read(args[index + 1].text)
 
 
 def _option_checks(
@@ -548,21 +623,6 @@ def _first_unknown(words: Sequence[Word], spec: Spec) -> int | None:
     return None
 
 
-def _dd(name: str, args: Sequence[Word], paths: Paths) -> None:
-    for word in args:
-        key, eq, value = word.text.partition("=")
-        if eq and key == "if":
-            paths.read(value)
-        elif eq and key == "of":
-            paths.write(value)
-
-
-def _test(name: str, args: Sequence[Word], paths: Paths) -> None:
-    for index, word in enumerate(args[:-1]):
-        if word.text in FILE_TESTS:
-            paths.read(args[index + 1].text)
-
-
 # Writers that read the files they write first (an editor opens what it saves).
 READS_WHAT_IT_WRITES = names(
     "vi vim nvim nano emacs ed ex pico micro hx kak sqlite3 patch view gvim rvim sed gsed"
@@ -588,7 +648,11 @@ def _code_cut(spec: Spec, result: Scan, args: Sequence[Word], paths: Paths) -> l
     if any(result.has(o) for o in code) or any(w.text in code for w in args):
         rest = result.operands
         if result.has("-m") and rest:
-            module, rest = rest[0].text, rest[1:]
+            module = rest[0].text
+            if module in INDEX and module not in ("venv", "virtualenv"):
+                after = next((i for i, w in enumerate(args) if w is rest[0]), -1)
+                collect(module, args[after + 1 :] if after >= 0 else rest[1:], paths)
+            rest = rest[1:]
             if module in ("venv", "virtualenv") and rest:
                 paths.write(rest[-1].text)
                 paths.recursive_write(rest[-1].text)
@@ -602,6 +666,13 @@ def _code_cut(spec: Spec, result: Scan, args: Sequence[Word], paths: Paths) -> l
 
 def _option_paths(result: Scan, spec: Spec, paths: Paths) -> None:
     for option, value in result.options:
+        if option in spec.sends:
+            # `pytest --pastebin=all` uploads the test output to a paste site.
+            paths.floors.append(f"{option} sends what it produces to another machine")
+            continue
+        if spec.code_when and value is not None and _code_value(spec, option, value.text):
+            paths.floors.append(f"{option} {value.text} sets options or code nobody has seen")
+            continue
         if option in spec.code:
             paths.floors.append(f"{option} names a program it runs")
             path = generic_path(value.text) if value is not None else None
@@ -617,8 +688,11 @@ def _option_paths(result: Scan, spec: Spec, paths: Paths) -> None:
         elif option in spec.names_from:
             paths.read(text)
             paths.floors.append(f"{option} {text} reads the names of more files from a file")
-        elif option in spec.into:
-            continue  # (where the files land: _copy and _implicit)
+        elif option in spec.into or option in spec.unpacks_into:
+            continue  # (where the files land: _copy, _implicit and _structured)
+        elif option in spec.unknown_names:
+            paths.read(text)
+            paths.unknown_names = f"{option} {text} lists the names of the files it reads"
         elif option in spec.write_opts:
             paths.write(text)
         elif option in spec.read_opts:
@@ -637,6 +711,13 @@ def _option_paths(result: Scan, spec: Spec, paths: Paths) -> None:
                 paths.read(path)
 
 
+def _code_value(spec: Spec, option: str, value: str) -> bool:
+    return any(
+        option == name and any(fnmatch.fnmatchcase(value.lstrip(), p) for p in patterns)
+        for name, patterns in spec.code_when
+    )
+
+
 _AT_FILE_OPTIONS = names(
     "-d --data --data-binary --data-ascii --data-urlencode --json -F --form --variable"
 )
@@ -648,150 +729,11 @@ def _known_option(option: str, spec: Spec) -> bool:
     return option[1:] in spec.short_value or option in spec.optional_value
 
 
-_TAR_LONG_VALUE = names(
-    "--file --directory --files-from --exclude-from --exclude --blocking-factor "
-    "--listed-incremental --info-script --new-volume-script --starting-file "
-    "--tape-length --newer --label --use-compress-program --format --owner --group "
-    "--mode --transform --to-command"
-)
-
-
-def _tar(args: Sequence[Word], paths: Paths) -> None:
-    words = list(args)
-    if words and not words[0].text.startswith("-"):
-        words[0] = Word("-" + words[0].text, words[0].source, words[0].dynamic)  # `tar czf x`
-    result = scan(words, "fCTXbgFKLNVIH", _TAR_LONG_VALUE, permute=True)
-    mode = "list"
-    for option, _ in result.options:
-        if option in ("-c", "--create"):
-            mode = "create"
-        elif option in ("-x", "--extract", "--get"):
-            mode = "extract"
-        elif option in ("-r", "-u", "-A", "--append", "--update", "--concatenate", "--delete"):
-            mode = "update"
-    for value in result.values("-f", "--file"):
-        (paths.write if mode in ("create", "update") else paths.read)(value.text)
-    directories = result.values("-C", "--directory")
-    for value in directories:
-        (paths.write if mode == "extract" else paths.read)(value.text)
-        if mode == "extract":  # the archive names the files: anything below may change
-            paths.recursive_write(value.text)
-    if mode == "extract" and not directories and not result.has("-O", "--to-stdout"):
-        paths.write(".")
-        paths.recursive_write(".")
-    if mode == "extract" and (
-        result.has("-P") or any(o.startswith("--abs") for o, _ in result.options)
-    ):
-        # Members keep a leading `/` and `..` (and `--transform` can add them): the
-        # archive decides where the files land.
-        paths.floors.append("tar -P extracts members to absolute paths: it writes anywhere")
-    for value in result.values("-T", "--files-from", "-X", "--exclude-from"):
-        paths.read(value.text)
-    if mode in ("create", "update") and (
-        result.has("-T", "--files-from")
-        or any(o.startswith("--files-f") for o, _ in result.options)
-    ):
-        paths.unknown_names = "tar -T reads the names of the files it archives from a list"
-    for value in result.values("-g", "--listed-incremental"):
-        paths.write(value.text)
-    if mode in ("create", "update"):
-        for word in result.operands:
-            paths.read(word.text)
-
-
-def _zip(name: str, args: Sequence[Word], paths: Paths) -> None:
-    result = scan(args, "dxPnt" if name == "unzip" else "xibPnt", permute=True)
-    if not result.operands:
-        return
-    archive, rest = result.operands[0], result.operands[1:]
-    if name == "zip":
-        paths.write(archive.text)
-        for word in rest:
-            paths.read(word.text)
-        return
-    paths.read(archive.text)
-    listing = result.has("-l", "-t", "-v", "-Z", "-p", "-c", "-z")
-    targets = result.values("-d")
-    for value in targets:
-        paths.write(value.text)
-        paths.recursive_write(value.text)  # the archive names the files below it
-    if not listing and not targets:
-        paths.write(".")
-        paths.recursive_write(".")
-
-
-def _jq(name: str, args: Sequence[Word], paths: Paths) -> None:
-    words = list(args)
-    if name == "yq" and words and words[0].text in ("e", "eval", "ea", "eval-all"):
-        words = words[1:]
-    operands: list[Word] = []
-    from_file = False
-    in_place = False
-    i = 0
-    while i < len(words):
-        text = words[i].text
-        if text in ("--args", "--jsonargs"):
-            break  # the rest are values, not files
-        if text in ("--arg", "--argjson"):
-            i += 3
-            continue
-        if text in ("--slurpfile", "--rawfile"):
-            if i + 2 < len(words):
-                paths.read(words[i + 2].text)
-            i += 3
-            continue
-        if text in ("-f", "--from-file"):
-            from_file = True
-            if i + 1 < len(words):
-                paths.read(words[i + 1].text)
-            i += 2
-            continue
-        if text in ("-i", "--inplace", "--in-place"):
-            in_place = True
-        elif text in ("--indent", "-L", "-o", "--output-format", "-p", "--input-format", "-I"):
-            i += 2
-            continue
-        elif not text.startswith("-") or text == "-":
-            operands.append(words[i])
-        i += 1
-    if not from_file:
-        operands = operands[1:]
-    for word in operands:
-        (paths.write if in_place else paths.read)(word.text)
-
-
-def _compressor(args: Sequence[Word], paths: Paths) -> None:
-    result = scan(args, "oSTbLM", permute=True)
-    to_stdout = result.has("-c", "--stdout", "--to-stdout", "-l", "--list", "-t", "--test")
-    for value in result.values("-o"):
-        paths.write(value.text)
-    for word in result.operands:
-        (paths.read if to_stdout else paths.write)(word.text)
-
-
-def _tar_handler(name: str, args: Sequence[Word], paths: Paths) -> None:
-    _tar(args, paths)
-
-
-def _compressor_handler(name: str, args: Sequence[Word], paths: Paths) -> None:
-    _compressor(args, paths)
-
-
-# Programs whose arguments need code of their own (no spec can say it).
-_HANDLERS: dict[str, Callable[[str, Sequence[Word], Paths], None]] = {
-    "dd": _dd,
-    **dict.fromkeys(_TESTS, _test),
-    **dict.fromkeys(_TARS, _tar_handler),
-    **dict.fromkeys(_ZIPS, _zip),
-    **dict.fromkeys(_JQS, _jq),
-    **dict.fromkeys(_COMPRESSORS, _compressor_handler),
-}
-
 # Names collect() has a rule for; for every other name it is `paths.unknown(args)`.
 # (A spec of kind "unknown" is only data for other parts, such as `network`: its program
 # stays an unknown one, whose words and what it may run unknown.py looks at.)
 COLLECT_NAMES = frozenset(
-    {*NO_PATH_COMMANDS, *_HANDLERS, *(n for n, s in INDEX.items() if s.kind != "unknown")}
+    {*NO_PATH_COMMANDS, *(n for n, s in INDEX.items() if s.kind != "unknown")}
 )
 
 # --- recursive readers ------------------------------------------------------------------
@@ -800,11 +742,11 @@ _GREPS = names("grep egrep fgrep zgrep")
 _SEARCHERS = names("rg ag ack ripgrep")
 _WALKERS = names("find fd fdfind du tree")
 _COPIERS = names("cp rsync scp")
-RECURSIVE_NAMES = _GREPS | _SEARCHERS | _WALKERS | names("ls tar bsdtar gtar zip") | _COPIERS
+RECURSIVE_NAMES = _GREPS | _SEARCHERS | _WALKERS | names("ls") | _COPIERS
 _RECURSIVE_FLAG = lazy_compile(r"^-[A-Za-z]*[rR]")
 # Readers that are recursive only with a flag (-r, -R, -a, --recursive, --archive,
 # --directories=recurse: each spelling holds an r, an R or an a).
-_NEEDS_FLAG = _GREPS | _COPIERS | names("ls zip")
+_NEEDS_FLAG = _GREPS | _COPIERS | names("ls")
 
 
 def recursive_dirs(name: str, args: Sequence[Word], paths: Paths) -> None:
@@ -867,19 +809,6 @@ def _ls_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
     return (operands or ["."]) if flagged and "-d" not in texts else []
 
 
-def _tar_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
-    first = texts[0] if texts else ""
-    mode = first.lstrip("-") if not first.startswith("--") else ""
-    if "c" not in mode and "--create" not in texts:
-        return []
-    rest = operands[1:] if not first.startswith("-") else operands
-    return rest[1:] if "f" in mode else rest  # the archive is f's value
-
-
-def _zip_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
-    return operands[1:] if flagged else []
-
-
 def _copier_dirs(texts: list[str], operands: list[str], flagged: bool) -> list[str]:
     if flagged or any(_ARCHIVE_FLAG.match(t) for t in texts):
         return operands[:-1]
@@ -897,8 +826,6 @@ _RECURSIVE_FINDERS: dict[str, _RecursiveFinder] = {
     "du": _walker_dirs,
     "tree": _walker_dirs,
     "ls": _ls_dirs,
-    **dict.fromkeys(("tar", "bsdtar", "gtar"), _tar_dirs),
-    "zip": _zip_dirs,
     **dict.fromkeys(_COPIERS, _copier_dirs),
 }
 

@@ -23,7 +23,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 PROGRAMS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "builtin", "programs")
-KINDS = frozenset({"read", "write", "copy", "move", "link", "none", "ignore", "unknown", "opaque"})
+KINDS = frozenset(
+    {"read", "write", "copy", "move", "link", "none", "ignore", "unknown", "opaque", "names"}
+)
 
 
 class ProgramSpecError(ValueError):
@@ -89,6 +91,31 @@ class Spec(NamedTuple):
     changes: frozenset[str] = frozenset()  # options that change the system (`date -s`)
     changes_with: tuple[str, ...] = ()  # operand patterns that do (`hostname NAME`: `*`)
     widens: frozenset[str] = frozenset()  # options that make it read files nobody named
+    sends: frozenset[str] = frozenset()  # options that send data to another machine
+    code_when: tuple[tuple[str, tuple[str, ...]], ...] = ()  # option -> values that are code
+    # Programs with more structure (tar, zip, jq, compressors, dd, test):
+    bundle: bool = False  # a first word without `-` is a cluster of options (`tar czf x`)
+    cases: tuple[Case, ...] = ()  # the first whose `when` option is given decides the rest
+    first: str = ""  # "read" / "write": the first operand is a file so used (an archive)
+    unpacks_into: frozenset[str] = frozenset()  # values: a directory input names land in
+    unpacks: tuple[str, ...] = ()  # the directories written so when no unpacks_into is given
+    writes_anywhere: frozenset[str] = frozenset()  # options letting the input name any path
+    unknown_names: frozenset[str] = frozenset()  # option values: a list of names it reads
+    relative_to: frozenset[str] = frozenset()  # values: a directory operands are relative to
+    pairs: frozenset[str] = frozenset()  # options that take two values (`--arg NAME V`)
+    pair_reads: frozenset[str] = frozenset()  # ... whose second value is a file read
+    stop: frozenset[str] = frozenset()  # options after which every word is a value
+    subcommands: frozenset[str] = frozenset()  # a first word so named is not an operand
+    keys: tuple[tuple[str, str], ...] = ()  # `KEY=path` operands: (KEY, "read" | "write")
+    words: bool = False  # no getopt: each word of `reads` makes the next one a read (test)
+
+
+class Case(NamedTuple):
+    """One of a program's modes (`tar -c`, `tar -x`): the spec that decides in it."""
+
+    when: frozenset[str]
+    unless: frozenset[str]
+    spec: Spec
 
 
 _FIELDS = {
@@ -96,8 +123,17 @@ _FIELDS = {
     "scripts", "in_place", "names_from", "recursive", "no_target", "code_operands",
     "pattern", "skip", "remote", "assignments", "modes", "lands", "variables", "implicit", "floor",
     "examples", "note", "network", "changes", "changes_with",
-    "widens",
+    "widens", "sends", "code_when", "bundle", "cases", "first", "unpacks_into", "unpacks",
+    "writes_anywhere", "unknown_names", "relative_to", "pairs", "pair_reads", "stop",
+    "subcommands", "keys", "words",
 }  # fmt: skip
+# What a case may change (its option vocabulary is the program's).
+_CASE_FIELDS = {
+    "when", "unless", "kind", "reads", "writes", "into", "recursive", "first", "unpacks_into",
+    "unpacks", "writes_anywhere", "unknown_names", "relative_to", "in_place", "floor",
+    "implicit", "names_from",
+}  # fmt: skip
+_ROLES = ("read", "write")
 _EXAMPLE_FIELDS = {"run", "reads", "writes", "operands", "recursive", "recursive_writes",
                    "floor"}  # fmt: skip
 
@@ -152,17 +188,23 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
     def category(key: str) -> frozenset[str]:
         return _names(table.get(key, ""), f"{where}.{key}")
 
-    for key in ("remote", "assignments", "modes", "lands", "variables", "network"):
+    for key in _BOOLEANS:
         if not isinstance(table.get(key, False), bool):
             raise ProgramSpecError(f"{where}.{key}: expected true or false")
 
     # Every option of a category that names a file, a directory or a program takes a
     # value (unless it is listed as taking one only when attached).
-    for key in ("reads", "writes", "into", "code", "scripts", "names_from", "widens"):
+    for key in _VALUED:
         short, long = _options(table.get(key, ""), f"{where}.{key}")
         optional = category("optional")
         short_value += "".join(c for c in short if c not in short_value and f"-{c}" not in optional)
         long_value = long_value | {o for o in long if o not in optional}
+    code_when = _code_when(table.get("code_when", {}), where)
+    for option, _ in code_when:  # (each takes a value)
+        if option.startswith("--"):
+            long_value = long_value | {option}
+        elif option[1] not in short_value:
+            short_value += option[1]
     return Spec(
         kind=kind,
         short_value=short_value,
@@ -194,7 +236,91 @@ def _spec(name: str, table: Mapping[str, Any], where: str) -> Spec:
         changes=category("changes"),
         widens=category("widens"),
         changes_with=_strings(table.get("changes_with", []), f"{where}.changes_with") or (),
+        sends=category("sends"),
+        code_when=code_when,
+        **_structure(name, table, where, category),
     )
+
+
+_BOOLEANS = ("remote", "assignments", "modes", "lands", "variables", "network", "bundle", "words")
+_VALUED = (
+    "reads", "writes", "into", "code", "scripts", "names_from", "widens", "sends",
+    "unpacks_into", "unknown_names", "relative_to",
+)  # fmt: skip
+
+
+def _structure(
+    name: str, table: Mapping[str, Any], where: str, category: Callable[[str], frozenset[str]]
+) -> dict[str, Any]:
+    """The fields of programs with more structure (tar, zip, jq …): docs/bash.md."""
+    first = table.get("first", "")
+    if first not in ("", *_ROLES):
+        raise ProgramSpecError(f"{where}.first: expected 'read' or 'write'")
+    keys = table.get("keys", {})
+    if not isinstance(keys, dict) or not all(v in _ROLES for v in keys.values()):
+        raise ProgramSpecError(f"{where}.keys: expected {{ KEY = 'read' | 'write' }}")
+    subcommands = _strings(table.get("subcommands", []), f"{where}.subcommands") or ()
+    return {
+        "bundle": bool(table.get("bundle", False)),
+        "words": bool(table.get("words", False)),
+        "first": first,
+        "unpacks_into": category("unpacks_into"),
+        "unpacks": _strings(table.get("unpacks", []), f"{where}.unpacks") or (),
+        "writes_anywhere": category("writes_anywhere"),
+        "unknown_names": category("unknown_names"),
+        "relative_to": category("relative_to"),
+        "pairs": category("pairs"),
+        "pair_reads": category("pair_reads"),
+        "stop": category("stop"),
+        "subcommands": frozenset(subcommands),
+        "keys": tuple(keys.items()),
+        "cases": _cases(name, table, where),
+    }
+
+
+def _cases(name: str, table: Mapping[str, Any], where: str) -> tuple[Case, ...]:
+    """`cases = [{ when = '-c --create', kind = 'read', … }]`: each case is the program's
+    table with the case's fields in place of its own (options and examples stay)."""
+    raw = table.get("cases", [])
+    if not isinstance(raw, list):
+        raise ProgramSpecError(f"{where}.cases: expected a list of tables")
+    base = {k: v for k, v in table.items() if k not in ("cases", "examples", "also", "note")}
+    found = []
+    for index, case in enumerate(raw):
+        at = f"{where}.cases[{index}]"
+        if not isinstance(case, dict) or "when" not in case:
+            raise ProgramSpecError(f"{at}: expected {{ when = '-x …', … }}")
+        unknown = set(case) - _CASE_FIELDS
+        if unknown:
+            raise ProgramSpecError(f"{at}: a case cannot set {sorted(unknown)}")
+        merged = {**base, **{k: v for k, v in case.items() if k not in ("when", "unless")}}
+        spec = _spec(name, merged, at)
+        if (spec.short_value, spec.long_value) != _options_of(table, where):
+            raise ProgramSpecError(f"{at}: a case takes its options' values from the program")
+        when = _names(case["when"], f"{at}.when")
+        unless = _names(case.get("unless", ""), f"{at}.unless")
+        found.append(Case(when=when, unless=unless, spec=spec))
+    return tuple(found)
+
+
+def _options_of(table: Mapping[str, Any], where: str) -> tuple[str, frozenset[str]]:
+    """The value-taking options of a program's own table (its cases must agree)."""
+    spec = _spec("", {k: v for k, v in table.items() if k not in ("cases",)}, where)
+    return spec.short_value, spec.long_value
+
+
+def _code_when(value: object, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`{ '-o' = ['addopts=*'] }`: an option whose value, matching a pattern, is code."""
+    if not isinstance(value, dict):
+        raise ProgramSpecError(f"{where}.code_when: expected {{ OPTION = [patterns…] }}")
+    found = []
+    for option, patterns in value.items():
+        _options(option, f"{where}.code_when")
+        listed = _strings(patterns, f"{where}.code_when.{option}")
+        if not listed:
+            raise ProgramSpecError(f"{where}.code_when.{option}: expected value patterns")
+        found.append((option, listed))
+    return tuple(found)
 
 
 def _strings(value: object, where: str) -> tuple[str, ...] | None:
