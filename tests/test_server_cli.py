@@ -128,3 +128,32 @@ def test_a_missing_dependency_is_one_line_never_a_traceback(tmp_path: Path, word
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stderr.startswith("askgate: error:")
+
+
+def test_serve_answers_keep_alive_requests_without_nagle_delay() -> None:
+    """Accepted connections inherit the listener's proto; asyncio turns Nagle off (TCP_NODELAY)
+    only when that proto says TCP. Without it every answer on a keep-alive connection waited
+    for the client's delayed ACK (~40 ms): the head and body are written apart."""
+    import asyncio
+
+    from askgate.server.cli import _bind
+
+    async def accepted_nodelay() -> int:
+        sock = _bind("127.0.0.1", 0)
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def on_client(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            conn = writer.get_extra_info("socket")
+            seen.set_result(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_client, sock=sock)
+        try:
+            _r, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            flag = await asyncio.wait_for(seen, 10)
+            writer.close()
+            return flag
+        finally:
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0

@@ -326,3 +326,26 @@ def test_device_credentials_are_stored_hashed_per_person_and_revoked_at_once(
             await store.close()
 
     run(body())
+
+
+def test_sqlite_runs_every_hot_statement_prepared(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The once-only, tenant and digest tests above exercise the prepared path on SQLite only
+    if every hot statement takes it; one that silently fell back would be tested elsewhere."""
+    from askgate.server import store as store_module
+    from askgate.server.sqlite_inline import InlineSQLiteEngine
+
+    async def go() -> int:
+        store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'a.sqlite3'}")
+        try:
+            engine = store.engine
+            assert isinstance(engine, InlineSQLiteEngine)
+            hot = [*store_module._HOT, store_module._INSERT]
+            assert all(engine._prepared.get(id(s), (None,))[0] is s for s in hot)
+            # and an unregistered statement still goes through SQLAlchemy
+            async with engine.connect() as conn:
+                one = (await conn.execute(sa.text("SELECT 1"))).scalar_one()
+            return int(one)
+        finally:
+            await store.close()
+
+    assert run(go()) == 1

@@ -2,16 +2,25 @@
 
 ``python -m askgate.server.bench sqlite R,T,W`` and ``… pg-release N URL`` print one JSON
 object. Servers are separate processes on 127.0.0.1; long-polls and deciders use plain
-asyncio sockets (one request per connection), so the numbers are the server's, not a client
-pool's. Nothing is asserted: numbers only.
+asyncio sockets, so the numbers are the server's, not a client pool's. Nothing is asserted:
+numbers only.
 
 * ``sqlite`` on one SQLite server: R decisions -> long-polling waiter released (ns samples) and
-  R/10 for a client that polls every second (the peer); T approvals created, waited on,
-  decided and consumed (the executing call takes its allow) by 32 concurrent workers;
-  W concurrent long-polls, the server's RSS before and with
-  them parked, and the time until one decision released them all.
+  R/10 for a client that polls every second (the peer); T approvals by 16 concurrent agents
+  (see `throughput`); W concurrent long-polls, the server's RSS before and with them parked,
+  and the time until one decision released them all.
 * ``pg-release``: two servers on one PostgreSQL database; created and waited on one, decided on
   the other (LISTEN/NOTIFY).
+* ``throughput N[,AGENTS] [URL]``: the throughput run alone (SQLite, or PostgreSQL at URL),
+  after a warm-up of 200.
+
+Throughput is create -> long-poll -> decide -> released -> consume. Each agent holds two
+keep-alive connections with a few lines of raw HTTP/1.1 (`_KeepAlive`): its own, for create,
+long-poll and consume as the gate's prompter sends them on one client, and a human's, for the
+decision. The driver shares the machine's 2 cores with the server, so it is kept cheap and
+its own CPU is reported beside the server's (from /proc), with the rest of the machine's CPU
+(the neighbours') and the load average: the server's CPU per approval is the figure that does
+not move with the neighbours.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import subprocess
@@ -33,6 +43,10 @@ from typing import Any
 import httpx
 
 POLL_PERIOD = 1.0
+# Concurrent agents in the throughput run: enough to keep one server process busy (8 and 32
+# gave the same approvals/s here), few enough that the release latency measured under that
+# load is the server's and not a queue of 32 callers' requests ahead of each decide.
+THROUGHPUT_AGENTS = 16
 
 
 @contextmanager
@@ -186,33 +200,128 @@ def _cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-async def throughput(n: int, url: str, token: str, pid: int | None = None) -> dict[str, Any]:
+def _machine_busy_s() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, every core, from /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        fields = [int(x) for x in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
+
+
+class _KeepAlive:
+    """One HTTP/1.1 keep-alive connection with the few lines of parsing the server's answers
+    need (Content-Length bodies): the cheapest client asyncio allows, so that on a shared
+    2-core machine the driver takes as little as possible from the server it measures."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: bytes):
+        self._reader, self._writer, self._head = reader, writer, head
+
+    @classmethod
+    async def open(cls, url: str, token: str) -> _KeepAlive:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        head = f"Host: {host}\r\nAuthorization: Bearer {token}\r\n".encode()
+        return cls(reader, writer, head)
+
+    def send(self, path: str, body: bytes | None = None) -> None:
+        if body is None:
+            line = b"GET " + path.encode() + b" HTTP/1.1\r\n" + self._head + b"\r\n"
+        else:
+            line = (
+                b"POST "
+                + path.encode()
+                + b" HTTP/1.1\r\n"
+                + self._head
+                + b"Content-Type: application/json\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\n\r\n"
+                + body
+            )
+        self._writer.write(line)
+
+    async def answer(self) -> tuple[int, bytes]:
+        head = await self._reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        at = head.lower().find(b"content-length:")
+        length = int(head[at + 15 : head.index(b"\r\n", at)]) if at >= 0 else 0
+        return status, await self._reader.readexactly(length)
+
+    async def call(self, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        self.send(path, body)
+        return await self.answer()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+_ID = re.compile(rb'"id":"([^"]+)"')
+
+
+async def throughput(
+    n: int, url: str, token: str, pid: int | None = None, workers: int = 32
+) -> dict[str, Any]:
+    """`workers` agents, each with its keep-alive connection (create, long-poll, consume, as
+    the gate's prompter does on one client) and a human's (decide): create -> long-poll sent
+    -> decide -> the long-poll's answer -> consume. Release = decide sent -> answer read."""
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(n):
         queue.put_nowait(i)
+    released: list[int] = []
+    decide = b'{"decision":"allow"}'
 
     async def worker() -> None:
-        while not queue.empty():
-            queue.get_nowait()
-            body = json.dumps(_body()).encode()
-            reply = await _raw_get(url, "/v1/approvals", token, body)
-            created = json.loads(reply.split(b"\r\n\r\n", 1)[1])
-            path = f"/v1/approvals/{created['id']}"
-            waiter = asyncio.create_task(_raw_get(url, f"{path}?wait=30", token))
-            await _raw_get(url, f"{path}/decide", token, b'{"decision":"allow"}')
-            assert b'"status":"allow"' in await waiter
-            # the call that executes takes its allow, once (as the gate's prompter does)
-            taken = await _raw_get(url, f"{path}/consume", token, b"")
-            assert b'"consumed":true' in taken
+        agent = await _KeepAlive.open(url, token)
+        human = await _KeepAlive.open(url, token)
+        try:
+            while not queue.empty():
+                queue.get_nowait()
+                body = b'{"tool":"Bash","input":{"command":"make %d"},"wait":110}' % (
+                    random.getrandbits(60)
+                )
+                status, created = await agent.call("/v1/approvals", body)
+                match = _ID.search(created)
+                assert status == 201 and match is not None, (status, created[:200])
+                path = "/v1/approvals/" + match.group(1).decode()
+                agent.send(path + "?wait=30")
+                started = time.perf_counter_ns()
+                status, _ = await human.call(path + "/decide", decide)
+                assert status == 200
+                status, answer = await agent.answer()
+                released.append(time.perf_counter_ns() - started)
+                assert b'"status":"allow"' in answer
+                # the call that executes takes its allow, once (as the gate's prompter does)
+                status, taken = await agent.call(path + "/consume", b"")
+                assert status == 200 and b'"consumed":true' in taken
+        finally:
+            agent.close()
+            human.close()
 
     cpu_before = _cpu_seconds(pid) if pid else 0.0
+    own_before = time.process_time()
+    busy_before, total_before = _machine_busy_s()
+    load_before = os.getloadavg()
     started = time.perf_counter_ns()
-    await asyncio.gather(*[worker() for _ in range(32)])
+    await asyncio.gather(*[worker() for _ in range(workers)])
     elapsed = time.perf_counter_ns() - started
     # The server's own CPU per approval: on a shared 2-core machine wall-clock throughput
     # moves with the neighbours' load; this figure does not.
     cpu = (_cpu_seconds(pid) - cpu_before) if pid else 0.0
-    return {"approvals": n, "elapsed_ns": elapsed, "server_cpu_s": cpu}
+    client = time.process_time() - own_before
+    busy_after, total_after = _machine_busy_s()
+    return {
+        "approvals": n,
+        "workers": workers,
+        "elapsed_ns": elapsed,
+        "server_cpu_s": cpu,
+        "client_cpu_s": client,
+        # every process on the machine but the server and this driver (the neighbours)
+        "others_cpu_s": max(0.0, busy_after - busy_before - cpu - client),
+        "machine_cpu_s": total_after - total_before,
+        "loadavg_before": load_before[0],
+        "loadavg_after": os.getloadavg()[0],
+        "release_ns": released,
+    }
 
 
 async def waiters(n: int, url: str, pid: int, token: str) -> dict[str, Any]:
@@ -242,9 +351,19 @@ async def sqlite_all(sizes: list[int], data_dir: str) -> dict[str, Any]:
     with _server(data_dir) as (url, pid):
         return {
             "release": await release(sizes[0], url, token),
-            "throughput": await throughput(sizes[1], url, token, pid),
+            "throughput": await throughput(sizes[1], url, token, pid, THROUGHPUT_AGENTS),
             "waiters": await waiters(sizes[2], url, pid, token),
         }
+
+
+async def throughput_only(
+    n: int, workers: int, data_dir: str, database_url: str | None
+) -> dict[str, Any]:
+    """Throughput alone, on SQLite or (with a URL) PostgreSQL, after a short warm-up."""
+    token = _token(data_dir, database_url)
+    with _server(data_dir, database_url) as (url, pid):
+        await throughput(min(200, n), url, token, pid, workers)
+        return await throughput(n, url, token, pid, workers)
 
 
 def main(argv: list[str]) -> int:
@@ -255,6 +374,10 @@ def main(argv: list[str]) -> int:
     try:
         if what == "pg-release":
             result = asyncio.run(pg_release(sizes[0], data_dir, argv[2]))
+        elif what == "throughput":
+            url = argv[2] if len(argv) > 2 else None
+            workers = sizes[1] if len(sizes) > 1 else 32
+            result = asyncio.run(throughput_only(sizes[0], workers, data_dir, url))
         elif what == "sqlite":
             result = asyncio.run(sqlite_all(sizes, data_dir))
         else:

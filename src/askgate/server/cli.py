@@ -90,7 +90,12 @@ def _guard(run: Callable[[], int]) -> int:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: accepted sockets inherit the listener's proto, and asyncio
+    # sets TCP_NODELAY only on sockets whose proto says TCP. Without it a keep-alive
+    # connection (the prompter's create -> long-poll -> consume) waited ~40 ms per answer:
+    # uvicorn writes the head and the body apart and Nagle held the body for the peer's
+    # delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

@@ -456,6 +456,9 @@ _LATE_CLAIM = (
     .returning(*approvals.c)
 )
 
+# On SQLite these run as prepared statements (sqlite_inline.Prepared), compiled once.
+_HOT = (_GET, _GET_IN_TENANT, _DECIDE, _EXPIRE, _CONSUME, _LATE_CANDIDATES, _LATE_CLAIM)
+
 
 class Store:
     """Async access to the approval tables. Open with `Store.open(url)`."""
@@ -491,6 +494,9 @@ class Store:
             inline = InlineSQLiteEngine(
                 url, busy_ms=busy, on_connect=_sqlite_pragmas(min(busy, INLINE_BUSY_MS))
             )
+            for statement in _HOT:
+                inline.prepare(statement)
+            inline.prepare(_INSERT, column_keys=[column.key for column in approvals.c])
             return cls(inline, url)
         engine = create_async_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
         store = cls(engine, url)
