@@ -117,6 +117,45 @@ def test_init_with_the_sandbox_asks_about_at_most_a_quarter_of_the_larger_worklo
     assert found["per_class"]["installs"][0] == found["per_class"]["installs"][1]
 
 
+def _benchmarks() -> object:
+    repository = str(Path(__file__).resolve().parents[1])
+    if repository not in sys.path:  # benchmarks/ is a top-level package of the repository
+        sys.path.insert(0, repository)
+    import benchmarks.ask_share
+
+    return benchmarks.ask_share
+
+
+@pytest.mark.parametrize("kind", ["python", "node"])
+def test_init_with_the_sandbox_asks_about_at_most_a_quarter_of_public_agent_traffic(
+    kind: str,
+) -> None:
+    """A separate row: real commands of public agent sessions (mini-swe-agent on SWE-bench
+    Python projects, Claude Code in a TypeScript project), kept outside the repository
+    (third-party data; docs/policy.md says where it comes from). Reports the share per
+    source with and without the sandbox; fails above the target with the sandbox."""
+    from sandbox_world import require_bwrap
+
+    ask_share = _benchmarks()
+    if ask_share.public_traffic_path() is None:  # type: ignore[attr-defined]
+        pytest.skip("no public traffic file here (ASKGATE_PUBLIC_TRAFFIC)")
+    if kind not in ask_share.public_kinds():  # type: ignore[attr-defined]
+        pytest.skip(f"the public traffic has no {kind} commands")
+    require_bwrap()
+    found = ask_share.measure(kind, public=True)  # type: ignore[attr-defined]
+    bare = ask_share.measure(kind, public=True, sandbox="off")  # type: ignore[attr-defined]
+    assert found["sandboxed"], "bubblewrap works here: init must require the sandbox"
+    for label, result in (("sandbox", found), ("no sandbox", bare)):
+        share = f"{result['share']:.1%} ({result['asks']}/{result['total']})"
+        print(f"\npublic {kind}, {label}: {share}")
+        print(*(f"  {name}: {a}/{n}" for name, (a, n) in result["per_class"].items()), sep="\n")
+    print(*(f"  asks: {c[:100]!r}: {found['reasons'][c][:120]}" for c in found["asked"]), sep="\n")
+    assert found["share"] <= MAX_ASK_RATE, found["asked"]
+    assert not found["wrongly_allowed"], found["wrongly_allowed"]
+    # The sandbox never asks more than the stricter profiles do.
+    assert found["asks"] <= bare["asks"]
+
+
 @pytest.mark.parametrize(
     ("command", "harmless"),
     __import__("askgate.policy.shell.programs", fromlist=["HARMLESS_EXAMPLES"]).HARMLESS_EXAMPLES,
