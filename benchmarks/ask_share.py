@@ -127,12 +127,14 @@ def public_kinds() -> tuple[str, ...]:
         return tuple(sorted({json.loads(line)["kind"] for line in lines if line.strip()}))
 
 
-def public_workload(kind: str, root: str, home: str) -> dict[str, list[str]]:
-    """source ("agent, owner/repo") -> the public commands of `kind`, placeholders filled."""
+def public_workload(kind: str, root: str, home: str) -> dict[str, list[tuple[str, str]]]:
+    """source ("agent, owner/repo") -> (command, working directory) of the public traffic
+    of `kind`, placeholders filled. The directories are made below `root` (an agent's
+    shell that kept a `cd subdir`)."""
     import json
 
     path = public_traffic_path()
-    classes: dict[str, list[str]] = {}
+    classes: dict[str, list[tuple[str, str]]] = {}
     if path is None:
         return classes
     with path.open() as lines:
@@ -143,7 +145,10 @@ def public_workload(kind: str, root: str, home: str) -> dict[str, list[str]]:
             if row["kind"] != kind:
                 continue
             command = row["command"].replace("@ROOT@", root).replace("@HOME@", home)
-            classes.setdefault(f"{row['agent']}, {row['repo']}", []).append(command)
+            cwd = os.path.normpath(row.get("cwd", "@ROOT@").replace("@ROOT@", root))
+            if cwd.startswith(root + "/"):
+                os.makedirs(cwd, exist_ok=True)
+            classes.setdefault(f"{row['agent']}, {row['repo']}", []).append((command, cwd))
     return classes
 
 
@@ -304,7 +309,10 @@ def measure(
         if public:
             classes = public_workload(kind, root, env["HOME"])
         else:
-            classes = data.workload(kind, root, env["HOME"])
+            classes = {
+                name: [(command, root) for command in commands]
+                for name, commands in data.workload(kind, root, env["HOME"]).items()
+            }
         per_class: dict[str, tuple[int, int]] = {}
         asked: list[str] = []
         reasons: dict[str, str] = {}
@@ -312,8 +320,8 @@ def measure(
         total = 0
         for name, commands in classes.items():
             asks = 0
-            for command in commands:
-                decision = policy.decide("bash", command, cwd=root)
+            for command, cwd in commands:
+                decision = policy.decide("bash", command, cwd=cwd)
                 action = decision.action
                 if action is Action.ALLOW and plan_reason is not None:
                     action = Action.ASK
