@@ -132,7 +132,7 @@ def test_init_with_the_sandbox_asks_about_at_most_a_quarter_of_public_agent_traf
     kind: str,
 ) -> None:
     """A separate row: real commands of public agent sessions (mini-swe-agent on SWE-bench
-    Python projects, Claude Code in a TypeScript project), kept outside the repository
+    Python projects, Claude Code and Codex in JavaScript projects), kept outside the repository
     (third-party data; docs/policy.md says where it comes from). Reports the share per
     source with and without the sandbox; fails above the target with the sandbox."""
     from sandbox_world import require_bwrap
