@@ -27,7 +27,7 @@ from typing import Any
 from benchmarks.harness import AreaReport, Figure, Row
 
 NAME = "ask_share"
-TITLE = "ask share of `askgate init --yes` on a stand-in for agent traffic"
+TITLE = "ask share of `askgate init --yes` on a stand-in and on public agent traffic"
 TARGET = 0.25
 KINDS = ("python", "node", "workspaces", "go", "rust", "monorepo", "submodules")
 # How the policy init wrote is measured: as written (the sandbox where the probe finds it,
@@ -450,6 +450,7 @@ STAND_IN_LIMITS = (
     "the agents' classes (claude code, codex, gemini cli, pi) are written from their own "
     "prompts' idioms, not from their sessions; Codex's apply_patch through the shell and "
     "long generated scripts are not in the set",
-    "the last real figure (896 commands, 65% asks) was taken without the sandbox on an "
-    "older policy; no real traffic was replayed this round",
+    "the lead's real figure (896 commands, 65% asks) was taken without the sandbox on an "
+    "older policy; the public traffic rows replay real commands of public sessions "
+    "(SWE-bench work, one developer's Claude Code, one Codex session: docs/policy.md)",
 )
