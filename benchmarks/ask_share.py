@@ -27,7 +27,7 @@ from typing import Any
 from benchmarks.harness import AreaReport, Figure, Row
 
 NAME = "ask_share"
-TITLE = "ask share of `askgate init --yes` on a stand-in for agent traffic"
+TITLE = "ask share of `askgate init --yes` on a stand-in and on public agent traffic"
 TARGET = 0.25
 KINDS = ("python", "node", "workspaces", "go", "rust", "monorepo", "submodules")
 # How the policy init wrote is measured: as written (the sandbox where the probe finds it,
@@ -38,6 +38,12 @@ MODES = ("sandbox + net", "sandbox, no net", "no sandbox")
 # files, and the sandbox plan searches the project for the anywhere-patterns (`**/.env*`).
 BIG_TREE_FILES = 60_000
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "agent_traffic.py"
+# Real commands of public agent sessions (one JSON object a line: command, agent, kind,
+# repo, commit, path; `@ROOT@` and `@HOME@` stand for the project and the home directory).
+# Third-party data, kept outside the repository like the lead's holdout: its rows are
+# measured where the file exists and said to be missing where not.
+PUBLIC_TRAFFIC_VARIABLE = "ASKGATE_PUBLIC_TRAFFIC"
+PUBLIC_TRAFFIC_DEFAULT = Path.home() / ".cache" / "askgate" / "real-traffic" / "public.jsonl"
 
 FILES: dict[str, tuple[str, ...]] = {
     "common": (
@@ -103,6 +109,47 @@ def traffic() -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def public_traffic_path() -> Path | None:
+    path = Path(os.environ.get(PUBLIC_TRAFFIC_VARIABLE) or PUBLIC_TRAFFIC_DEFAULT)
+    return path if path.is_file() else None
+
+
+def public_kinds() -> tuple[str, ...]:
+    """The project kinds the public traffic has commands for."""
+    import json
+
+    path = public_traffic_path()
+    if path is None:
+        return ()
+    with path.open() as lines:
+        return tuple(sorted({json.loads(line)["kind"] for line in lines if line.strip()}))
+
+
+def public_workload(kind: str, root: str, home: str) -> dict[str, list[tuple[str, str]]]:
+    """source ("agent, owner/repo") -> (command, working directory) of the public traffic
+    of `kind`, placeholders filled. The directories are made below `root` (an agent's
+    shell that kept a `cd subdir`)."""
+    import json
+
+    path = public_traffic_path()
+    classes: dict[str, list[tuple[str, str]]] = {}
+    if path is None:
+        return classes
+    with path.open() as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row["kind"] != kind:
+                continue
+            command = row["command"].replace("@ROOT@", root).replace("@HOME@", home)
+            cwd = os.path.normpath(row.get("cwd", "@ROOT@").replace("@ROOT@", root))
+            if cwd.startswith(root + "/"):
+                os.makedirs(cwd, exist_ok=True)
+            classes.setdefault(f"{row['agent']}, {row['repo']}", []).append((command, cwd))
+    return classes
 
 
 def world_base() -> str:
@@ -233,10 +280,12 @@ def measure(
     base: str | None = None,
     big_tree: bool = False,
     host_list: bool = True,
+    public: bool = False,
 ) -> dict[str, Any]:
     """Decide the workload of `kind` under the policy `init --yes --sandbox SANDBOX` wrote
     (without its `[net]` host list unless `host_list`). Returns totals, per-class counts,
-    the asked commands and whether the sandbox is on."""
+    the asked commands and whether the sandbox is on. `public`: the public traffic's
+    commands of `kind` (classes are its sources) instead of the stand-in."""
     from askgate.policy.engine import Policy
     from askgate.policy.model import Action
 
@@ -257,20 +306,29 @@ def measure(
         # incomplete: count those as the asks they are.
         plan_reason = plan_ask_reason(policy, root, env)
         data = traffic()
-        classes = data.workload(kind, root, env["HOME"])
+        if public:
+            classes = public_workload(kind, root, env["HOME"])
+        else:
+            classes = {
+                name: [(command, root) for command in commands]
+                for name, commands in data.workload(kind, root, env["HOME"]).items()
+            }
         per_class: dict[str, tuple[int, int]] = {}
         asked: list[str] = []
+        reasons: dict[str, str] = {}
         allowed: set[str] = set()
         total = 0
         for name, commands in classes.items():
             asks = 0
-            for command in commands:
-                action = policy.decide("bash", command, cwd=root).action
+            for command, cwd in commands:
+                decision = policy.decide("bash", command, cwd=cwd)
+                action = decision.action
                 if action is Action.ALLOW and plan_reason is not None:
                     action = Action.ASK
                 if action is Action.ASK:
                     asks += 1
                     asked.append(command)
+                    reasons[command] = plan_reason or str(decision.reason)
                 elif action is Action.ALLOW:
                     allowed.add(command)
             per_class[name] = (asks, len(commands))
@@ -286,6 +344,7 @@ def measure(
             "share": len(asked) / total,
             "per_class": per_class,
             "asked": asked,
+            "reasons": reasons,
             "wrongly_allowed": [c for c in must_not if c in allowed or _allowed(policy, c, root)],
         }
     finally:
@@ -339,6 +398,7 @@ def run(quick: bool) -> AreaReport:
                 notes.append(
                     f"{kind}, {mode}: ALLOWED what must not be: {found['wrongly_allowed']}"
                 )
+    notes += public_rows(rows, quick)
     if not quick:
         for mode in MODES[:2]:
             found = measure("node", big_tree=True, **_mode_arguments(mode))
@@ -360,6 +420,25 @@ def run(quick: bool) -> AreaReport:
     )
 
 
+def public_rows(rows: list[Row], quick: bool) -> list[str]:
+    """Rows for the public traffic (per kind, sandbox on and off); notes per source."""
+    if public_traffic_path() is None:
+        return [
+            f"public traffic not measured: no {PUBLIC_TRAFFIC_DEFAULT} (or "
+            f"${PUBLIC_TRAFFIC_VARIABLE}); see docs/policy.md for where it comes from"
+        ]
+    notes: list[str] = []
+    for kind in public_kinds():
+        for mode in (MODES[0],) if quick else (MODES[0], MODES[2]):
+            found = measure(kind, public=True, **_mode_arguments(mode))
+            rows.append(_row("public traffic: " + _label(kind, mode, found), found))
+            by_source = ", ".join(
+                f"{name} {asks}/{count}" for name, (asks, count) in found["per_class"].items()
+            )
+            notes.append(f"public traffic, {kind} ({mode}) asks per source: {by_source}")
+    return notes
+
+
 # Where the stand-in may differ from real traffic (said under the table, every run).
 STAND_IN_LIMITS = (
     "stand-in, not a replay: each command once; real sessions repeat a few (pytest after "
@@ -371,6 +450,7 @@ STAND_IN_LIMITS = (
     "the agents' classes (claude code, codex, gemini cli, pi) are written from their own "
     "prompts' idioms, not from their sessions; Codex's apply_patch through the shell and "
     "long generated scripts are not in the set",
-    "the last real figure (896 commands, 65% asks) was taken without the sandbox on an "
-    "older policy; no real traffic was replayed this round",
+    "the lead's real figure (896 commands, 65% asks) was taken without the sandbox on an "
+    "older policy; the public traffic rows replay real commands of public sessions "
+    "(SWE-bench work, one developer's Claude Code, one Codex session: docs/policy.md)",
 )

@@ -767,6 +767,36 @@ KIND_IDIOMS: dict[str, list[str]] = {
 KIND_IDIOMS["workspaces"] = KIND_IDIOMS["node"]
 KIND_IDIOMS["submodules"] = KIND_IDIOMS["python"]
 
+# Classes the public agent traffic showed (docs/policy.md "Public agent traffic": SWE-bench
+# runs, Claude Code and Codex sessions), written here in their idioms, not copied: a
+# reproduction script written by heredoc and run, a project's test entry point named
+# without `./`, documentation builds, a file put back with git, git grep, stopping a dev
+# server, manual pages, what the registry says, a scratch file in /tmp, a project-relative
+# PYTHONPATH behind timeout and env, sed's `r`, xargs building rm's arguments, Codex's
+# apply_patch through the shell, a fetch from an unlisted host.
+SEEN_IN_PUBLIC_TRAFFIC = [
+    "cat <<'EOF' > reproduce_bug.py\nfrom app.main import x\nprint(x)\nEOF\n"
+    "python reproduce_bug.py",
+    "python3 reproduce_bug.py && rm reproduce_bug.py",
+    "bin/test tests/test_main.py",
+    "tests/runtests.py main --verbosity 2",
+    "sphinx-build -b html docs docs/_build",
+    "git checkout src/app/main.py",
+    "git rm --cached -r docs/_build",
+    "git grep -n 'def main'",
+    "pkill -f 'python -m http.server'",
+    "kill %1",
+    "man git-grep | head -40",
+    "npm outdated",
+    "rm -f /tmp/out.txt && make test > /tmp/out.txt 2>&1; tail -20 /tmp/out.txt",
+    "timeout 30 env PYTHONPATH=src python -m app",
+    "sed -i '10r docs/snippet.md' README.md",
+    "ls docs | grep draft | xargs -I {{}} rm -f docs/{{}}",
+    "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: README.md\n@@\n-old\n+new\n"
+    "*** End Patch\nPATCH",
+    "curl -sI https://docs.python.org/3/ | head -5",
+]
+
 CLASSES: dict[str, list[str]] = {
     "looking around": LOOKING_AROUND,
     "agent styles": AGENT_STYLES,
@@ -784,6 +814,7 @@ CLASSES: dict[str, list[str]] = {
     "gemini cli": GEMINI,
     "pi": PI,
     "env prefixes and shell options": ENV_AND_SHELL_OPTIONS,
+    "seen in public traffic": SEEN_IN_PUBLIC_TRAFFIC,
 }
 KIND_WORK: dict[str, dict[str, list[str]]] = {
     "python": {"python work": PYTHON + PYTHON_WORK, "installs": PY_INSTALLS},
@@ -835,6 +866,11 @@ MUST_NOT_ALLOW = [
     # A header value is not a host, and a listed header does not make a host listed.
     "curl -H 'Accept: text/html' https://example.com/",
     "curl -H 'X-A: b' evil.test",
+    # The loosenings public traffic called for, turned against the secrets.
+    "git grep -n KEY -- .env",
+    "git grep --no-index KEY {home}/.ssh",
+    "man -P 'cat {home}/.ssh/id_rsa' ls",
+    "tests/runtests.py < {home}/.ssh/id_rsa",
     "find {home} -name '*.log' -delete",
     "find / -name '*.pyc' -delete",
 ]
