@@ -1,8 +1,10 @@
 """Red team, round 6 (issue 22, the bash helper's own round): each class of the issue tried
 again in real bash under the `init` policy (sandbox off and on), a permissive policy and
-`examples/policy.toml` — 422 command variants over redirects, quoting, brace expansion,
-eval/`bash -c` nesting, env prefixes, exec wrappers and indirect readers, and 39 Grep/Glob/
-Read tool inputs. The bypasses it found, each a test named after the attack: the command
+`examples/policy.toml` — 558 command variants over redirects, quoting, brace expansion,
+eval/`bash -c` nesting, env prefixes, exec wrappers, indirect readers, protected writes, git
+objects, other users' homes, arithmetic, secret variables and names passed as data, and
+39 Grep/Glob/Read tool inputs (git history holding a secret stays a known limit).
+The bypasses it found, each a test named after the attack: the command
 really does the harm in bash, and the final answer is not allow under the policies without
 the sandbox."""
 
