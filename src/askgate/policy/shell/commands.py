@@ -876,10 +876,13 @@ class CommandMixin(RedirectMixin):
         if reads or writes or operands:
             # One C-level scan decides whether either rewrite can apply (most units: no).
             if rewrite_pwd and any(map(_STARTS_WITH_PWD, chain(reads, writes, operands))):
-                base = cwd if len(configs) == 1 else None
+                # (A relative cwd is where the unit's relative paths start already:
+                # `cd src && cat $PWD/../.e*` reads `./../.e*` there, not `src/../.e*`.)
+                base = cwd if len(configs) == 1 and cwd and not is_relative(cwd) else None
                 reads = [_pwd(p, base) for p in reads]
                 writes = [_pwd(p, base) for p in writes]
                 operands = [_pwd(p, base) for p in operands]
+                globbed = [_pwd(p, base) for p in globbed]  # (the same words, expanded later)
             if any(map(_STARTS_SPECIAL, chain(reads, writes, operands))):
                 reads, writes, operands = (
                     _special_files(group, reasons, self.sink.process_substitutions)

@@ -307,6 +307,16 @@ def expand(
             continue  # an empty brace alternative is a null word, which bash removes
         if home is not None and word.startswith("~"):
             word = home(word)
+        elif word.startswith(("$HOME", "$PWD")):
+            # The analysis keeps `$HOME/…` and `$PWD/…` as written (docs/bash.md, Floors):
+            # `cat $HOME/.ss*/id_rsa` expands below the home directory, `$PWD/.e*` here.
+            name = "$HOME" if word.startswith("$HOME") else "$PWD"
+            rest = word[len(name) :]
+            if rest[:1] in ("", "/"):
+                if name == "$PWD":
+                    word = directory.rstrip("/") + rest
+                elif home is not None:
+                    word = home("~" + rest)
         matches = _pathnames(word, directory, budget)
         found.extend(matches or [word])
         if len(found) > limit:

@@ -59,6 +59,56 @@ _RUNS = {
         r"create_function|call_user_func\w*|mail|putenv|dl|symlink|link)\s*\(|`|\$\w+\s*\("
     ),
 }
+# Calls that open, list or copy files: with a name built at run time (`open('.e'+'nv')`,
+# `open(f)` for each `f` of `os.listdir('.')`, `Path.home()/…`) the file is not seen.
+_FILE_CALLS = {
+    "python": lazy_compile(
+        r"\b(?:open|Path|PurePath|PosixPath|listdir|scandir|walk|glob|iglob|rglob|iterdir|"
+        r"copyfile|copy2?|copytree|move|expanduser|chdir|loadtxt|genfromtxt|read_csv)\s*\(|"
+        r"\.home\s*\(|\bfileinput\b"
+    ),
+    "node": lazy_compile(
+        r"\b(?:readFileSync|readFile|createReadStream|openSync|open|readdirSync|readdir|"
+        r"opendirSync|opendir|copyFileSync|copyFile|cpSync|cp|readTextFile|readTextFileSync|"
+        r"file|chdir)\s*\(|\bhomedir\s*\("
+    ),
+    "perl": lazy_compile(
+        r"\b(?:sysopen|opendir|readdir|glob|chdir|copy)\s*\(?|<[^<>;\s]*\*[^<>;]*>"
+    ),
+    "ruby": lazy_compile(
+        r"\b(?:File|IO)\s*\.\s*(?:read|open|readlines|foreach|binread|new|copy_stream)\s*\(?|"
+        r"\bDir\b|\bPathname\b|\bFileUtils\b|\bchdir\b"
+    ),
+    "php": lazy_compile(
+        r"\b(?:file_get_contents|fopen|file|readfile|glob|scandir|opendir|copy|highlight_file|"
+        r"show_source|parse_ini_file|chdir|SplFileObject)\s*\("
+    ),
+}
+# A call whose first argument is one plain literal (`open('x.txt')`, `open("a", "w")`).
+_LITERAL_ARGUMENT = lazy_compile(r"""\s*[rRbBuU]{0,2}(['"])[^'"\n\\]*\1\s*[,)]""")
+# perl's `open F, …` / `open(my $f, '<', …)`: the arguments after the handle.
+_PERL_OPEN = lazy_compile(r"\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,([^;]*)")
+_PERL_LITERALS = lazy_compile(r"""'[^'\n]*'|"[^"$@\n]*"|[\s,()]""")
+
+
+def _names_files_at_run_time(key: str, program: str) -> bool:
+    """A call in the code that opens, lists or copies a file it names at run time."""
+    pattern = _FILE_CALLS.get(key)
+    if pattern is None:
+        return False
+    for match in pattern.finditer(program):
+        text = match.group(0)
+        if not text.rstrip().endswith("(") or key in ("perl", "ruby"):
+            return True  # a listing (`Dir[…]`, `<*.e*>`, `glob`), `Path.home`, `fileinput`
+        if _LITERAL_ARGUMENT.match(program, match.end()) is None:
+            return True
+    if key == "perl":
+        for match in _PERL_OPEN.finditer(program):
+            if _PERL_LITERALS.sub("", match.group(1)):
+                return True
+    return False
+
+
 # Quoted string literals (no escapes spanning quotes needed: we only want path-looking ones).
 _LITERAL = lazy_compile(r"'([^'\n]{1,4096})'|\"([^\"\n]{1,4096})\"")
 _AWK_WRITE = lazy_compile(r">>?\s*\"([^\"\n]+)\"")
@@ -145,6 +195,8 @@ def inline_code(name: str, args: Sequence[Word]) -> InlineCode | None:
     program = "\n".join(code)
     if _RUNS[key].search(program):
         result.floor = f"the {name} code can run other programs, evaluate strings or make links"
+    if result.floor is None and _names_files_at_run_time(key, program):
+        result.floor = f"the {name} code opens or lists files it names at run time"
     for match in _LITERAL.finditer(program):
         literal = _open_mode(match.group(1) or match.group(2) or "")
         if _names_path(literal):
