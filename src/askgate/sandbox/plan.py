@@ -155,6 +155,8 @@ class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
     net_rules: tuple[Rule, ...] = ()
     net_default: str = "ask"
     net_yolo: bool = False
+    # askgate's own loopback ports (netplan.askgate_ports): refused whatever `[net]` says.
+    net_floor_ports: tuple[int, ...] = ()
 
     @property
     def startable(self) -> bool:
