@@ -13,6 +13,8 @@ import contextlib
 import hashlib
 import http.server
 import io
+import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -520,3 +522,66 @@ def test_the_builtin_rules_deny_metadata_services_even_under_a_net_allow_all(
     assert policy.check_url("http://169.254.169.254/latest/meta-data/").action.value == "deny"
     assert policy.check_net("metadata.google.internal", 80).action.value == "deny"
     assert policy.check_net("pypi.org", 443).action.value == "allow"
+
+
+class _PortWorld(World):
+    """A world whose daemon port (`ASKGATE_DAEMON_PORT`) is `daemon_port`."""
+
+    daemon_port = 0
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**super().env, "ASKGATE_DAEMON_PORT": str(self.daemon_port)}
+
+
+@pytest.mark.usefixtures("bwrap_available")
+def test_localhost_allowed_never_covers_askgates_own_ports(
+    tmp_path: Path, servers: tuple[_Server, _Server]
+) -> None:
+    """`"localhost:*" = "allow"` opens this machine's ports to the command, but not the
+    daemon's http hook port (a stand-in listens there) nor the approval server's: the
+    proxy refuses them by name, by address and by 0.0.0.0, whatever `[net]` says."""
+    other, daemon = servers
+    policy = (
+        'default = "allow"\n[sandbox]\nbash = "required"\nnetwork = "policy"\n'
+        '[net]\n"localhost:*" = "allow"\n"127.0.0.1:*" = "allow"\n"0.0.0.0:*" = "allow"\n'
+    )
+    _PortWorld.daemon_port = daemon.port
+    world = _PortWorld(tmp_path, policy=policy)
+    ok = world.sandbox(f"{CURL} -sS http://localhost:{other.port}/other")
+    assert (ok.returncode, ok.stdout) == (0, "hello from allowed\n"), ok  # localhost works
+    for host in ("localhost", "127.0.0.1", "0.0.0.0"):
+        blocked = world.sandbox(f"{CURL} -sSf http://{host}:{daemon.port}/hook/claude-code")
+        assert blocked.returncode == 22, blocked
+        assert "askgate's own port" in blocked.stderr, blocked
+    probe = (
+        "import os, urllib.request\n"
+        f"try: urllib.request.urlopen('http://127.0.0.1:{daemon.port}/', timeout=30)\n"
+        "except Exception as e: print('refused', e)\nelse: print('REACHED')\n"
+    )
+    python = world.sandbox(f"python3 -c {shlex.quote(probe)}")
+    assert "refused" in python.stdout and "REACHED" not in python.stdout, python
+    assert daemon.seen == [] and other.seen == ["/other"]
+
+
+def test_the_floor_names_the_daemons_recorded_port_and_a_local_approval_server(
+    tmp_path: Path,
+) -> None:
+    import json as json_module
+
+    from askgate import locations
+    from askgate.sandbox.netplan import APPROVAL_SERVER_PORT, askgate_ports
+
+    env = {
+        "HOME": str(tmp_path),
+        "ASKGATE_RUNTIME_DIR": str(tmp_path / "run"),
+        "ASKGATE_SERVER": "http://127.0.0.1:9911",
+    }
+    os.makedirs(locations.daemon_socket_dir(env))
+    Path(locations.daemon_socket_dir(env), "daemon.json").write_text(
+        json_module.dumps({"pid": 1, "port": 40123})
+    )
+    ports = askgate_ports(env)
+    assert {40123, 9911, APPROVAL_SERVER_PORT, 47000 + os.getuid() % 1000} <= set(ports)
+    remote = askgate_ports({**env, "ASKGATE_SERVER": "https://approvals.example.com"})
+    assert 443 not in remote

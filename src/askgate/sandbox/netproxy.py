@@ -217,6 +217,17 @@ def refusal_response(status: int, text: str) -> bytes:
 Decider = Callable[[NetTarget], Verdict]
 
 
+ASKGATE_PORT = "askgate's own port (its daemon or approval server): never reachable inside"
+
+
+def is_this_machine(host: str) -> bool:
+    """A name or address that connects to this machine (0.0.0.0 and :: do, on Linux)."""
+    from askgate.policy.net import LOOPBACK_NAMES, is_loopback
+
+    bare = host.lower().strip("[]").rstrip(".")
+    return bare in LOOPBACK_NAMES or is_loopback(bare) or bare in ("0.0.0.0", "::")
+
+
 def plan_decider(plan: SandboxPlan) -> Decider:
     """Check hosts against the plan's `[net]` rules and default (the policy's own)."""
     from askgate.policy.engine import Policy
@@ -229,7 +240,11 @@ def plan_decider(plan: SandboxPlan) -> Decider:
         yolo=plan.net_yolo,
     )
 
+    floor = frozenset(plan.net_floor_ports)
+
     def decide(target: NetTarget) -> Verdict:
+        if target.port in floor and is_this_machine(target.host):
+            return Verdict(False, ASKGATE_PORT, denied=True)
         decision = policy.check_net(target.host, target.port)
         allowed = decision.action is Action.ALLOW or (
             plan.net_yolo and decision.action is Action.ASK

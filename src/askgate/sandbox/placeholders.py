@@ -15,6 +15,7 @@ command can neither read nor forge records, plans or the files below):
     $XDG_DATA_HOME/askgate/sandbox/empty-ro      the empty read-only file bound over hidden files
     $XDG_DATA_HOME/askgate/sandbox/seccomp-ARCH.bpf      the seccomp filter (`seccomp.py`)
     $XDG_DATA_HOME/askgate/sandbox/scope-exec-HASH       the Landlock scope helper (`scope_exec.py`)
+    $XDG_DATA_HOME/askgate/sandbox/tee-HASH              the wrapper's static tee (`static_tee.py`)
 
 A record whose process is gone (PID and start time no longer match) is stale: its
 placeholders are removed once no live run uses them. A placeholder is removed only if it
@@ -47,7 +48,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import msgspec
 
@@ -305,39 +306,72 @@ class Registry:
     def ensure_scope_helper(self) -> str | None:
         """The Landlock scope helper (`scope_exec.py`) as an executable in the registry's
         directory, or None where none is built or it does not run here (a noexec mount,
-        a kernel without Landlock ABI 6). Checked by running it once when (re)made."""
-        import hashlib
+        a kernel without Landlock ABI 6)."""
         import subprocess
 
         from askgate.sandbox.scope_exec import program
 
-        code = program()
+        def works(path: str) -> bool:
+            done = subprocess.run([path, "/bin/true"], capture_output=True, timeout=10)
+            return done.returncode == 0
+
+        return self._ensure_program("scope-exec", program(), works)
+
+    def ensure_static_tee(self) -> str | None:
+        """The static tee (`static_tee.py`) as an executable, or None (not built here, or
+        it does not run): the wrapper then uses coreutils' tee."""
+        import subprocess
+
+        from askgate.sandbox.static_tee import program
+
+        def works(path: str) -> bool:
+            copy = f"{path}.probe.{os.getpid()}"
+            try:
+                done = subprocess.run(
+                    [path, copy], input=b"probe\0", capture_output=True, timeout=10
+                )
+                with open(copy, "rb") as handle:
+                    return done.returncode == 0 and done.stdout == handle.read() == b"probe\0"
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(copy)
+
+        return self._ensure_program("tee", program(), works)
+
+    def _ensure_program(
+        self, name: str, code: bytes | None, works: Callable[[str], bool]
+    ) -> str | None:
+        """A static program of askgate's own (machine code built in Python) as
+        `NAME-HASH` (mode 0500) in the registry's directory, hidden inside every sandbox;
+        run once through `works` when (re)made, remembered by `NAME-HASH.works`."""
+        import hashlib
+        import subprocess
+
         if code is None:
             return None
-        path = os.path.join(self.directory, f"scope-exec-{hashlib.sha256(code).hexdigest()[:16]}")
-        works = f"{path}.works"
+        path = os.path.join(self.directory, f"{name}-{hashlib.sha256(code).hexdigest()[:16]}")
+        marker = f"{path}.works"
         try:
             with open(path, "rb") as handle:
                 same = handle.read() == code
-            if same and os.stat(path).st_mode & 0o777 == 0o500 and os.path.exists(works):
+            if same and os.stat(path).st_mode & 0o777 == 0o500 and os.path.exists(marker):
                 return path
         except OSError:
             pass
         temporary = f"{path}.{os.getpid()}.tmp"
         try:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(works)
+                os.unlink(marker)
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(code)
             os.chmod(temporary, 0o500)
             os.replace(temporary, path)
-            done = subprocess.run([path, "/bin/true"], capture_output=True, timeout=10)
-            if done.returncode != 0:
+            if not works(path):
                 return None
-            with open(works, "w"):
+            with open(marker, "w"):
                 pass
-        except (OSError, subprocess.TimeoutExpired):
+        except (OSError, subprocess.SubprocessError):
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             return None

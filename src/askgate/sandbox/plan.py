@@ -92,6 +92,19 @@ LINKED_WORKTREE_PROTECTED: tuple[str, ...] = ("config.worktree", "commondir")
 # Environment variables naming an agent's socket: a key agent signs with keys the sandbox
 # hides (`ssh -A` through `SSH_AUTH_SOCK` works with ~/.ssh hidden and network off).
 AGENT_SOCKET_VARIABLES: tuple[str, ...] = ("SSH_AUTH_SOCK", "GPG_AGENT_INFO", "SSH_AGENT_PID")
+# A container runtime's socket is root on the host (`docker run -v /:/host`): hidden with
+# the agents' sockets whenever the plan hides secrets. `$XDG_RUNTIME_DIR` (rootless
+# docker and podman) is hidden whole; `DOCKER_HOST` / `CONTAINER_HOST` may name another.
+CONTAINER_SOCKETS: tuple[str, ...] = (
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/crio/crio.sock",
+    "/run/buildkit/buildkitd.sock",
+)
+CONTAINER_SOCKET_VARIABLES: tuple[str, ...] = ("DOCKER_HOST", "CONTAINER_HOST")
+CONTAINER_SOCKET = "a container runtime's socket (the plan hides secrets)"
 # Missing registration files get a placeholder the agent can still parse.
 JSON_PLACEHOLDER = b"{}\n"
 REGISTERS = "registers askgate with an agent"
@@ -148,6 +161,8 @@ class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
     net_rules: tuple[Rule, ...] = ()
     net_default: str = "ask"
     net_yolo: bool = False
+    # askgate's own loopback ports (netplan.askgate_ports): refused whatever `[net]` says.
+    net_floor_ports: tuple[int, ...] = ()
 
     @property
     def startable(self) -> bool:
@@ -534,19 +549,32 @@ class _Builder:
         why = "an agent's socket (the plan hides secrets)"
         paths = [env.get(name, "") for name in AGENT_SOCKET_VARIABLES[:2]]
         paths = [p.split(":", 1)[0] for p in paths]
-        paths.append(env.get("XDG_RUNTIME_DIR", ""))
+        runtime = env.get("XDG_RUNTIME_DIR", "")
+        paths.append(runtime)
         with contextlib.suppress(OSError), os.scandir("/tmp") as found:
             paths += [
                 entry.path
                 for entry in found
                 if entry.name.startswith("ssh-") and entry.is_dir(follow_symlinks=False)
             ]
+        containers = list(CONTAINER_SOCKETS)
+        if runtime.startswith("/"):
+            containers += [f"{runtime}/docker.sock", f"{runtime}/podman/podman.sock"]
+        for name in CONTAINER_SOCKET_VARIABLES:
+            value = env.get(name, "")
+            if value.startswith("unix://"):
+                containers.append(value[len("unix://") :])
         entries: list[PlanEntry] = []
-        for path in dict.fromkeys(p for p in paths if p.startswith("/") and p != "/"):
+        named = [(p, why) for p in paths] + [(p, CONTAINER_SOCKET) for p in containers]
+        seen: set[str] = set()
+        for path, reason in named:
+            if not path.startswith("/") or path == "/" or path in seen:
+                continue
+            seen.add(path)
             real = _real(path)
             kind = _kind(real)
-            if kind != "missing":
-                entries.append(PlanEntry(path=real, named=path, kind=kind, why=why))
+            if kind != "missing" and real not in (e.path for e in entries):
+                entries.append(PlanEntry(path=real, named=path, kind=kind, why=reason))
         return entries
 
     def unset_env(self, hidden: Sequence[PlanEntry]) -> tuple[str, ...]:

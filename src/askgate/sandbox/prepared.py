@@ -10,7 +10,8 @@ command that starts bubblewrap directly:
 Everything after `askgate-sandbox` is bwrap's argument vector, one shell word each (so
 `"$@"` in SCRIPT is that vector, never a re-parsed string); the last word is the original
 command byte for byte. SCRIPT runs in the wrapper's own bash (whatever shell the agent
-uses) and starts no program but bwrap and tee on the success path:
+uses) and starts no program but bwrap and tee on the success path (askgate's static
+tee, `static_tee.py`, where it is built; coreutils' otherwise):
 
 1. it closes every inherited descriptor but 0, 1 and 2 (bwrap passes them all on);
 2. if the shell is not in the directory the plan was made for, it runs the launcher form
@@ -173,9 +174,6 @@ def prepare_wrapper(
 
     if not plan.startable or plan.mode == "off" or plan.net_proxy:
         return None  # (network = "policy": the launcher form runs askgate's proxy)
-    tee = shutil.which("tee", path=SYSTEM_PATH)
-    if tee is None:
-        return None
     try:
         registry = Registry(state_directory(env))
     except SandboxSetupError:
@@ -187,6 +185,10 @@ def prepare_wrapper(
         empty = registry.ensure_empty_file()
         seccomp = registry.ensure_seccomp_file()
         scope = _host_network_scope(plan, registry)
+        # askgate's static tee (no dynamic loader to start), else coreutils'.
+        tee = registry.ensure_static_tee() or shutil.which("tee", path=SYSTEM_PATH)
+    if tee is None:
+        return None
     if scope is False:
         return None  # the launcher form scopes bwrap itself, or refuses
     run = registry.prepare_run([*plan.write_holes, *plan.read_denies])
