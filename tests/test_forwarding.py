@@ -5,6 +5,7 @@ deadline."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import subprocess
@@ -406,20 +407,31 @@ def test_a_partially_written_request_is_served_once_complete(tmp_path) -> None:
     assert len(approver.seen) == 1
 
 
-def test_unreadable_request_directory_is_logged_and_serving_resumes(caplog) -> None:
+def test_unreadable_request_directory_is_logged_and_serving_resumes() -> None:
     def check(root: Path) -> None:  # root ignores modes: checked as an ordinary user
+        # A handler on the module's own logger, not caplog's on the root: what other tests
+        # did to the root logger or to propagation in this process does not hide the record.
+        records: list[logging.LogRecord] = []
+        handler = logging.Handler(logging.WARNING)
+        handler.emit = records.append  # type: ignore[method-assign]
+        forwarding_logger = logging.getLogger("askgate.forwarding")
+        forwarding_logger.addHandler(handler)
         layout = Layout(root)
-        with ForwardingServer("parent-1", Approver(), root=root, rescan_interval=0.1):
-            requests = layout.requests_dir("parent-1")
-            requests.chmod(0)
-            try:
-                wait_until(
-                    lambda: any("cannot list" in r.getMessage() for r in caplog.records),
-                    what="the listing error to be logged",
-                )
-            finally:
-                requests.chmod(0o700)
-            assert ask(ForwardingPrompter("parent-1", root=root)).state is PromptState.APPROVED
+        try:
+            with ForwardingServer("parent-1", Approver(), root=root, rescan_interval=0.1):
+                requests = layout.requests_dir("parent-1")
+                requests.chmod(0)
+                try:
+                    wait_until(
+                        lambda: any("cannot list" in r.getMessage() for r in records),
+                        timeout=30.0,
+                        what="the listing error to be logged",
+                    )
+                finally:
+                    requests.chmod(0o700)
+                assert ask(ForwardingPrompter("parent-1", root=root)).state is PromptState.APPROVED
+        finally:
+            forwarding_logger.removeHandler(handler)
 
     run_as_nobody(check)
 
