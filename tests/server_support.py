@@ -32,6 +32,7 @@ from askgate.prompters.server import ServerPrompter
 from askgate.server.app import create_app
 from askgate.server.context import ServerConfig, ServerContext
 from askgate.server.notify import Notifier
+from waits import SAFETY_TIMEOUT
 
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -174,7 +175,7 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         self._thread.start()
-        assert self._ready.wait(60), "the server did not start within 60 s"
+        assert self._ready.wait(SAFETY_TIMEOUT), "the server did not start"
         if self._failed is not None or self.loop is None:
             raise RuntimeError(f"the server failed to start: {self._failed!r}")
         return self
@@ -185,7 +186,7 @@ class LiveServer:
     def stop(self) -> None:
         if self._server is not None:
             self._server.should_exit = True
-        self._thread.join(30)
+        self._thread.join(SAFETY_TIMEOUT)
         self.sock.close()
 
     @property
@@ -287,15 +288,22 @@ class AutoDecider:
 
     def __enter__(self) -> AutoDecider:
         self._thread.start()
-        assert self._ready.wait(20), "the event stream did not open"
+        assert self._ready.wait(SAFETY_TIMEOUT), "the event stream did not open"
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()  # no decision after the test's block, even if the read lingers
         if self._response is not None:
+            # close() alone from this thread neither wakes the reader blocked in recv nor
+            # sends the server a FIN (the socket stays open under the read), so the stream
+            # lived on until the server's shutdown grace cut it; shutdown() does both.
+            stream = self._response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
             with contextlib.suppress(Exception):
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
                 self._response.close()
-        self._thread.join(5)
+        self._thread.join(SAFETY_TIMEOUT)
 
 
 class Waiting:
@@ -333,7 +341,7 @@ class Waiting:
         )
         self.thread = threading.Thread(target=self._run, args=(request,), daemon=True)
         self.thread.start()
-        assert self.registered.wait(20), "the ask never reached the server"
+        assert self.registered.wait(SAFETY_TIMEOUT), "the ask never reached the server"
 
     def _run(self, request: PromptRequest) -> None:
         self.reply = self.prompter.prompt(request)
@@ -343,6 +351,6 @@ class Waiting:
         return str(self.views[0]["card_url"])
 
     def result(self) -> PromptReply:
-        self.thread.join(30)
+        self.thread.join(SAFETY_TIMEOUT)
         assert self.reply is not None, "the waiting client was not released"
         return self.reply

@@ -25,7 +25,10 @@ class JsonHandler(BaseHTTPRequestHandler):
 def serve(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, str]:
     """Started in a daemon thread; the server and its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the loop's next poll: 50 ms, not the default half second.
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
