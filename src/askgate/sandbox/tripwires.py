@@ -111,7 +111,13 @@ def disarm(tripwires: Sequence[PlanEntry]) -> list[str]:
     """Move aside what the command created at a tripwire (and put a replaced link back);
     one line for each."""
     lines: list[str] = []
-    for entry in sprung(tripwires):
+    # The index last: its check runs git in the project, which must not read a planted
+    # `.git/commondir` or `config.worktree` (tripwires of their own, moved aside first).
+    ordered = [e for e in tripwires if e.kind != "index"]
+    ordered += [e for e in tripwires if e.kind == "index"]
+    for entry in ordered:
+        if entry.kind != "index" and not _is_sprung(entry):
+            continue
         if entry.link:
             lines.append(_restore_link(entry))
             continue
