@@ -170,13 +170,33 @@ def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) 
             tests.append(f"! [ {shlex.quote(reference)} -nt {watched} ]" if reference else "true")
         elif entry.kind == "index":  # the index changed (or appeared) since the plan
             changed = f"! [ {shlex.quote(reference)} -nt {path} ]" if reference else "true"
-            tests.append(changed if os.path.lexists(entry.path) else f"[ -e {path} ]")
+            changed = changed if os.path.lexists(entry.path) else f"[ -e {path} ]"
+            tests.append(_has_gitlinks(changed, entry.named))
         elif entry.link:  # replaced: no longer a symlink to the same file
             target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
             tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
         else:
             tests.append(f"[ -e {path} ] || [ -L {path} ]")
     return " || ".join(tests)
+
+
+def _has_gitlinks(changed: str, worktree: str) -> str:
+    """The index test: changed since the plan, and (one `git ls-files`, by its absolute
+    path: never a `git` the command could have put on PATH) holding a gitlink — so a
+    `git add` in a repository without submodules does not start the tail step."""
+    import shlex
+    import shutil
+
+    from askgate.sandbox.gitconfig import GIT_PATH
+
+    git = shutil.which("git", path=GIT_PATH)
+    if git is None:
+        return changed
+    listing = (
+        f"{shlex.quote(git)} -C {shlex.quote(worktree)} -c core.fsmonitor=false "
+        "ls-files --stage 2>/dev/null"
+    )
+    return f"{{ {changed} && [[ $'\\n'\"$({listing})\" == *$'\\n160000 '* ]]; }}"
 
 
 def _process_start(pid: int) -> str | None:
