@@ -492,6 +492,43 @@ def test_a_background_process_does_not_outlive_the_command(world: World, mode: s
     assert not alive, "a background process of the command outlived it"
 
 
+def test_what_a_git_config_names_is_resolved_as_git_resolves_it(tmp_path: Path) -> None:
+    """Includes relative to the including file, recursively; hooks path and programs
+    relative to the worktree; a bare program name (found on PATH) and a boolean fsmonitor
+    name no file; the gitlink check counts a bare command as running a program."""
+    from askgate.sandbox.gitconfig import named_paths, runs_programs
+
+    git_dir, home = tmp_path / "proj" / ".git", tmp_path / "home"
+    (git_dir / "more").mkdir(parents=True)
+    (git_dir / "config").write_text(
+        '[include]\n\tpath = more/one\n[includeIf "onbranch:x"]\n\tpath = ~/two\n'
+        "[alias]\n\tt = !tools/t.sh --flag\n\tl = log\n[core]\n\tfsmonitor = true\n"
+    )
+    (git_dir / "more" / "one").write_text(
+        '[core]\n\thooksPath = hooks-here\n[filter "x"]\n\tclean = "tools/c.sh" %f\n'
+        "[include]\n\tpath = three\n"
+    )
+    (git_dir / "more" / "three").write_text("[core]\n\tsshCommand = ssh -v\n")
+    found = named_paths(
+        [str(git_dir / "config")], worktree=str(tmp_path / "proj"), env={"HOME": str(home)}
+    )
+    paths = {path: kind for path, kind, _why in found}
+    project = tmp_path / "proj"
+    assert paths == {
+        str(git_dir / "more" / "one"): "file",
+        str(home / "two"): "file",
+        str(project / "tools" / "t.sh"): "file",
+        str(project / "hooks-here"): "dir",
+        str(project / "tools" / "c.sh"): "file",
+        str(git_dir / "more" / "three"): "file",
+    }
+    bare = tmp_path / "bare"
+    bare.write_text("[core]\n\tfsmonitor = touch x; echo\n")
+    assert runs_programs(str(bare), {})
+    bare.write_text("[core]\n\tfsmonitor = false\n[user]\n\tname = x\n")
+    assert not runs_programs(str(bare), {})
+
+
 # --- finding 8: a symlinked protected name is frozen at its target only ------------------
 
 
