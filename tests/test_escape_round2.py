@@ -492,6 +492,20 @@ def test_a_background_process_does_not_outlive_the_command(world: World, mode: s
     assert not alive, "a background process of the command outlived it"
 
 
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_file_the_global_git_config_includes_in_home_stays_frozen(
+    world: World, mode: str
+) -> None:
+    """`~/.gitconfig` is frozen (a built-in ask); the file it includes in the (writable)
+    HOME must be too, or it sets core.fsmonitor for every repository of the user."""
+    included = world.home / ".gitconfig.local"
+    included.write_text("[user]\n")
+    (world.home / ".gitconfig").write_text(f"[include]\n\tpath = {included}\n")
+    world.run(mode, f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} >> {included}; true")
+    world.git("status", "--porcelain")
+    assert not world.marker.exists(), "a file ~/.gitconfig includes ran the command's code"
+
+
 def test_what_a_git_config_names_is_resolved_as_git_resolves_it(tmp_path: Path) -> None:
     """Includes relative to the including file, recursively; hooks path and programs
     relative to the worktree; a bare program name (found on PATH) and a boolean fsmonitor

@@ -755,7 +755,9 @@ def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[
         for name in ("config", "config.worktree")
         if name in parts
     ]
-    found = named_paths(files, worktree=worktree, env=env)
+    from askgate.sandbox.gitconfig import global_files
+
+    found = named_paths([*files, *global_files(env)], worktree=worktree, env=env)
     return [_Source(f"{path}/**" if kind == "dir" else path, why) for path, kind, why in found]
 
 
