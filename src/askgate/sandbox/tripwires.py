@@ -172,9 +172,11 @@ def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) 
             changed = f"! [ {shlex.quote(reference)} -nt {path} ]" if reference else "true"
             changed = changed if os.path.lexists(entry.path) else f"[ -e {path} ]"
             tests.append(_has_gitlinks(changed, entry.named))
-        elif entry.link:  # replaced: no longer a symlink to the same file
+        elif entry.link and os.path.exists(entry.path):  # no longer a link to the same file
             target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
             tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
+        elif entry.link:  # a dangling link: no longer one (re-pointed at a file, replaced)
+            tests.append(f"! {{ [ -L {path} ] && ! [ -e {path} ]; }}")
         else:
             tests.append(f"[ -e {path} ] || [ -L {path} ]")
     return " || ".join(tests)
