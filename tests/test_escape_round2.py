@@ -506,6 +506,27 @@ def test_a_file_the_global_git_config_includes_in_home_stays_frozen(
     assert not world.marker.exists(), "a file ~/.gitconfig includes ran the command's code"
 
 
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_file_a_submodules_config_includes_stays_frozen(world: World, mode: str) -> None:
+    """A submodule's own configuration (`.git/modules/sub/config`, frozen) includes a
+    file in the project: `git status` outside recurses into the submodule and reads it."""
+    upstream = world.base / "upstream"
+    subprocess.run(["git", "init", "-q", str(upstream)], check=True, env=world.env)
+    subprocess.run(
+        ["git", "-C", str(upstream), "commit", "-q", "--allow-empty", "-m", "u"],
+        check=True,
+        env=world.env,
+    )
+    added = world.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream))
+    assert added.returncode == 0, added.stderr
+    (world.project / ".sub-include").write_text("[user]\n")
+    config = world.project / ".git" / "modules" / "upstream" / "config"
+    config.write_text(config.read_text() + "[include]\n\tpath = ../../../.sub-include\n")
+    world.run(mode, f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} >> .sub-include; true")
+    world.git("status", "--porcelain")
+    assert not world.marker.exists(), "a file a submodule's config includes ran outside"
+
+
 def test_what_a_git_config_names_is_resolved_as_git_resolves_it(tmp_path: Path) -> None:
     """Includes relative to the including file, recursively; hooks path and programs
     relative to the worktree; a bare program name (found on PATH) and a boolean fsmonitor

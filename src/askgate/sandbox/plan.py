@@ -748,7 +748,7 @@ def gitlink_tripwires(git: str, worktree: str, roots: Sequence[str]) -> list[Pla
 def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[_Source]:
     """What the frozen git configuration names (hooks path, included files, programs):
     frozen too (gitconfig.py)."""
-    from askgate.sandbox.gitconfig import global_files, named_paths
+    from askgate.sandbox.gitconfig import global_files, named_paths, submodule_configs
 
     files = [
         f"{directory}/{name}"
@@ -756,6 +756,7 @@ def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[
         for name in ("config", "config.worktree")
         if name in parts
     ]
+    files += submodule_configs(git_directories(git))
     found = named_paths([*files, *global_files(env)], worktree=worktree, env=env)
     return [_Source(f"{path}/**" if kind == "dir" else path, why) for path, kind, why in found]
 
