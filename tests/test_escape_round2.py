@@ -492,6 +492,78 @@ def test_a_background_process_does_not_outlive_the_command(world: World, mode: s
     assert not alive, "a background process of the command outlived it"
 
 
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_file_the_global_git_config_includes_in_home_stays_frozen(
+    world: World, mode: str
+) -> None:
+    """`~/.gitconfig` is frozen (a built-in ask); the file it includes in the (writable)
+    HOME must be too, or it sets core.fsmonitor for every repository of the user."""
+    included = world.home / ".gitconfig.local"
+    included.write_text("[user]\n")
+    (world.home / ".gitconfig").write_text(f"[include]\n\tpath = {included}\n")
+    world.run(mode, f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} >> {included}; true")
+    world.git("status", "--porcelain")
+    assert not world.marker.exists(), "a file ~/.gitconfig includes ran the command's code"
+
+
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_file_a_submodules_config_includes_stays_frozen(world: World, mode: str) -> None:
+    """A submodule's own configuration (`.git/modules/sub/config`, frozen) includes a
+    file in the project: `git status` outside recurses into the submodule and reads it."""
+    upstream = world.base / "upstream"
+    subprocess.run(["git", "init", "-q", str(upstream)], check=True, env=world.env)
+    subprocess.run(
+        ["git", "-C", str(upstream), "commit", "-q", "--allow-empty", "-m", "u"],
+        check=True,
+        env=world.env,
+    )
+    added = world.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream))
+    assert added.returncode == 0, added.stderr
+    (world.project / ".sub-include").write_text("[user]\n")
+    config = world.project / ".git" / "modules" / "upstream" / "config"
+    config.write_text(config.read_text() + "[include]\n\tpath = ../../../.sub-include\n")
+    world.run(mode, f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} >> .sub-include; true")
+    world.git("status", "--porcelain")
+    assert not world.marker.exists(), "a file a submodule's config includes ran outside"
+
+
+def test_what_a_git_config_names_is_resolved_as_git_resolves_it(tmp_path: Path) -> None:
+    """Includes relative to the including file, recursively; hooks path and programs
+    relative to the worktree; a bare program name (found on PATH) and a boolean fsmonitor
+    name no file; the gitlink check counts a bare command as running a program."""
+    from askgate.sandbox.gitconfig import named_paths, runs_programs
+
+    git_dir, home = tmp_path / "proj" / ".git", tmp_path / "home"
+    (git_dir / "more").mkdir(parents=True)
+    (git_dir / "config").write_text(
+        '[include]\n\tpath = more/one\n[includeIf "onbranch:x"]\n\tpath = ~/two\n'
+        "[alias]\n\tt = !tools/t.sh --flag\n\tl = log\n[core]\n\tfsmonitor = true\n"
+    )
+    (git_dir / "more" / "one").write_text(
+        '[core]\n\thooksPath = hooks-here\n[filter "x"]\n\tclean = "tools/c.sh" %f\n'
+        "[include]\n\tpath = three\n"
+    )
+    (git_dir / "more" / "three").write_text("[core]\n\tsshCommand = ssh -v\n")
+    found = named_paths(
+        [str(git_dir / "config")], worktree=str(tmp_path / "proj"), env={"HOME": str(home)}
+    )
+    paths = {path: kind for path, kind, _why in found}
+    project = tmp_path / "proj"
+    assert paths == {
+        str(git_dir / "more" / "one"): "file",
+        str(home / "two"): "file",
+        str(project / "tools" / "t.sh"): "file",
+        str(project / "hooks-here"): "dir",
+        str(project / "tools" / "c.sh"): "file",
+        str(git_dir / "more" / "three"): "file",
+    }
+    bare = tmp_path / "bare"
+    bare.write_text("[core]\n\tfsmonitor = touch x; echo\n")
+    assert runs_programs(str(bare), {})
+    bare.write_text("[core]\n\tfsmonitor = false\n[user]\n\tname = x\n")
+    assert not runs_programs(str(bare), {})
+
+
 # --- finding 8: a symlinked protected name is frozen at its target only ------------------
 
 

@@ -5,11 +5,12 @@ writable project: `core.hooksPath = tools/hooks` (git runs the hooks there on th
 `git commit` outside), `include.path = ../.gitconfig-project` (an included file may set
 `core.fsmonitor`, which `git status` runs), `core.fsmonitor = tools/fsmon.sh`,
 `core.sshCommand`, an alias `!tools/x.sh`, a filter or diff driver's program. The plan
-reads the repository's configuration (`config`, `config.worktree` and every file they
-include, conditional includes whatever their condition) and freezes what it names: a
-hooks directory, an included file (recursively, to git's own depth of 10), an attributes
-file, and the program of each setting git runs as a command when it is a path (has a
-`/`; a bare name is looked up on PATH, not in the project).
+reads the repository's configuration (`config`, `config.worktree`, each submodule's
+`modules/NAME/config`, the user's global files, and every file they include, conditional
+includes whatever their condition) and freezes what it names: a hooks directory, an
+included file (recursively, to git's own depth of 10), an attributes file, and the
+program of each setting git runs as a command when it is a path (has a `/`; a bare name
+is looked up on PATH, not in the project).
 
 git itself parses the files (`git config --file F --list -z`: no repository discovery,
 no system or global file, no include followed by git, so no `safe.directory` check and
@@ -129,6 +130,35 @@ def named_paths(
                     if path is not None:
                         found.setdefault(path, ("file", why))
     return [(path, kind, why) for path, (kind, why) in found.items()]
+
+
+def submodule_configs(git_directories: Iterable[tuple[str, Iterable[str]]]) -> list[str]:
+    """`modules/NAME/config` of each git directory that holds its submodules: git outside
+    reads it when `git status` recurses into the submodule."""
+    found: list[str] = []
+    for directory, parts in git_directories:
+        if "modules/*/config" not in parts:
+            continue
+        try:
+            names = sorted(os.listdir(os.path.join(directory, "modules")))
+        except OSError:
+            continue
+        found += [os.path.join(directory, "modules", name, "config") for name in names]
+    return found
+
+
+def global_files(env: Mapping[str, str]) -> list[str]:
+    """The user's own git configuration files (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/
+    config`, or `$GIT_CONFIG_GLOBAL`): what they name in a writable HOME is frozen too."""
+    named = env.get("GIT_CONFIG_GLOBAL", "")
+    if named:
+        return [named] if named.startswith("/") else []
+    home = env.get("HOME", "")
+    xdg = env.get("XDG_CONFIG_HOME", "") or (os.path.join(home, ".config") if home else "")
+    found = [os.path.join(home, ".gitconfig")] if home.startswith("/") else []
+    if xdg.startswith("/"):
+        found.append(os.path.join(xdg, "git", "config"))
+    return found
 
 
 def _is_program(key: str, value: str) -> bool:

@@ -388,7 +388,8 @@ class _Builder:
         holes: list[PlanEntry] = []
         tripwires: list[PlanEntry] = []
         search = self.search_roots(writable)
-        for source in self.hole_sources():
+        sources = self.hole_sources()
+        for source in sources:
             found = [path for path, _whole in self._paths(source, searched=search)]
             for path in dict.fromkeys([*found, *self._at_roots(source)]):
                 real = _real(path)
@@ -425,7 +426,7 @@ class _Builder:
                     holes.append(entry)
         from askgate.sandbox.tripwires import startup_globs
 
-        tripwires += startup_globs(self.hole_sources(), roots, self.policy.env, self._blocked)
+        tripwires += startup_globs(sources, roots, self.policy.env, self._blocked)
         tripwires += gitlink_tripwires(os.path.join(self.root, ".git"), self.root, roots)
         kept = _outermost(holes)
         covered = [h.placeholder or h.path for h in kept]
@@ -775,7 +776,7 @@ def gitlink_tripwires(git: str, worktree: str, roots: Sequence[str]) -> list[Pla
 def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[_Source]:
     """What the frozen git configuration names (hooks path, included files, programs):
     frozen too (gitconfig.py)."""
-    from askgate.sandbox.gitconfig import named_paths
+    from askgate.sandbox.gitconfig import global_files, named_paths, submodule_configs
 
     files = [
         f"{directory}/{name}"
@@ -783,7 +784,8 @@ def git_config_sources(git: str, worktree: str, env: Mapping[str, str]) -> list[
         for name in ("config", "config.worktree")
         if name in parts
     ]
-    found = named_paths(files, worktree=worktree, env=env)
+    files += submodule_configs(git_directories(git))
+    found = named_paths([*files, *global_files(env)], worktree=worktree, env=env)
     return [_Source(f"{path}/**" if kind == "dir" else path, why) for path, kind, why in found]
 
 

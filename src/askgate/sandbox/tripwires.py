@@ -111,7 +111,13 @@ def disarm(tripwires: Sequence[PlanEntry]) -> list[str]:
     """Move aside what the command created at a tripwire (and put a replaced link back);
     one line for each."""
     lines: list[str] = []
-    for entry in sprung(tripwires):
+    # The index last: its check runs git in the project, which must not read a planted
+    # `.git/commondir` or `config.worktree` (tripwires of their own, moved aside first).
+    ordered = [e for e in tripwires if e.kind != "index"]
+    ordered += [e for e in tripwires if e.kind == "index"]
+    for entry in ordered:
+        if entry.kind != "index" and not _is_sprung(entry):
+            continue
         if entry.link:
             lines.append(_restore_link(entry))
             continue
@@ -165,10 +171,13 @@ def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) 
             tests.append(f"! [ {shlex.quote(reference)} -nt {watched} ]" if reference else "true")
         elif entry.kind == "index":  # the index changed (or appeared) since the plan
             changed = f"! [ {shlex.quote(reference)} -nt {path} ]" if reference else "true"
-            tests.append(changed if os.path.lexists(entry.path) else f"[ -e {path} ]")
-        elif entry.link:  # replaced: no longer a symlink to the same file
+            changed = changed if os.path.lexists(entry.path) else f"[ -e {path} ]"
+            tests.append(_has_gitlinks(changed, entry.named))
+        elif entry.link and os.path.exists(entry.path):  # no longer a link to the same file
             target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
             tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
+        elif entry.link:  # a dangling link: no longer one (re-pointed at a file, replaced)
+            tests.append(f"! {{ [ -L {path} ] && ! [ -e {path} ]; }}")
         else:
             plain.append(f"-e {path} -o -L {path}")
     if plain:
@@ -176,6 +185,25 @@ def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) 
         # operator): half the wrapper's tail cost of a `[ ] || [ ]` chain.
         tests.insert(0, f"[ {' -o '.join(plain)} ]")
     return " || ".join(tests)
+
+
+def _has_gitlinks(changed: str, worktree: str) -> str:
+    """The index test: changed since the plan, and (one `git ls-files`, by its absolute
+    path: never a `git` the command could have put on PATH) holding a gitlink — so a
+    `git add` in a repository without submodules does not start the tail step."""
+    import shlex
+    import shutil
+
+    from askgate.sandbox.gitconfig import GIT_PATH
+
+    git = shutil.which("git", path=GIT_PATH)
+    if git is None:
+        return changed
+    listing = (
+        f"{shlex.quote(git)} -C {shlex.quote(worktree)} -c core.fsmonitor=false "
+        "ls-files --stage 2>/dev/null"
+    )
+    return f"{{ {changed} && [[ $'\\n'\"$({listing})\" == *$'\\n160000 '* ]]; }}"
 
 
 def _process_start(pid: int) -> str | None:
