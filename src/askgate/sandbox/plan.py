@@ -70,6 +70,8 @@ from askgate.sandbox.expand import (
     expand_all,
     fixed_prefix,
 )
+from askgate.sandbox.planentry import PlanEntry, _Source
+from askgate.sandbox.planentry import gitdir_of_link as _gitdir_of_link
 
 # The parts of a git directory that run programs (`config`: core.fsmonitor, aliases;
 # `hooks/`) or make git read its configuration from elsewhere (`commondir`,
@@ -118,26 +120,6 @@ MAX_SETTINGS_BYTES = 1 << 20
 _BLOCKING = (Action.DENY, Action.ASK)
 
 
-class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
-    """One path the kernel enforces, and the rule it comes from."""
-
-    path: str  # symlinks resolved: what the mount covers
-    named: str = ""  # the path as the rule names it (before symlinks are resolved)
-    kind: str  # "dir" | "file" | "missing" | "other"
-    why: str  # the rule, e.g. `read "~/.ssh/**" = deny (user: /h/.config/askgate/policy.toml:3)`
-    pattern: str = ""
-    placeholder: str | None = None  # the first missing component to create (then masked)
-    # The placeholder is a symlink into askgate's holding directory (hidden in every
-    # sandbox), not a mount: see `_redirectable` and placeholders.py.
-    redirect: bool = False
-    # A link tripwire (tripwires.py): the protected name is a symlink in a writable
-    # directory (frozen at its target); this is its text, put back if it was replaced.
-    link: str = ""
-    # A glob tripwire (kind "glob"): a directory a program scans at start (a user site
-    # directory's `*.pth`); what matches there made since this time is moved aside.
-    since: float = 0.0
-
-
 class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
     cwd: str
     project_root: str
@@ -167,12 +149,6 @@ class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def startable(self) -> bool:
         return not self.refusals and self.ask_reason is None
-
-
-class _Source(msgspec.Struct, frozen=True):
-    pattern: str  # absolute, or starting with **
-    why: str
-    rule: bool = False  # from a policy rule: checked against the policy's own evaluation
 
 
 def describe_rule(rule: Rule) -> str:
@@ -711,22 +687,6 @@ def _holds_daemon_secret(path: str) -> bool:
 def _secrets(hidden: Sequence[PlanEntry]) -> list[PlanEntry]:
     """What the policy hides (askgate's own control plane is hidden in every plan)."""
     return [e for e in hidden if e.why not in (CONTROL_PLANE, DAEMON_SOCKET)]
-
-
-def _gitdir_of_link(path: str) -> str | None:
-    """The directory a `.git` *file* names (`gitdir: ../main/.git/worktrees/x`, relative
-    to the file's directory), folded; None when it is not such a file."""
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read(4096).decode("utf-8", "surrogateescape")
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    target = text[len("gitdir:") :].strip()
-    if not target:
-        return None
-    return fold_lexically(os.path.join(os.path.dirname(path), target))
 
 
 def _common_dir(git_dir: str) -> str | None:

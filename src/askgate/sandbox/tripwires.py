@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from askgate.policy.model import Surface
-from askgate.sandbox.plan import PlanEntry
+from askgate.sandbox.planentry import PlanEntry
 from askgate.sandbox.procstat import process_start
 
 if TYPE_CHECKING:
-    from askgate.sandbox.plan import _Source
+    from askgate.sandbox.planentry import _Source
 
 SUFFIX = ".askgate-blocked"
 ARMED = "armed"
@@ -380,7 +380,7 @@ def index_tripwire(git_dir: str, worktree: str, roots: Sequence[str]) -> PlanEnt
 
 def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
     from askgate.sandbox.gitconfig import gitlinks, runs_programs
-    from askgate.sandbox.plan import _gitdir_of_link
+    from askgate.sandbox.planentry import gitdir_of_link as _gitdir_of_link
 
     try:
         if os.stat(entry.path).st_mtime < entry.since - CLOCK_SLACK_S:

@@ -1,0 +1,55 @@
+"""The plan's entries, a leaf below plan.py and tripwires.py (which plan.py calls back): one
+path the kernel enforces, a pattern the plan covers, and the `.git` file's target.
+
+Imports nothing of the sandbox package, so the package stays acyclic.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+from askgate.policy.paths import fold_lexically
+
+
+class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One path the kernel enforces, and the rule it comes from."""
+
+    path: str  # symlinks resolved: what the mount covers
+    named: str = ""  # the path as the rule names it (before symlinks are resolved)
+    kind: str  # "dir" | "file" | "missing" | "other"
+    why: str  # the rule, e.g. `read "~/.ssh/**" = deny (user: /h/.config/askgate/policy.toml:3)`
+    pattern: str = ""
+    placeholder: str | None = None  # the first missing component to create (then masked)
+    # The placeholder is a symlink into askgate's holding directory (hidden in every
+    # sandbox), not a mount: see `_redirectable` and placeholders.py.
+    redirect: bool = False
+    # A link tripwire (tripwires.py): the protected name is a symlink in a writable
+    # directory (frozen at its target); this is its text, put back if it was replaced.
+    link: str = ""
+    # A glob tripwire (kind "glob"): a directory a program scans at start (a user site
+    # directory's `*.pth`); what matches there made since this time is moved aside.
+    since: float = 0.0
+
+
+class _Source(msgspec.Struct, frozen=True):
+    pattern: str  # absolute, or starting with **
+    why: str
+    rule: bool = False  # from a policy rule: checked against the policy's own evaluation
+
+
+def gitdir_of_link(path: str) -> str | None:
+    """The directory a `.git` *file* names (`gitdir: ../main/.git/worktrees/x`, relative
+    to the file's directory), folded; None when it is not such a file."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(4096).decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = text[len("gitdir:") :].strip()
+    if not target:
+        return None
+    return fold_lexically(os.path.join(os.path.dirname(path), target))
