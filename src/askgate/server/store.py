@@ -548,11 +548,15 @@ class Store:
         rule: str | None = None,
         wait: float | None = None,
         now: float | None = None,
+        canonical: bytes | None = None,
     ) -> Approval:
         """Insert a pending approval (raises keys.CanonicalError for a non-canonical input).
-        `wait`: seconds the creating call waits; after that its answer is `timeout`."""
+        `wait`: seconds the creating call waits; after that its answer is `timeout`.
+        `canonical`: the input's canonical JSON when the caller already has it (the stored
+        input and its digest are both taken from it)."""
         now = time.time() if now is None else now
-        canonical = keys.canonical_json(input_value)
+        if canonical is None:
+            canonical = keys.canonical_json(input_value)
         values: dict[str, Any] = {
             "id": keys.new_approval_id(),
             "tenant": tenant,
