@@ -100,3 +100,35 @@ def test_the_event_stream_on_one_replica_carries_decisions_made_on_the_other(
     )
     listener.join(30)
     assert seen and approval["id"] in seen[0] and '"user_denied"' in seen[0]
+
+
+def test_a_notify_is_read_only_when_someone_here_waits_or_listens() -> None:
+    """The replica that decided has already released its waiters; its own NOTIFY (and any
+    NOTIFY for an approval nobody here waits on or streams) costs no read. A waiter or an
+    event-stream subscriber here still gets the row, read once."""
+    from askgate.server.context import ServerConfig, ServerContext
+
+    class CountingStore:
+        def __init__(self) -> None:
+            self.reads = 0
+
+        async def get(self, approval_id: str, *, tenant: str | None = None) -> None:
+            self.reads += 1
+            return None
+
+    async def go() -> tuple[int, int, int, bool]:
+        store = CountingStore()
+        config = ServerConfig(data_dir="/nonexistent", database_url="x", secret_path="x")
+        ctx = ServerContext(config=config, store=store, secret=b"s" * 32)  # type: ignore[arg-type]
+        await ctx.on_remote_decision("user:u", "a1")
+        nobody = store.reads
+        with ctx.waker.waiter("a1") as woken:
+            await ctx.on_remote_decision("user:u", "a1")
+            waiter = store.reads
+            was_woken = woken.is_set()
+        async with ctx.waker.subscription(("user:u",)):
+            await ctx.on_remote_decision("user:u", "a2")
+        return nobody, waiter, store.reads, was_woken
+
+    nobody, waiter, subscriber, was_woken = asyncio.run(go())
+    assert (nobody, waiter, subscriber, was_woken) == (0, 1, 2, True)

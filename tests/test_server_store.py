@@ -349,3 +349,41 @@ def test_sqlite_runs_every_hot_statement_prepared(tmp_path) -> None:  # type: ig
             await store.close()
 
     assert run(go()) == 1
+
+
+def test_sqlite_keeps_only_clean_connections_between_blocks(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A connection is kept for the next block only with no transaction open; a block that
+    fails rolls back and its connection goes back to the pool: nothing half-written leaks
+    into the next write."""
+    from askgate.server.sqlite_inline import InlineSQLiteEngine
+
+    async def go() -> tuple[int, int, bool, bool]:
+        store = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'a.sqlite3'}")
+        try:
+            engine = store.engine
+            assert isinstance(engine, InlineSQLiteEngine)
+            async with engine.connect() as conn:  # through SQLAlchemy: its bookkeeping opens
+                await conn.execute(sa.text("SELECT 1"))
+            after_fallback = len(engine._idle)
+            await store.get("appr-none")  # prepared: left clean, kept
+            after_prepared = len(engine._idle)
+            with pytest.raises(RuntimeError):
+                async with store.write() as conn:
+                    await conn.execute(sa.text("INSERT INTO approver_groups VALUES ('g', 1.0)"))
+                    raise RuntimeError("fails mid-transaction")
+            approval = await store.create(
+                tenant="t", created_by="u", tool="Bash", input_value={"c": 1}, expires_in=60
+            )
+            async with engine.connect() as conn:
+                groups = await conn.execute(sa.text("SELECT count(*) FROM approver_groups"))
+                no_group = groups.scalar_one() == 0
+            return (
+                after_fallback,
+                after_prepared,
+                no_group,
+                await store.get(approval.id) is not None,
+            )
+        finally:
+            await store.close()
+
+    assert run(go()) == (0, 1, True, True)

@@ -159,6 +159,7 @@ async def create_approval(
         cwd=data.cwd,
         rule=data.rule,
         wait=wait,
+        canonical=canonical,  # computed above for the bound check: once per create
     )
     ctx.notify_created(approval)
     card = ctx.card_url(approval) if user.may_decide_on(approval) else None

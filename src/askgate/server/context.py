@@ -164,6 +164,9 @@ class ServerContext:
             self.broadcast(approval, decision_payload(approval))
 
     async def on_remote_decision(self, tenant: str, approval_id: str) -> None:
+        if not self.waker.has_waiters(approval_id) and not self.waker.has_subscribers:
+            return  # nobody here to wake or tell (e.g. the replica that decided, whose
+            # waiters announce_decision already released): no read for nobody
         try:
             approval = await self.store.get(approval_id, tenant=tenant)
         except Exception:

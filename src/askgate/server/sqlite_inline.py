@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -40,6 +40,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 INLINE_BUSY_MS = 20
+IDLE_KEPT = 4  # connections kept between blocks (one is in use at a time but for busy waits)
 
 
 class _Row(tuple):
@@ -187,6 +188,7 @@ class InlineSQLiteEngine:
         self.busy_ms = busy_ms
         self.dialect = self.sync_engine.dialect
         self._prepared: dict[int, tuple[Any, Prepared]] = {}
+        self._idle: list[InlineConnection] = []
 
         @event.listens_for(self.sync_engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -201,15 +203,36 @@ class InlineSQLiteEngine:
         self._prepared[id(statement)] = (statement, prepared)
         return True
 
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[InlineConnection]:
+        """A connection for one block. One left clean by the prepared path (no transaction
+        open, at the driver or in SQLAlchemy's bookkeeping) is kept for the next block
+        instead of going back through the pool (its checkout and reset were a tenth of an
+        approval's CPU); anything else, and every connection after an error, is closed back
+        to the pool, which resets it."""
+        inline = self._idle.pop() if self._idle else None
+        if inline is None:
+            inline = InlineConnection(self.sync_engine.connect(), self._prepared)
+        try:
+            yield inline
+        except BaseException:
+            inline.sync_connection.close()
+            raise
+        conn = inline.sync_connection
+        clean = not (conn.invalidated or conn.in_transaction() or inline.raw().in_transaction)
+        if clean and len(self._idle) < IDLE_KEPT:
+            self._idle.append(inline)
+        else:
+            conn.close()
+
     @contextlib.asynccontextmanager
     async def connect(self) -> AsyncIterator[InlineConnection]:
-        with self.sync_engine.connect() as conn:
-            yield InlineConnection(conn, self._prepared)
+        with self._held() as inline:
+            yield inline
 
     @contextlib.asynccontextmanager
     async def begin(self) -> AsyncIterator[InlineConnection]:
-        with self.sync_engine.connect() as conn:
-            inline = InlineConnection(conn, self._prepared)
+        with self._held() as inline:
             await self._begin_immediate(inline)
             try:
                 yield inline
@@ -232,4 +255,6 @@ class InlineSQLiteEngine:
             delay = min(delay * 2, 0.05)
 
     async def dispose(self) -> None:
+        while self._idle:
+            self._idle.pop().sync_connection.close()
         self.sync_engine.dispose()

@@ -472,12 +472,15 @@ class Store:
         self._write_lock: asyncio.Lock | None = None if is_postgres(url) else asyncio.Lock()
         self._tokens: dict[str, tuple[float, User]] = {}
         self._enrolled: dict[str, tuple[float, Enrollment | None]] = {}
+        # On PostgreSQL reads run in autocommit and writes through this engine view, at the
+        # server's default isolation (see `open`); on SQLite it is the engine itself.
+        self._writer: Any = engine
 
     @contextlib.asynccontextmanager
     async def write(self) -> AsyncIterator[Connection]:
         """A write transaction (serialised within this process on SQLite)."""
         if self._write_lock is None:
-            async with self.engine.begin() as conn:
+            async with self._writer.begin() as conn:
                 yield conn
             return
         async with self._write_lock, self.engine.begin() as conn:
@@ -498,10 +501,19 @@ class Store:
                 inline.prepare(statement)
             inline.prepare(_INSERT, column_keys=[column.key for column in approvals.c])
             return cls(inline, url)
-        engine = create_async_engine(url, pool_size=10, max_overflow=40, pool_pre_ping=True)
+        # Autocommit by default: a read (every `engine.connect()` block here is one SELECT)
+        # and the pool's pre-ping are one round trip each instead of BEGIN, the statement
+        # and ROLLBACK (the pre-ping alone was three). Writes take a real transaction at the
+        # isolation level the server would have given them (`write`).
+        engine = create_async_engine(
+            url, pool_size=10, max_overflow=40, pool_pre_ping=True, isolation_level="AUTOCOMMIT"
+        )
         store = cls(engine, url)
         try:
-            async with engine.begin() as conn:
+            async with engine.connect() as conn:
+                level = (await conn.execute(sa.text("SHOW transaction_isolation"))).scalar_one()
+            store._writer = engine.execution_options(isolation_level=str(level).upper())
+            async with store._writer.begin() as conn:
                 await conn.run_sync(_run_migrations)
         except BaseException:
             await engine.dispose()
@@ -536,11 +548,15 @@ class Store:
         rule: str | None = None,
         wait: float | None = None,
         now: float | None = None,
+        canonical: bytes | None = None,
     ) -> Approval:
         """Insert a pending approval (raises keys.CanonicalError for a non-canonical input).
-        `wait`: seconds the creating call waits; after that its answer is `timeout`."""
+        `wait`: seconds the creating call waits; after that its answer is `timeout`.
+        `canonical`: the input's canonical JSON when the caller already has it (the stored
+        input and its digest are both taken from it)."""
         now = time.time() if now is None else now
-        canonical = keys.canonical_json(input_value)
+        if canonical is None:
+            canonical = keys.canonical_json(input_value)
         values: dict[str, Any] = {
             "id": keys.new_approval_id(),
             "tenant": tenant,

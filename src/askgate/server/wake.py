@@ -55,6 +55,13 @@ class Waker:
                 if not events:
                     del self._waiters[approval_id]
 
+    def has_waiters(self, approval_id: str) -> bool:
+        return bool(self._waiters.get(approval_id))
+
+    @property
+    def has_subscribers(self) -> bool:
+        return bool(self._subscribers)
+
     def wake(self, approval_id: str, row: Any = None) -> None:
         for event in self._waiters.get(approval_id, ()):
             event.row = row
