@@ -406,24 +406,25 @@ def test_init_can_list_the_hosts_of_the_repositorys_remotes(project) -> None:
     assert remote_hosts(str(project)) == []
 
 
-# --- the table `askgate init` writes -------------------------------------------------
+# --- the list `askgate init` writes (profiles/detect.py) -------------------------------
 
 
-def test_the_init_table_allows_the_projects_registries_and_localhost_and_asks_the_rest(
+def test_the_init_list_allows_the_projects_registries_and_localhost_and_leaves_the_rest(
     project, home
 ) -> None:
-    from askgate.policy.net_defaults import default_net_table, render_net_table
+    from askgate.profiles.detect import starter_policy
 
-    table = default_net_table(["read-only", "python-dev", "node-dev"])
-    parsed = _parse(render_net_table(table))
-    rules = [(r.pattern, r.action.value) for r in parsed.rules]
-    assert ("files.pythonhosted.org:443", "allow") in rules and ("*", "ask") in rules
-    policy = policy_for(project, home, [("net", p, a) for p, a in rules])
-    assert policy.check_net("registry.npmjs.org", 443).action is Action.ALLOW
+    text = starter_policy(["read-only", "sandboxed-project", "python-dev"], sandboxed=True)
+    parsed = _parse(text)
+    rules = [(r.surface.value, r.pattern, r.action.value) for r in parsed.rules]
+    net = [rule for rule in rules if rule[0] == "net"]
+    assert ("net", "files.pythonhosted.org", "allow") in net
+    assert all(pattern != "*" for _, pattern, _ in net)  # the rest falls to `default`
+    policy = policy_for(project, home, net)
+    assert policy.check_net("pypi.org", 443).action is Action.ALLOW
     assert policy.check_net("127.0.0.1", 5432).action is Action.ALLOW
-    assert policy.check_net("registry.npmjs.org", 80).action is Action.ASK
-    assert policy.check_net("crates.io", 443).action is Action.ASK  # not a Rust project
-    assert "github.com:22" in default_net_table([], extra_hosts=["github.com:22"])
+    assert policy.check_net("registry.npmjs.org", 443).action is Action.ASK  # not Node
+    assert policy.check_net("evil.example", 443).action is Action.ASK
 
 
 def test_askgate_check_answers_for_a_host(project, home, tmp_path) -> None:
