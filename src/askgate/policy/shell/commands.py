@@ -648,6 +648,7 @@ class CommandMixin(RedirectMixin):
             context,
             cwd_words,
             paths=paths,
+            words=_unit_words(primary, text),
         )
 
     def patch(self, args: list[Word], redirects: Redirects, piped: bool, paths: Paths) -> None:
@@ -862,6 +863,7 @@ class CommandMixin(RedirectMixin):
         context: str | None = None,
         cwd_words: Sequence[Word] = (),
         paths: PathsView | None = None,
+        words: tuple[str, ...] = (),
     ) -> None:
         where = state.within(cwd_words) if cwd_words else state
         configs = where.configs
@@ -935,6 +937,7 @@ class CommandMixin(RedirectMixin):
                 context=context or frame.context,
                 recursive_writes=tuple(recursive_writes),
                 unknown_names=unknown_names,
+                words=words,
             )
         )
 
@@ -950,6 +953,19 @@ class CommandMixin(RedirectMixin):
                     state.change(name, argv[1:], self.sink.probe)
         elif self.sink.cwd_functions and argv[0].static and head in self.sink.cwd_functions:
             state.lose(f"runs after `{head}`, a function that changes directory")
+
+
+def _unit_words(primary: list[Word], text: str) -> tuple[str, ...]:
+    """The words of a unit's `text` when one holds a space (Unit.words); () when
+    splitting the text on spaces gives them, or when the text is another form."""
+    if not any(" " in word.text for word in primary):
+        return ()
+    words = [word.text for word in primary]
+    if " ".join(words) != text:
+        words[0] = words[0].rsplit("/", 1)[-1]  # `/usr/bin/curl …` is `curl …`
+        if " ".join(words) != text:
+            return ()
+    return tuple(words)
 
 
 def _runnable(argv: list[Word], has_bodies: bool) -> list[Word]:
