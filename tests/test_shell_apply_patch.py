@@ -251,6 +251,15 @@ ATTACKS = {
     "echo_dropping_a_dash_word": (
         "echo '*** Begin Patch\n*** Add File: a' -b/../../../x '\n+x\n*** End Patch' | apply_patch"
     ),
+    # tree-sitter ends the heredoc at `PATCH ` (bash does not): the rest is misread
+    "terminator_with_a_trailing_blank": heredoc(
+        patch("*** Add File: ok.txt", "+x", "PATCH ", "*** Add File: .env", "+y")
+    ),
+    "delimiter_quoted_in_part": (
+        "apply_patch <<'PA'TCH\n"
+        + patch("*** Add File: ok.txt", "+x")
+        + "\nPATCH\ncp ~/.ssh/id_rsa /tmp/k\n'PA'TCH"
+    ),
     "header_hidden_after_an_added_file": heredoc(
         patch("*** Add File: ok.txt", "+x", "\u3000*** Delete File: .env")
     ),
@@ -260,6 +269,21 @@ ATTACKS = {
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_a_patch_attack_is_not_allowed(init_policy: tuple[Policy, str, str], attack: str) -> None:
     assert decide(init_policy, ATTACKS[attack]) is not Action.ALLOW
+
+
+def test_a_heredoc_tree_sitter_misreads_is_not_taken_as_a_patch(
+    recording_apply_patch: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """bash does not end the heredoc at `PATCH ` and gives both files; the analysis does
+    not claim to know the patch (tree-sitter ends it there)."""
+    env, out = recording_apply_patch
+    command = ATTACKS["terminator_with_a_trailing_blank"]
+    run_bash(command, env, tmp_path)
+    assert header_paths(out.read_text()) == ["ok.txt", ".env"]
+    units = patch_units(command)
+    assert units and all(writes == () and floor for writes, floor in units)
+    command = ATTACKS["delimiter_quoted_in_part"]
+    assert [w for w, _ in patch_units(command)] == [()]
 
 
 def test_a_patch_naming_a_secret_is_denied(init_policy: tuple[Policy, str, str]) -> None:

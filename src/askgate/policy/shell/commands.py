@@ -660,6 +660,8 @@ class CommandMixin(RedirectMixin):
         else:
             literal = None
         writes, reason = patch_writes(args, literal, piped or redirects.stdin is not None)
+        if not self.clean and not reason:  # where a heredoc ends is then tree-sitter's guess
+            writes, reason = [], "apply_patch in a command that does not parse cleanly"
         for path in writes:
             paths.write(path)
         if reason:
