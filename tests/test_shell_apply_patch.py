@@ -260,6 +260,21 @@ ATTACKS = {
         + patch("*** Add File: ok.txt", "+x")
         + "\nPATCH\ncp ~/.ssh/id_rsa /tmp/k\n'PA'TCH"
     ),
+    # apply_patch reads the shell's stdin (`bash -c '…' < evil.diff`), not cat's output
+    "pipeline_after_and_not_fed_by_cat": (
+        f"cat <<'EOF' && apply_patch | cat\n{patch('*** Add File: ok.txt', '+x')}\nEOF"
+    ),
+    # a function shadows the producer whose output the analysis reads
+    "cat_redefined_as_a_function": (
+        "cat() { printf '%s\\n' '*** Begin Patch' '*** Add File: .env' '+x' '*** End Patch'; }"
+        f"; cat <<'EOF' | apply_patch\n{patch('*** Add File: ok.txt', '+x')}\nEOF"
+    ),
+    "cat_redefined_later_in_a_loop_through_eval": (
+        f"for i in 1 2; do cat <<'EOF' | apply_patch\n{patch('*** Add File: ok.txt', '+x')}"
+        "\nEOF\neval $'c\\x61t() { printf x; }'; done"
+    ),
+    "cat_redefined_for_xargs": "cat() { echo .env; }; cat <<'EOF' | xargs rm\nsafe\nEOF",
+    "echo_redefined_for_xargs": "echo() { printf .env; }; echo safe | xargs rm",
     "header_hidden_after_an_added_file": heredoc(
         patch("*** Add File: ok.txt", "+x", "\u3000*** Delete File: .env")
     ),
@@ -284,6 +299,32 @@ def test_a_heredoc_tree_sitter_misreads_is_not_taken_as_a_patch(
     assert units and all(writes == () and floor for writes, floor in units)
     command = ATTACKS["delimiter_quoted_in_part"]
     assert [w for w, _ in patch_units(command)] == [()]
+
+
+def test_a_pipeline_after_cat_and_and_reads_the_shells_stdin(
+    recording_apply_patch: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    env, out = recording_apply_patch
+    evil = tmp_path / "evil.diff"
+    evil.write_text(patch("*** Add File: .env", "+x") + "\n")
+    command = ATTACKS["pipeline_after_and_not_fed_by_cat"]
+    with evil.open() as stdin:
+        bash = shutil.which("bash")
+        assert bash is not None
+        subprocess.run([bash, "-c", command], env=env, cwd=tmp_path, stdin=stdin, timeout=30)
+    assert header_paths(out.read_text()) == [".env"]  # not the heredoc's ok.txt
+    ((writes, floor),) = patch_units(command)
+    assert writes == () and floor is not None
+
+
+def test_bash_runs_the_function_not_cat(
+    recording_apply_patch: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    env, out = recording_apply_patch
+    run_bash(ATTACKS["cat_redefined_as_a_function"], env, tmp_path)
+    assert header_paths(out.read_text()) == [".env"]
+    analysis = analyze(ATTACKS["cat_redefined_as_a_function"], cwd=str(tmp_path))
+    assert analysis.floor_reason and "function named cat" in analysis.floor_reason
 
 
 def test_a_patch_naming_a_secret_is_denied(init_policy: tuple[Policy, str, str]) -> None:

@@ -146,6 +146,8 @@ def _on_stdin(node: Node) -> bool:
             "<" in c.type or c.type == "ERROR" for c in child.children
         ):
             return False
+        if kind == "pipeline" and (not child.children or child.children[0].type != "|"):
+            return False  # `cat <<E && a | b`: a pipeline hung on the heredoc, not fed by it
     return True
 
 
