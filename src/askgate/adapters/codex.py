@@ -15,7 +15,8 @@ accept as a failed hook, which lets the call run. So:
   Codex shows its own prompt and the human at the terminal decides.
 
 ``apply_patch`` is decided per file: every ``*** Add/Update/Delete File:`` and
-``*** Move to:`` path of the patch is a ``Write`` request, and the strictest answer wins.
+``*** Move to:`` path of the patch is a ``Write`` request, and the strictest answer wins
+(askgate.policy.patch_headers, which the shell analysis of ``apply_patch`` shares).
 
 Every failure (unreadable input, unknown event, internal error) exits 2 with the reason on
 stderr, which Codex counts as a block for PreToolUse and a deny for PermissionRequest; Codex
@@ -24,7 +25,6 @@ ignores exit 2 with an empty stderr, so the reason is never empty.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -40,6 +40,7 @@ from askgate.hookrt.contract import (
     encode,
     one_line,
 )
+from askgate.policy.patch_headers import header_paths
 
 if TYPE_CHECKING:
     from askgate.outcome import ToolRequest
@@ -50,7 +51,6 @@ PERMISSION_REQUEST = "PermissionRequest"
 MAX_REASON = 4_000
 # Installed hook timeout is 600 s; an approval-server ask must end (in deny) before it.
 PROMPT_BUDGET_SECONDS = 540.0
-_PATCH_PATH = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 
 
 class CodexInput(msgspec.Struct, kw_only=True):
@@ -105,14 +105,6 @@ def parse_input(data: bytes) -> CodexInput:
     return hook
 
 
-def patch_paths(patch: str) -> list[str]:
-    paths: list[str] = []
-    for path in _PATCH_PATH.findall(patch):
-        if path not in paths:
-            paths.append(path)
-    return paths
-
-
 def requests_for(hook: CodexInput) -> list[ToolRequest]:
     """The gate requests one Codex tool call stands for."""
     from askgate.outcome import ToolRequest
@@ -125,7 +117,7 @@ def requests_for(hook: CodexInput) -> list[ToolRequest]:
     }
     if hook.tool_name == "apply_patch":
         text = _string_field(hook.tool_input, "input", "patch", "command") or ""
-        paths = patch_paths(text)
+        paths = header_paths(text)
         if paths:
             return [
                 ToolRequest(

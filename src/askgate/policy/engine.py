@@ -296,7 +296,8 @@ class Policy:
         looked = False
         for command, tighten in ((unit.command, consent), *((f, True) for f in unit.may_run)):
             looked = looked or looks_at_files(command)
-            for target in contacted(command, directory):
+            words = unit.words if command is unit.command else ()
+            for target in contacted(command, directory, words):
                 if target is None:
                     if not tighten:
                         checks.append(self._unknown_host_check(command))

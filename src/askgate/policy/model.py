@@ -140,6 +140,10 @@ class Unit(msgspec.Struct, frozen=True, kw_only=True):
     # Why the unit touches files nobody has named (`find . | xargs cat`, `tar -T list`):
     # any read or write deny/ask rule of the policy could apply to them, so it asks.
     unknown_names: str = ""
+    # The words of `command` when one holds a space (`curl -H 'Accept: text/html' …`),
+    # for the network tools' hosts (shell/network.py); () when `command.split(" ")`
+    # gives them.
+    words: tuple[str, ...] = ()
 
 
 class ShellAnalysis(msgspec.Struct, frozen=True, kw_only=True):

@@ -31,6 +31,11 @@ _BIG_TREE = 5_000  # nodes
 _SWEEP_BUDGET_SECONDS = 0.25
 _SURROGATE = lazy_compile(r"[\ud800-\udfff]")
 _BLANK = " \t\n\r\f\v"
+# Programs whose output or input the analysis reads literally (`cat <<'EOF' | apply_patch`,
+# `echo a b | xargs rm`, `while read f`): a function of that name, anywhere in the
+# command (a loop may call it before its definition is reached), makes that reading wrong.
+SHADOWED_NAMES = frozenset({"cat", "echo", "printf", "read", "xargs", "apply_patch",
+                            "applypatch"})  # fmt: skip
 _COMMAND_TYPES = frozenset({"command", "declaration_command", "unset_command", "test_command"})
 _COMMAND_QUERY = f"[{' '.join(f'({t})' for t in sorted(_COMMAND_TYPES))}] @c"
 
@@ -221,6 +226,10 @@ def _analyze(command: str, max_length: int, probe: Probe | None = None) -> Shell
     walker.program(root, Cwd(), _TOP_FRAME)
     walker.sweep(root, Cwd(), _TOP_FRAME)
     reasons.extend(sink.floors)
+    if sink.functions and not sink.functions.isdisjoint(SHADOWED_NAMES):
+        names = ", ".join(sorted(sink.functions & SHADOWED_NAMES))
+        reasons.append(f"this command defines a function named {names}, which the analysis "
+                       "reads as the program")  # fmt: skip
     if sink.glob_options and any(unit.globbed for unit in sink.units):
         reasons.append(sink.glob_options)
     if sink.links:

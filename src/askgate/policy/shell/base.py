@@ -28,7 +28,7 @@ class Frame(NamedTuple):
 class Redirects:
     """The redirects of one command, evaluated."""
 
-    __slots__ = ("floors", "reads", "stdin", "stdin_text", "trailing", "writes")
+    __slots__ = ("floors", "reads", "stdin", "stdin_literal", "stdin_text", "trailing", "writes")
 
     def __init__(self) -> None:
         self.reads: list[str] = []
@@ -36,6 +36,7 @@ class Redirects:
         self.floors: list[str] = []
         self.stdin: str | None = None  # "pipe" | "heredoc" | "herestring" | "file"
         self.stdin_text: str | None = None
+        self.stdin_literal = False  # stdin_text is exactly what fd 0 reads (applypatch.py)
         self.trailing: list[tuple[Node, bool]] = []  # statements tree-sitter hung on a heredoc
 
 

@@ -9,6 +9,7 @@ from operator import attrgetter, methodcaller
 from askgate.policy.lazy_regex import lazy_compile
 from askgate.policy.model import Action, Unit
 from askgate.policy.shell import git
+from askgate.policy.shell.applypatch import PATCH_COMMANDS, patch_writes
 from askgate.policy.shell.argv import names, scan
 from askgate.policy.shell.base import REDIRECT_TYPES, Frame, Redirects, join_words
 from askgate.policy.shell.cwd import UNKNOWN, Cwd, is_relative
@@ -95,8 +96,8 @@ _SPECIAL = names("git cd pushd let hash enable shopt fc set") | _NAME_BUILTINS |
 # (One exception: git with no global option, whose special() treatment plain() repeats.)
 _NOT_FUSED = frozenset(
     {*WRAPPERS, *_SPECIAL, *_MOVES, *RUNNER_OR_EXEC_NAMES, *INLINE_INTERPRETERS, *INTERPRETERS,
-     *SHELLS, *FOREIGN_SHELLS, *LINK_MAKERS, *COMMAND_LANGUAGE_NAMES, "xargs", "source",
-     ".", "exec"}
+     *SHELLS, *FOREIGN_SHELLS, *LINK_MAKERS, *COMMAND_LANGUAGE_NAMES, *PATCH_COMMANDS,
+     "xargs", "source", ".", "exec"}
 )  # fmt: skip
 # Names whose inline code or command language inline.py reads.
 _CODE_NAMES = COMMAND_LANGUAGE_NAMES | INLINE_INTERPRETERS | INTERPRETERS
@@ -210,6 +211,9 @@ def _plain_unit(
 class CommandMixin(RedirectMixin):
     """Command-level analysis: wrappers, floors, paths, cd."""
 
+    # piped_text is exactly what this command's stdin reads (`cat <<'EOF' | apply_patch`)
+    piped_literal = False
+
     # -- a simple command -------------------------------------------------------
 
     def command(
@@ -222,6 +226,7 @@ class CommandMixin(RedirectMixin):
     ) -> None:
         self.visited.add(node.id)
         piped_text, self.piped_text = (self.piped_text if piped else None), None
+        piped_literal, self.piped_literal = piped and self.piped_literal, False
         if self.fused_again(node, extra_redirects, state, frame):
             return
         assignments, word_nodes, redirect_nodes, bodies = _children_by_role(node)
@@ -265,17 +270,22 @@ class CommandMixin(RedirectMixin):
                     self.add_unit(text, (), redirects.reads, redirects.writes, floors, frame, state)
         else:
             self.piped_text = piped_text  # read by stdin() below, for this command only
+            self.piped_literal = piped_literal
             self.run(argv, assigned, redirects, floors, state, frame, piped)
-            self.piped_text = None
+            self.piped_text, self.piped_literal = None, False
         self.trailing(redirects, argv, state, frame)
 
     def trailing(self, redirects: Redirects, argv: list[Word], state: Cwd, frame: Frame) -> None:
         """Statements tree-sitter hangs on a redirect (`cat <<EOF | sh`: the pipe)."""
+        first = True
         for trailing, is_piped in redirects.trailing:
             if is_piped and len(argv) == 1 and argv[0].text == "cat":
                 self.piped_text = redirects.stdin_text
+                # only the first stage reads cat's output (`cat <<E | sed … | apply_patch`)
+                self.piped_literal = first and redirects.stdin_literal
+            first = first and not is_piped
             self.statement(trailing, state.copy() if is_piped else state, frame, piped=is_piped)
-            self.piped_text = None
+            self.piped_text, self.piped_literal = None, False
 
     def descriptor_words(
         self, groups: list[list[Node]], argv: list[Word], floors: list[str]
@@ -573,7 +583,9 @@ class CommandMixin(RedirectMixin):
             else:
                 alternates.append(base_form)
                 paths.read(head.text)
-        if name in _SPECIAL:
+        if head.text in PATCH_COMMANDS and head.dynamic is None:
+            self.patch(args, redirects, piped, paths)
+        elif name in _SPECIAL:
             text, git_cwd = self.special(name, primary, text, alternates, floors, paths)
             if git_cwd:
                 cwd_words = [*cwd_words, *git_cwd]
@@ -636,7 +648,24 @@ class CommandMixin(RedirectMixin):
             context,
             cwd_words,
             paths=paths,
+            words=_unit_words(primary, text),
         )
+
+    def patch(self, args: list[Word], redirects: Redirects, piped: bool, paths: Paths) -> None:
+        """Codex's `apply_patch`: the paths of a literal patch are its writes (applypatch.py)."""
+        if redirects.stdin in ("heredoc", "herestring"):
+            literal = redirects.stdin_text if redirects.stdin_literal else None
+        elif piped and redirects.stdin is None:
+            literal = self.piped_text if self.piped_literal else None
+        else:
+            literal = None
+        writes, reason = patch_writes(args, literal, piped or redirects.stdin is not None)
+        if not self.clean and not reason:  # where a heredoc ends is then tree-sitter's guess
+            writes, reason = [], "apply_patch in a command that does not parse cleanly"
+        for path in writes:
+            paths.write(path)
+        if reason:
+            paths.floors.append(reason)
 
     def unknown_program(
         self, argv: list[Word], text: str, paths: Paths, state: Cwd, frame: Frame
@@ -836,6 +865,7 @@ class CommandMixin(RedirectMixin):
         context: str | None = None,
         cwd_words: Sequence[Word] = (),
         paths: PathsView | None = None,
+        words: tuple[str, ...] = (),
     ) -> None:
         where = state.within(cwd_words) if cwd_words else state
         configs = where.configs
@@ -912,6 +942,7 @@ class CommandMixin(RedirectMixin):
                 context=context or frame.context,
                 recursive_writes=tuple(recursive_writes),
                 unknown_names=unknown_names,
+                words=words,
             )
         )
 
@@ -927,6 +958,19 @@ class CommandMixin(RedirectMixin):
                     state.change(name, argv[1:], self.sink.probe)
         elif self.sink.cwd_functions and argv[0].static and head in self.sink.cwd_functions:
             state.lose(f"runs after `{head}`, a function that changes directory")
+
+
+def _unit_words(primary: list[Word], text: str) -> tuple[str, ...]:
+    """The words of a unit's `text` when one holds a space (Unit.words); () when
+    splitting the text on spaces gives them, or when the text is another form."""
+    if not any(" " in word.text for word in primary):
+        return ()
+    words = [word.text for word in primary]
+    if " ".join(words) != text:
+        words[0] = words[0].rsplit("/", 1)[-1]  # `/usr/bin/curl …` is `curl …`
+        if " ".join(words) != text:
+            return ()
+    return tuple(words)
 
 
 def _runnable(argv: list[Word], has_bodies: bool) -> list[Word]:

@@ -465,12 +465,26 @@ def _curl(words: Sequence[str], _cwd: str) -> Targets:
         elif name in _CURL_HOSTS and value is not None and "://" not in value:
             found.append(parse_url(value, default_scheme="http"))
     found += [parse_url(op, default_scheme="http") for op in operands if "://" not in op]
+    found += _host_headers(options, ("-H", "--header"))
+    return found
+
+
+def _host_headers(options: list[tuple[str, str | None]], names: tuple[str, ...]) -> Targets:
+    """A `Host:` header names the site a server in front of the connection (a CDN, a
+    shared proxy) hands the request to: that host is contacted too."""
+    found: Targets = []
+    for name, value in options:
+        if name in names and value is not None:
+            field, colon, host = value.partition(":")
+            if colon and field.strip().lower() == "host":
+                found.append(parse_url(host.strip(), default_scheme="http"))
     return found
 
 
 def _wget(words: Sequence[str], _cwd: str) -> Targets:
     options, operands = _options(words, _WGET_VALUES)
     found = _url_words(words)
+    found += _host_headers(options, ("--header",))
     if any(name in _WGET_OPAQUE for name, _ in options):
         found.append(Unknown)
     found += [parse_url(op, default_scheme="http") for op in operands if "://" not in op]
@@ -541,16 +555,25 @@ def _ssh(words: Sequence[str], _cwd: str) -> Targets:
             port = int(value) if value.isdigit() else UNKNOWN_PORT
         elif name == "-J":
             found += [_split_host_port(hop, 22) for hop in (value or "").split(",")]
-        elif name == "-o":
-            key = (value or "").split("=", 1)[0].strip().lower()
-            if key in ("hostname", "proxyjump", "proxycommand", "port"):
-                found.append(Unknown)
+    found += _ssh_config_targets(options)
     if operands:
         destination = operands[0]
         if destination.startswith("ssh://"):
             found.append(parse_url(destination))
         else:
             found.append(_host_port(destination.rpartition("@")[2], None, port))
+    return found
+
+
+def _ssh_config_targets(options: list[tuple[str, str | None]]) -> Targets:
+    """`-o KEY=VALUE` or `-o 'KEY VALUE'` (ssh reads both) that moves the connection
+    elsewhere: where to cannot be told from here."""
+    found: Targets = []
+    for name, value in options:
+        if name == "-o":
+            key = re.split(r"[=\s]", (value or "").strip(), maxsplit=1)[0].lower()
+            if key in ("hostname", "proxyjump", "proxycommand", "port"):
+                found.append(Unknown)
     return found
 
 
@@ -577,6 +600,7 @@ def _scp(words: Sequence[str], _cwd: str) -> Targets:
             port = int(value) if value.isdigit() else UNKNOWN_PORT
         elif name == "-J":
             found += [_split_host_port(hop, 22) for hop in (value or "").split(",")]
+    found += _ssh_config_targets(options)
     for operand in operands:
         target = _remote_path(operand, port)
         if target is not False:
@@ -591,8 +615,9 @@ def _sftp(words: Sequence[str], cwd: str) -> Targets:
     port = next((int(v) for n, v in options if n == "-P" and v and v.isdigit()), 22)
     first = operands[0]
     if first.startswith("sftp://"):
-        return [parse_url(first)]
-    return [_host_port(first.partition(":")[0].rpartition("@")[2], None, port)]
+        return [parse_url(first), *_ssh_config_targets(options)]
+    host = first.partition(":")[0].rpartition("@")[2]
+    return [_host_port(host, None, port), *_ssh_config_targets(options)]
 
 
 def _rsync(words: Sequence[str], _cwd: str) -> Targets:
@@ -885,10 +910,11 @@ EXAMPLES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def contacted(command: str, cwd: str) -> Targets:
+def contacted(command: str, cwd: str, argv: Sequence[str] = ()) -> Targets:
     """The targets `command` (one normalised unit) contacts; [] for other programs.
-    Reads at most one file: the repository's git configuration, for a named remote."""
-    words = command.split(" ")
+    `argv`: its words, when one holds a space (Unit.words). Reads at most one file: the
+    repository's git configuration, for a named remote."""
+    words = list(argv) if argv else command.split(" ")
     program = os.path.basename(words[0])
     if program not in NETWORK_PROGRAMS:
         return []

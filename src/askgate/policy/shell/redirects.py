@@ -31,6 +31,9 @@ class RedirectMixin(Base):
                 if parts:
                     word = self.words(parts, state, frame, "assign")[0]
                     result.stdin, result.stdin_text = "herestring", word.text
+                    result.stdin_literal = word.static and _on_stdin(node)
+        if len(nodes) > 1:
+            result.stdin_literal = False  # (tree-sitter mis-nests several stdin redirects)
         return result
 
     def redirect_arguments(self, redirects: Sequence[Node]) -> list[Node]:
@@ -111,6 +114,7 @@ class RedirectMixin(Base):
                 self.file_redirect(child, state, frame, result)
             elif kind == "heredoc_body":
                 result.stdin, result.stdin_text = "heredoc", self.text(child)
+                result.stdin_literal = quoted and _on_stdin(node)  # (`<<-` strips tabs)
                 if not quoted:
                     self.heredoc_body(child, state, frame)
             elif kind == "pipeline":
@@ -129,6 +133,22 @@ class RedirectMixin(Base):
         for match in re.finditer(r"`((?:[^`\\]|\\.)*)`", text, re.DOTALL):
             inner = re.sub(r"\\([`$\\])", r"\1", match.group(1))
             self.reparse(Word(inner, inner), "heredoc", heredoc_frame, state.copy())
+
+
+def _on_stdin(node: Node) -> bool:
+    """A plain `<<` or `<<<` (no descriptor, no `<<-`, no other redirect of stdin hung on
+    it, nothing tree-sitter could not place): its text is what fd 0 reads."""
+    for child in node.children:
+        kind = child.type
+        if kind in ("file_descriptor", "<<-", "ERROR", "heredoc_redirect", "herestring_redirect"):
+            return False
+        if kind == "file_redirect" and any(
+            "<" in c.type or c.type == "ERROR" for c in child.children
+        ):
+            return False
+        if kind == "pipeline" and (not child.children or child.children[0].type != "|"):
+            return False  # `cat <<E && a | b`: a pipeline hung on the heredoc, not fed by it
+    return True
 
 
 def _closes(node: Node) -> bool:

@@ -103,6 +103,7 @@ class Sink(SinkLike):
         "cwd_functions",
         "find_commands",
         "floors",
+        "functions",
         "glob_options",
         "integers",
         "lastpipe",
@@ -118,6 +119,7 @@ class Sink(SinkLike):
         self.units: list[Unit] = []
         self.floors: list[str] = []
         self.cwd_functions: set[str] = set()
+        self.functions: set[str] = set()  # every function name defined (SHADOWED_NAMES)
         # Why cd/pushd/popd may not do what they say (redefined, disabled), or None.
         self.moves_redefined: str | None = None
         self.lastpipe = False  # `shopt -s lastpipe`: the last pipeline stage is this shell
@@ -632,6 +634,7 @@ class Walker(BuiltinMixin):
         inner = self.inherit(redirects, state, frame._replace(context="function"))
         if body is not None:
             self.statement(body, body_state, inner)
+        self.sink.functions.add(name)
         if not body_state.same(state) and name:
             self.sink.cwd_functions.add(name)
 
