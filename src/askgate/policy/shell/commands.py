@@ -60,7 +60,7 @@ from askgate.policy.shell.variables import (
     name_floors,
 )
 from askgate.policy.shell.words import Node, Word
-from askgate.policy.shell.wrappers import WRAPPERS, peel, xargs_peel
+from askgate.policy.shell.wrappers import WRAPPERS, final_program, peel, xargs_peel
 
 # Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
 STATEMENT_TYPES = names(
@@ -245,7 +245,7 @@ class CommandMixin(RedirectMixin):
         floors: list[str] = []
         assigned = (
             [
-                self.assignment(a, state, frame, floors, program_name(argv[0]) if argv else None)
+                self.assignment(a, state, frame, floors, final_program(argv) if argv else None)
                 for a in assignments
             ]
             if assignments
@@ -380,6 +380,12 @@ class CommandMixin(RedirectMixin):
         self, node: Node, state: Cwd, frame: Frame, floors: list[str], program: str | None = None
     ) -> str:
         """`NAME=value` as text; floors for variables that change what runs."""
+        return self.assignment_word(node, state, frame, floors, program).text
+
+    def assignment_word(
+        self, node: Node, state: Cwd, frame: Frame, floors: list[str], program: str | None = None
+    ) -> Word:
+        """`NAME=value` as a word (dynamic when the value is); floors as assignment()."""
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
         name = self.text(name_node) if name_node is not None else ""
@@ -401,7 +407,8 @@ class CommandMixin(RedirectMixin):
             operator == "=" and bare == name and harmless_setting(bare, value, static, program)
         ):
             floors.append(f"sets {bare}, which changes what commands run")
-        return f"{name}{operator}{value}"
+        text = f"{name}{operator}{value}"
+        return Word(text, text, None if static else f"variable assignment `{text}`")
 
     # -- wrappers and units -------------------------------------------------------
 
@@ -990,9 +997,17 @@ class _Extra:
         self.used = True
         if layer.floor:
             floors.append(layer.floor)
-        for name in layer.assigned:
-            if dangerous_variable(name):
-                floors.append(f"sets {name}, which changes what commands run")
+        # `env NAME=value CMD`: a harmless setting is decided by the program it reaches.
+        settings = layer.settings if len(layer.settings) == len(layer.assigned) else ()
+        program = final_program(layer.inner) if settings and not layer.cwd else None
+        for index, name in enumerate(layer.assigned):
+            if not dangerous_variable(name):
+                continue
+            if settings:
+                value = settings[index].text.partition("=")[2]
+                if harmless_setting(name, value, settings[index].static, program):
+                    continue
+            floors.append(f"sets {name}, which changes what commands run")
         self.cwd.extend(layer.cwd)
         self.reads.extend(layer.reads)
         self.writes.extend(layer.writes)
