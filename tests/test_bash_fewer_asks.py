@@ -96,3 +96,46 @@ def test_export_of_a_harmless_setting_is_allowed(world: World, command: str) -> 
 @pytest.mark.parametrize("command", HARMFUL_EXPORTS)
 def test_export_of_a_harmful_setting_is_not_allowed(world: World, command: str) -> None:
     world.not_allowed(command)
+
+
+# -- 4. ruby inline code reading a literal name -------------------------------------------
+
+RUBY_LITERAL_READS = [
+    "ruby -e 'puts File.read(\"README.md\")'",
+    "ruby -e 'puts File.read \"x.json\"'",
+    "ruby -e 'puts File.readlines(\"x.json\").size'",
+    "ruby -e 'File.foreach(\"x.json\") { |l| puts l }'",
+]
+RUBY_SECRET_OR_BUILT_NAMES = [
+    "ruby -e 'puts File.read(\".env\")'",
+    "ruby -e 'puts File.read(\"./.env\")'",
+    "ruby -e 'puts File.read \".env\"'",
+    'ruby -e \'puts File.read(".e"+"nv")\'',
+    'ruby -e \'puts File.read ".e" + "nv"\'',
+    'ruby -e \'x=".e"+"nv"; puts File.read("#{x}")\'',
+    "ruby -e 'puts File.read(\"#{Dir.home}/.ssh/id_rsa\")'",
+    "ruby -e 'puts File.read(x)'",
+    "ruby -e 'puts File.read(\"x.json\"); puts File.read(ARGV[0])' .env",
+    "ruby -e 'puts File.readlines x'",
+    "ruby -e 'puts IO.read(\"|cat .env\")'",
+    "ruby -e 'puts IO.readlines(\"| id\")'",
+    "ruby -e 'puts Dir[\".e*\"].map { |f| File.read(f) }'",
+]
+
+
+@pytest.mark.parametrize("command", RUBY_LITERAL_READS)
+def test_ruby_reading_a_literal_project_file_is_decided_as_a_read(
+    world: World, command: str
+) -> None:
+    got = world.answers(command)
+    assert got["permissive"] is Action.ALLOW and got["init-on"] is Action.ALLOW, (command, got)
+
+
+@pytest.mark.parametrize("command", RUBY_SECRET_OR_BUILT_NAMES)
+def test_ruby_reading_a_secret_or_a_built_name_is_not_allowed(world: World, command: str) -> None:
+    world.not_allowed(command)
+
+
+def test_ruby_reading_a_literal_secret_is_denied(world: World) -> None:
+    got = world.answers("ruby -e 'puts File.read(\".env\")'")
+    assert all(action is Action.DENY for action in got.values()), got
