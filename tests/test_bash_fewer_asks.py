@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from askgate.policy.model import Action
-from bash_world import World
+from bash_world import BASH, ENV_SECRET, World
+
+needs_bash = pytest.mark.skipif(BASH is None, reason="needs bash")
 
 POLICIES = ("init-off", "init-on", "permissive", "example")
 
@@ -139,3 +141,61 @@ def test_ruby_reading_a_secret_or_a_built_name_is_not_allowed(world: World, comm
 def test_ruby_reading_a_literal_secret_is_denied(world: World) -> None:
     got = world.answers("ruby -e 'puts File.read(\".env\")'")
     assert all(action is Action.DENY for action in got.values()), got
+
+
+# -- 5. sed's r, R, w, W and s///w: the read or write they are --------------------------
+
+SED_FILE_COMMANDS = [
+    ("sed '1r x.json' src/app.py", "permissive"),
+    ("sed -e '1r x.json' -e '2R x.json' src/app.py", "permissive"),
+    ("sed -i '1r x.json' src/app.py", "init-off"),
+    ("sed -n '/x/w /dev/stdout' src/app.py", "init-off"),
+    ("sed -n '1w out.txt' src/app.py", "init-off"),
+    ("sed 's/a/b/w out.txt' src/app.py", "permissive"),
+]
+SED_HARMFUL_FILES = [
+    "sed '1r .env' src/app.py",
+    "sed '1r ./.env' src/app.py",
+    "sed -e 1p -e '2R .env' src/app.py",
+    "sed -e '/x/{r .env' -e '}' src/app.py",
+    "sed -i '1r ~/.ssh/id_rsa' src/app.py",  # (sed reads ./~/…: asking is conservative)
+    "sed -n '1w .git/hooks/pre-commit' src/app.py",
+    "sed -n 's/a/b/w CLAUDE.md' src/app.py",
+    "sed -n '1w ../.bashrc' src/app.py",  # ~/.bashrc
+    "sed -n 'w /etc/passwd' src/app.py",  # outside the working directory: a question
+    "sed 's/a/b/w /tmp/o' src/app.py",
+    "sed '1e cat .env' src/app.py",
+    "sed 's/a/cat .env/e' src/app.py",
+    "sed '1r' src/app.py",
+    "sed '1r a\\b' src/app.py",
+]
+
+
+@pytest.mark.parametrize(("command", "policy"), SED_FILE_COMMANDS)
+def test_sed_reading_or_writing_a_named_project_file_is_allowed(
+    world: World, command: str, policy: str
+) -> None:
+    assert world.answers(command)[policy] is Action.ALLOW, command
+
+
+@pytest.mark.parametrize("command", SED_HARMFUL_FILES)
+def test_sed_reading_a_secret_or_writing_a_protected_file_is_not_allowed(
+    world: World, command: str
+) -> None:
+    world.not_allowed(command)
+
+
+def test_sed_reads_its_r_file_to_the_end_of_the_line() -> None:
+    from askgate.policy.shell.sedscript import script_files
+
+    assert script_files("1r a;p") == (False, ["a;p"], [])
+    assert script_files("1r a\n2w b\ns/x/y/w c") == (False, ["a"], ["b", "c"])
+    assert script_files("1e id")[0] and script_files("s/a/b/e")[0]
+
+
+@needs_bash
+def test_sed_r_really_reads_the_file_and_w_really_writes_it(world: World) -> None:
+    assert ENV_SECRET in world.bash("sed '1r .env' src/app.py")
+    assert world.bash("sed -n '1w w.txt' src/app.py; cat w.txt") == "print('hi')\n"
+    # The name runs to the end of the line and is not globbed or tilde-expanded.
+    assert ENV_SECRET not in world.bash("sed '1r .e*' src/app.py; sed '1r .env;p' src/app.py")

@@ -412,7 +412,7 @@ GROUPS: dict[str, tuple[Case, ...]] = {
         Case('awk \'{print | "sh"}\' x', (U('awk {print | "sh"} x', floor=True, reads=('x',)),), at_least_ask=True),
         Case("sed -n 'e rm -rf /' x", (U('sed -n e rm -rf / x', floor=True, reads=('x',)),), at_least_ask=True),
         Case("sed 's/x/rm -rf \\//e' x", (U('sed s/x/rm -rf \\//e x', floor=True, reads=('x',)),), at_least_ask=True),
-        Case("sed -n 'w /etc/passwd' x", (U('sed -n w /etc/passwd x', floor=True, reads=('x',)),), at_least_ask=True),
+        Case("sed -n 'w /etc/passwd' x", (U('sed -n w /etc/passwd x', floor=True, reads=('x',), writes=('/etc/passwd',)),), at_least_ask=True),
         Case("wget -e 'use_askpass=/tmp/evil' https://x", (U('wget -e use_askpass=/tmp/evil https://x', floor=True),), at_least_ask=True),
     ),
     'runners: matched as written, inner command visible to denies': (

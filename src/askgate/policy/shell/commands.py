@@ -51,6 +51,7 @@ from askgate.policy.shell.runners import (
     exec_option_floor,
     runner_inner,
 )
+from askgate.policy.shell.sedscript import sed_files
 from askgate.policy.shell.unknown import tails
 from askgate.policy.shell.variables import (
     DECLARATIONS,
@@ -705,6 +706,8 @@ class CommandMixin(RedirectMixin):
         reason = exec_option_floor(base, args)
         if reason:
             floors.append(reason)
+        if base in _SEDS:
+            _sed_paths(args, paths)
 
     def runner_inner(self, inner: list[Word], floors: list[str], paths: Paths) -> None:
         """What a local runner starts (`uv run pytest --pastebin`, `npx tar -xPf a`) is
@@ -736,6 +739,8 @@ class CommandMixin(RedirectMixin):
         reason = exec_option_floor(name, args)
         if reason:
             floors.append(reason)
+        if name in _SEDS:
+            _sed_paths(args, paths)
         if name in _CODE_NAMES or is_interpreter(name):
             self.code_paths(name, args, paths, floors, False)
 
@@ -1089,6 +1094,7 @@ _RUNS_OPERANDS = SHELLS | FOREIGN_SHELLS | INTERPRETERS | names("source . eval e
 
 
 _TEXT_ONLY = names("echo printf : true false")
+_SEDS = names("sed gsed")
 _PRINTED_ONLY = (
     "variable `",
     "glob in",
@@ -1103,6 +1109,15 @@ _PROGRAM_FILE_OPTIONS = names(
     "-f --file -x -S -K --config -F --rcfile --init-file -init --command -c --script -s "
     "--source -l --load -I --from-file --eval -e -E -cmd -T"
 )
+
+
+def _sed_paths(args: Sequence[Word], paths: Paths) -> None:
+    """`sed '1r FILE'` reads FILE, `sed 'w FILE'` and `s/a/b/w FILE` write it."""
+    reads, writes = sed_files(args)
+    for path in reads:
+        paths.read(path)
+    for path in writes:
+        paths.write(path)
 
 
 def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
