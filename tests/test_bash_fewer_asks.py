@@ -199,3 +199,69 @@ def test_sed_r_really_reads_the_file_and_w_really_writes_it(world: World) -> Non
     assert world.bash("sed -n '1w w.txt' src/app.py; cat w.txt") == "print('hi')\n"
     # The name runs to the end of the line and is not globbed or tilde-expanded.
     assert ENV_SECRET not in world.bash("sed '1r .e*' src/app.py; sed '1r .env;p' src/app.py")
+
+
+# -- 2. command substitutions whose output is known --------------------------------------
+
+KNOWN_OUTPUTS = [
+    ("ls $(pwd)/src", "init-off"),
+    ('ls "$(pwd)/src"', "init-off"),
+    ("ls `pwd`/src", "init-off"),
+    ("cat $(pwd)/x.json", "init-off"),
+    ("echo $(date)", "init-off"),
+    ("echo $(date +%s)", "init-off"),
+    ("pytest -n $(nproc)", "init-off"),
+    ('pytest -n "$(nproc)"', "init-off"),
+    ("sleep $(date '+%S')", "init-off"),
+    ("sleep $(nproc)", "init-off"),
+    ("make -j$(nproc)", "init-on"),
+    ("make --jobs=$(nproc)", "init-on"),
+]
+UNKNOWN_OR_HARMFUL_OUTPUTS = [
+    "cat $(pwd)/.env",
+    "rm -rf $(pwd)",  # what it writes is named by a substitution: a question, as before
+    "cp x.json $(pwd)/y",
+    "touch $(date +%s)",  # digits as a file name: the write is not seen
+    "sort -o$(nproc) x.json",
+    "sort --output=$(nproc) x.json",
+    'cat "$(pwd)"/.e*',
+    "cd src && cat $(pwd)/../.env",
+    "cat $(pwd)/../.ssh/id_rsa",
+    "cat `pwd`/../.ssh/id_rsa",
+    "cat $(date +/proc/self/environ)",  # a format prints any text
+    "cat $(date +../.ssh/id_rsa)",
+    "cat .env$(date +)",  # an empty format prints nothing
+    "cat .e$(nproc)",
+    "cat $(nproc)/../.env",
+    "ls $(pwd x)",
+    "ls $(pwd; cat .env)",
+    "ls $(pwd)$(cat .env)",
+    "ls x$(pwd)",
+    "ls $(cat list)",
+    "ls $(git rev-parse --show-toplevel)/../.ssh",
+    "ls $(which python)",
+    "python3 $(nproc)",
+    "bash -c $(nproc)",
+    "$(nproc)",
+]
+
+
+@pytest.mark.parametrize(("command", "policy"), KNOWN_OUTPUTS)
+def test_a_known_harmless_substitution_is_not_a_question(
+    world: World, command: str, policy: str
+) -> None:
+    assert world.answers(command)[policy] is Action.ALLOW, command
+
+
+@pytest.mark.parametrize("command", UNKNOWN_OR_HARMFUL_OUTPUTS)
+def test_any_other_substitution_keeps_its_question(world: World, command: str) -> None:
+    world.not_allowed(command)
+
+
+@needs_bash
+def test_pwd_substitution_is_pwd_and_date_formats_print_any_text(world: World) -> None:
+    assert ENV_SECRET in world.bash("cd src && cat $(pwd)/../.env")
+    assert world.bash("cd src && echo $(pwd)") == world.bash("cd src && echo $PWD")
+    assert world.bash("echo $(date +../.ssh/id_rsa)") == "../.ssh/id_rsa\n"
+    assert ENV_SECRET in world.bash("cat .env$(date +)")
+    assert world.bash("echo $(date +%s)$(nproc)").strip().isdigit()

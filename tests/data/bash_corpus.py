@@ -147,7 +147,7 @@ GROUPS: dict[str, tuple[Case, ...]] = {
         Case('rm -rf *', (U('rm -rf *', writes=('*',)),), note='an unquoted glob is expanded when deciding and what it names is checked'),
         Case('rm -rf /*', (U('rm -rf /*', writes=('/*',)),), note='an unquoted glob is expanded when deciding and what it names is checked'),
         Case('rm -rf {/,}', (U('rm -rf {/,}', floor=True, writes=('{/,}',)),), at_least_ask=True),
-        Case('rm -rf $(pwd)', (U('pwd'), U('rm -rf $(pwd)', floor=True)), at_least_ask=True),
+        Case('rm -rf $(pwd)', (U('pwd'), U('rm -rf $PWD', floor=True, writes=('$PWD',), alternates=('rm -rf $(pwd)',))), at_least_ask=True),
         Case('git $(echo push) --force', (U('echo push'), U('git $(echo push) --force', floor=True)), at_least_ask=True),
         Case('git push $REMOTE', (U('git push $REMOTE', floor=True),), deny_visible=('git push',), at_least_ask=True),
         Case('git ${X:-push}', (U('git ${X:-push}', floor=True),), at_least_ask=True),

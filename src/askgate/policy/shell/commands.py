@@ -21,6 +21,7 @@ from askgate.policy.shell.inline import (
 from askgate.policy.shell.links import LINK_MAKERS, made_links
 from askgate.policy.shell.pathargs import (
     COLLECT_NAMES,
+    OUTPUT_OPTION,
     RECURSIVE_NAMES,
     Paths,
     PathsView,
@@ -60,7 +61,7 @@ from askgate.policy.shell.variables import (
     declaration_floors,
     name_floors,
 )
-from askgate.policy.shell.words import Node, Word
+from askgate.policy.shell.words import VALUE_OUTPUT, Node, Word
 from askgate.policy.shell.wrappers import WRAPPERS, final_program, peel, xargs_peel
 
 # Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
@@ -629,6 +630,12 @@ class CommandMixin(RedirectMixin):
             self.code_paths(name, args, paths, floors, piped or redirects.stdin is not None)
         if paths.floors:
             floors.extend(paths.floors)
+        if any(_PWD_SOURCE.search(word.source) for word in args):
+            # `$(pwd)` is `$PWD` (words.py); a deny written with `$(pwd)` sees it as written.
+            alternates.append(" ".join(word.source for word in primary))
+            if paths.writes or paths.recursive_writes or paths.operands:
+                # `ls $(pwd)/src` reads what `$PWD/src` names; `rm -rf $(pwd)` stays a question.
+                floors.append("a command substitution (`$(pwd)`) names what it may write")
         if name in LINK_MAKERS:
             maker = len(self.sink.units)
             for link, target in made_links(name, args, self.sink.links):
@@ -1095,7 +1102,13 @@ _RUNS_OPERANDS = SHELLS | FOREIGN_SHELLS | INTERPRETERS | names("source . eval e
 
 _TEXT_ONLY = names("echo printf : true false")
 _SEDS = names("sed gsed")
+_PWD_SOURCE = lazy_compile(r"\$\(\s*pwd|`\s*pwd")
+# A word that is a known-harmless substitution alone or as an option's value (words.py).
+_VALUE_WORD = lazy_compile(r"(-[A-Za-z]|--[A-Za-z][\w-]*=)?(\"?)\$\([^()`\\]*\)\2")
+_COUNT_OPTIONS = names("-j -n -p --jobs --workers --numprocesses --parallel --processes")
+_COUNTS_OPERANDS = names("sleep seq expr test [")
 _PRINTED_ONLY = (
+    VALUE_OUTPUT,
     "variable `",
     "glob in",
     "brace expansion",
@@ -1145,10 +1158,27 @@ def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
         if previous.static and previous.text in _PROGRAM_FILE_OPTIONS
     }
 
+    counts = {
+        id(word)
+        for previous, word in pairwise(argv)
+        if previous.static and previous.text in _COUNT_OPTIONS
+    }
+
     def harmless(word: Word) -> bool:
         reason = word.dynamic or ""
         if ";" in reason:
             return False
+        if reason.startswith(VALUE_OUTPUT):
+            # Digits, as a count (`-j$(nproc)`, `--jobs=$(nproc)`, `-n $(nproc)`) or to a
+            # program whose operands are not files (`sleep $(date +%S)`): never a file name
+            # (`touch $(date +%s)` writes one, `sort -o $(nproc)` too: they stay questions).
+            found = _VALUE_WORD.fullmatch(word.source)
+            if runs_code or found is None:
+                return False
+            option = found.group(1)
+            if option:
+                return OUTPUT_OPTION.match(option.rstrip("=")) is None
+            return id(word) in counts or (head.static and head.text in _COUNTS_OPERANDS)
         if _glob_only(word):
             # A glob with a literal start (`src/*.py`) cannot expand to an option such as
             # `-c`; a bare `*` given to a shell or interpreter could.
