@@ -214,6 +214,9 @@ KNOWN_OUTPUTS = [
     ('pytest -n "$(nproc)"', "init-off"),
     ("sleep $(date '+%S')", "init-off"),
     ("sleep $(nproc)", "init-off"),
+    ("basename $(pwd)", "init-off"),  # basename and dirname open no file (names.toml)
+    ('basename "$PWD"', "init-off"),
+    ("dirname src/app.py", "init-off"),
     ("make -j$(nproc)", "init-on"),
     ("make --jobs=$(nproc)", "init-on"),
 ]
@@ -234,6 +237,7 @@ UNKNOWN_OR_HARMFUL_OUTPUTS = [
     "cat .e$(nproc)",
     "cat $(nproc)/../.env",
     "ls $(pwd x)",
+    "basename --unknown-option .env",  # an option the spec does not name: unknown role
     "ls $(pwd; cat .env)",
     "ls $(pwd)$(cat .env)",
     "ls x$(pwd)",
