@@ -147,7 +147,7 @@ GROUPS: dict[str, tuple[Case, ...]] = {
         Case('rm -rf *', (U('rm -rf *', writes=('*',)),), note='an unquoted glob is expanded when deciding and what it names is checked'),
         Case('rm -rf /*', (U('rm -rf /*', writes=('/*',)),), note='an unquoted glob is expanded when deciding and what it names is checked'),
         Case('rm -rf {/,}', (U('rm -rf {/,}', floor=True, writes=('{/,}',)),), at_least_ask=True),
-        Case('rm -rf $(pwd)', (U('pwd'), U('rm -rf $(pwd)', floor=True)), at_least_ask=True),
+        Case('rm -rf $(pwd)', (U('pwd'), U('rm -rf $PWD', floor=True, writes=('$PWD',), alternates=('rm -rf $(pwd)',))), at_least_ask=True),
         Case('git $(echo push) --force', (U('echo push'), U('git $(echo push) --force', floor=True)), at_least_ask=True),
         Case('git push $REMOTE', (U('git push $REMOTE', floor=True),), deny_visible=('git push',), at_least_ask=True),
         Case('git ${X:-push}', (U('git ${X:-push}', floor=True),), at_least_ask=True),
@@ -412,7 +412,7 @@ GROUPS: dict[str, tuple[Case, ...]] = {
         Case('awk \'{print | "sh"}\' x', (U('awk {print | "sh"} x', floor=True, reads=('x',)),), at_least_ask=True),
         Case("sed -n 'e rm -rf /' x", (U('sed -n e rm -rf / x', floor=True, reads=('x',)),), at_least_ask=True),
         Case("sed 's/x/rm -rf \\//e' x", (U('sed s/x/rm -rf \\//e x', floor=True, reads=('x',)),), at_least_ask=True),
-        Case("sed -n 'w /etc/passwd' x", (U('sed -n w /etc/passwd x', floor=True, reads=('x',)),), at_least_ask=True),
+        Case("sed -n 'w /etc/passwd' x", (U('sed -n w /etc/passwd x', floor=True, reads=('x',), writes=('/etc/passwd',)),), at_least_ask=True),
         Case("wget -e 'use_askpass=/tmp/evil' https://x", (U('wget -e use_askpass=/tmp/evil https://x', floor=True),), at_least_ask=True),
     ),
     'runners: matched as written, inner command visible to denies': (

@@ -37,18 +37,19 @@ class BuiltinMixin(CommandMixin):
         self.visited.add(node.id)
         keyword = node.children[0].type if node.child_count else "declare"
         floors: list[str] = []
-        texts = [keyword]
+        words: list[Word] = []
         others: list[Node] = []
         for child in node.children[1:]:
             if child.type == "variable_assignment":
                 if others:
-                    texts.extend(self._loose_words(others, state, frame, floors))
+                    words.extend(self._loose_words(others, state, frame, floors))
                     others = []
-                texts.append(self.assignment(child, state, frame, floors))
+                words.append(self.assignment_word(child, state, frame, floors))
             elif child.is_named:
                 others.append(child)
-        texts.extend(self._loose_words(others, state, frame, floors))
-        floors.extend(declaration_floors(keyword, [Word(t, t) for t in texts[1:]]))
+        words.extend(self._loose_words(others, state, frame, floors))
+        texts = [keyword, *(w.text for w in words)]
+        floors.extend(declaration_floors(keyword, words))
         redirects = self.redirects(tail, state, frame)
         floors.extend(redirects.floors)
         self.add_unit(" ".join(texts), (), redirects.reads, redirects.writes, floors, frame,
@@ -56,19 +57,20 @@ class BuiltinMixin(CommandMixin):
 
     def _loose_words(
         self, nodes: Sequence[Node], state: Cwd, frame: Frame, floors: list[str]
-    ) -> list[str]:
+    ) -> list[Word]:
         words = self.words(nodes, state, frame)
         for word in words:
             if word.dynamic:
                 floors.append(f"argument is only known at run time: {word.dynamic}")
             if "[" in word.text and not word.text.startswith("-"):
                 floors.append(f"array subscript in `{word.source}` is evaluated as arithmetic")
-        return [w.text for w in words]
+        return words
 
     def unset(self, node: Node, state: Cwd, frame: Frame, tail: Sequence[Node]) -> None:
         self.visited.add(node.id)
         floors: list[str] = []
-        texts = ["unset", *self._loose_words(node.named_children, state, frame, floors)]
+        texts = ["unset", *(w.text for w in self._loose_words(node.named_children, state,
+                                                               frame, floors))]  # fmt: skip
         floors.extend(declaration_floors("unset", [Word(t, t) for t in texts[1:]]))
         redirects = self.redirects(tail, state, frame)
         self.add_unit(" ".join(texts), (), redirects.reads, redirects.writes,

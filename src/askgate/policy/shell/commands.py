@@ -22,6 +22,7 @@ from askgate.policy.shell.inline import (
 from askgate.policy.shell.links import LINK_MAKERS, made_links
 from askgate.policy.shell.pathargs import (
     COLLECT_NAMES,
+    OUTPUT_OPTION,
     RECURSIVE_NAMES,
     Paths,
     PathsView,
@@ -52,6 +53,7 @@ from askgate.policy.shell.runners import (
     exec_option_floor,
     runner_inner,
 )
+from askgate.policy.shell.sedscript import sed_files
 from askgate.policy.shell.unknown import tails
 from askgate.policy.shell.variables import (
     DECLARATIONS,
@@ -60,8 +62,8 @@ from askgate.policy.shell.variables import (
     declaration_floors,
     name_floors,
 )
-from askgate.policy.shell.words import Node, Word
-from askgate.policy.shell.wrappers import WRAPPERS, peel, xargs_peel
+from askgate.policy.shell.words import VALUE_OUTPUT, Node, Word
+from askgate.policy.shell.wrappers import WRAPPERS, final_program, peel, xargs_peel
 
 # Nodes tree-sitter sometimes hangs inside a command (`time ( … )`): walked as statements.
 STATEMENT_TYPES = names(
@@ -250,7 +252,7 @@ class CommandMixin(RedirectMixin):
         floors: list[str] = []
         assigned = (
             [
-                self.assignment(a, state, frame, floors, program_name(argv[0]) if argv else None)
+                self.assignment(a, state, frame, floors, final_program(argv) if argv else None)
                 for a in assignments
             ]
             if assignments
@@ -390,6 +392,12 @@ class CommandMixin(RedirectMixin):
         self, node: Node, state: Cwd, frame: Frame, floors: list[str], program: str | None = None
     ) -> str:
         """`NAME=value` as text; floors for variables that change what runs."""
+        return self.assignment_word(node, state, frame, floors, program).text
+
+    def assignment_word(
+        self, node: Node, state: Cwd, frame: Frame, floors: list[str], program: str | None = None
+    ) -> Word:
+        """`NAME=value` as a word (dynamic when the value is); floors as assignment()."""
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
         name = self.text(name_node) if name_node is not None else ""
@@ -411,7 +419,8 @@ class CommandMixin(RedirectMixin):
             operator == "=" and bare == name and harmless_setting(bare, value, static, program)
         ):
             floors.append(f"sets {bare}, which changes what commands run")
-        return f"{name}{operator}{value}"
+        text = f"{name}{operator}{value}"
+        return Word(text, text, None if static else f"variable assignment `{text}`")
 
     # -- wrappers and units -------------------------------------------------------
 
@@ -633,6 +642,12 @@ class CommandMixin(RedirectMixin):
             self.code_paths(name, args, paths, floors, piped or redirects.stdin is not None)
         if paths.floors:
             floors.extend(paths.floors)
+        if any(_PWD_SOURCE.search(word.source) for word in args):
+            # `$(pwd)` is `$PWD` (words.py); a deny written with `$(pwd)` sees it as written.
+            alternates.append(" ".join(word.source for word in primary))
+            if paths.writes or paths.recursive_writes or paths.operands:
+                # `ls $(pwd)/src` reads what `$PWD/src` names; `rm -rf $(pwd)` stays a question.
+                floors.append("a command substitution (`$(pwd)`) names what it may write")
         if name in LINK_MAKERS:
             maker = len(self.sink.units)
             for link, target in made_links(name, args, self.sink.links):
@@ -727,6 +742,8 @@ class CommandMixin(RedirectMixin):
         reason = exec_option_floor(base, args)
         if reason:
             floors.append(reason)
+        if base in _SEDS:
+            _sed_paths(args, paths)
 
     def runner_inner(self, inner: list[Word], floors: list[str], paths: Paths) -> None:
         """What a local runner starts (`uv run pytest --pastebin`, `npx tar -xPf a`) is
@@ -758,6 +775,8 @@ class CommandMixin(RedirectMixin):
         reason = exec_option_floor(name, args)
         if reason:
             floors.append(reason)
+        if name in _SEDS:
+            _sed_paths(args, paths)
         if name in _CODE_NAMES or is_interpreter(name):
             self.code_paths(name, args, paths, floors, False)
 
@@ -1034,9 +1053,17 @@ class _Extra:
         self.used = True
         if layer.floor:
             floors.append(layer.floor)
-        for name in layer.assigned:
-            if dangerous_variable(name):
-                floors.append(f"sets {name}, which changes what commands run")
+        # `env NAME=value CMD`: a harmless setting is decided by the program it reaches.
+        settings = layer.settings if len(layer.settings) == len(layer.assigned) else ()
+        program = final_program(layer.inner) if settings and not layer.cwd else None
+        for index, name in enumerate(layer.assigned):
+            if not dangerous_variable(name):
+                continue
+            if settings:
+                value = settings[index].text.partition("=")[2]
+                if harmless_setting(name, value, settings[index].static, program):
+                    continue
+            floors.append(f"sets {name}, which changes what commands run")
         self.cwd.extend(layer.cwd)
         self.reads.extend(layer.reads)
         self.writes.extend(layer.writes)
@@ -1118,7 +1145,14 @@ _RUNS_OPERANDS = SHELLS | FOREIGN_SHELLS | INTERPRETERS | names("source . eval e
 
 
 _TEXT_ONLY = names("echo printf : true false")
+_SEDS = names("sed gsed")
+_PWD_SOURCE = lazy_compile(r"\$\(\s*pwd|`\s*pwd")
+# A word that is a known-harmless substitution alone or as an option's value (words.py).
+_VALUE_WORD = lazy_compile(r"(-[A-Za-z]|--[A-Za-z][\w-]*=)?(\"?)\$\([^()`\\]*\)\2")
+_COUNT_OPTIONS = names("-j -n -p --jobs --workers --numprocesses --parallel --processes")
+_COUNTS_OPERANDS = names("sleep seq expr test [")
 _PRINTED_ONLY = (
+    VALUE_OUTPUT,
     "variable `",
     "glob in",
     "brace expansion",
@@ -1132,6 +1166,15 @@ _PROGRAM_FILE_OPTIONS = names(
     "-f --file -x -S -K --config -F --rcfile --init-file -init --command -c --script -s "
     "--source -l --load -I --from-file --eval -e -E -cmd -T"
 )
+
+
+def _sed_paths(args: Sequence[Word], paths: Paths) -> None:
+    """`sed '1r FILE'` reads FILE, `sed 'w FILE'` and `s/a/b/w FILE` write it."""
+    reads, writes = sed_files(args)
+    for path in reads:
+        paths.read(path)
+    for path in writes:
+        paths.write(path)
 
 
 def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
@@ -1159,10 +1202,27 @@ def _harmless_dynamic(argv: Sequence[Word]) -> Callable[[Word], bool]:
         if previous.static and previous.text in _PROGRAM_FILE_OPTIONS
     }
 
+    counts = {
+        id(word)
+        for previous, word in pairwise(argv)
+        if previous.static and previous.text in _COUNT_OPTIONS
+    }
+
     def harmless(word: Word) -> bool:
         reason = word.dynamic or ""
         if ";" in reason:
             return False
+        if reason.startswith(VALUE_OUTPUT):
+            # Digits, as a count (`-j$(nproc)`, `--jobs=$(nproc)`, `-n $(nproc)`) or to a
+            # program whose operands are not files (`sleep $(date +%S)`): never a file name
+            # (`touch $(date +%s)` writes one, `sort -o $(nproc)` too: they stay questions).
+            found = _VALUE_WORD.fullmatch(word.source)
+            if runs_code or found is None:
+                return False
+            option = found.group(1)
+            if option:
+                return OUTPUT_OPTION.match(option.rstrip("=")) is None
+            return id(word) in counts or (head.static and head.text in _COUNTS_OPERANDS)
         if _glob_only(word):
             # A glob with a literal start (`src/*.py`) cannot expand to an option such as
             # `-c`; a bare `*` given to a shell or interpreter could.

@@ -76,7 +76,7 @@ _FILE_CALLS = {
         r"\b(?:sysopen|opendir|readdir|glob|chdir|copy)\s*\(?|<[^<>;\s]*\*[^<>;]*>"
     ),
     "ruby": lazy_compile(
-        r"\b(?:File|IO)\s*\.\s*(?:read|open|readlines|foreach|binread|new|copy_stream)\s*\(?|"
+        r"\b(?:File|IO)\s*\.\s*(?:read|open|readlines|foreach|binread|new|copy_stream)\b\s*\(?|"
         r"\bDir\b|\bPathname\b|\bFileUtils\b|\bchdir\b"
     ),
     "php": lazy_compile(
@@ -86,6 +86,21 @@ _FILE_CALLS = {
 }
 # A call whose first argument is one plain literal (`open('x.txt')`, `open("a", "w")`).
 _LITERAL_ARGUMENT = lazy_compile(r"""\s*[rRbBuU]{0,2}(['"])[^'"\n\\]*\1\s*[,)]""")
+# ruby without parentheses: `File.read "x"` (then the end of the call or of the line).
+_RUBY_BARE_LITERAL = lazy_compile(r"""(['"])[^'"\n\\]*\1[ \t]*(?:[,;)}\n]|$)""")
+
+
+def _ruby_literal_argument(program: str, end: int, parenthesised: bool) -> bool:
+    """The call's first argument is one plain literal: no `#{…}` (interpolated at run
+    time) and no leading `|` (`IO.read("|cmd")` runs cmd)."""
+    pattern = _LITERAL_ARGUMENT if parenthesised else _RUBY_BARE_LITERAL
+    found = pattern.match(program, end)
+    if found is None:
+        return False
+    literal = found.group(0)
+    return "#{" not in literal and not literal.lstrip("rRbBuU'\" \t").startswith("|")
+
+
 # perl's `open F, …` / `open(my $f, '<', …)`: the arguments after the handle.
 _PERL_OPEN = lazy_compile(r"\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,([^;]*)")
 _PERL_LITERALS = lazy_compile(r"""'[^'\n]*'|"[^"$@\n]*"|[\s,()]""")
@@ -98,6 +113,11 @@ def _names_files_at_run_time(key: str, program: str) -> bool:
         return False
     for match in pattern.finditer(program):
         text = match.group(0)
+        if key == "ruby" and text.startswith(("File", "IO")):
+            # `File.read("README.md")`, `File.read 'x'`: a literal name is decided as a read.
+            if _ruby_literal_argument(program, match.end(), text.endswith("(")):
+                continue
+            return True
         if not text.rstrip().endswith("(") or key in ("perl", "ruby"):
             return True  # a listing (`Dir[…]`, `<*.e*>`, `glob`), `Path.home`, `fileinput`
         if _LITERAL_ARGUMENT.match(program, match.end()) is None:

@@ -133,6 +133,7 @@ _OUTPUT_OPTION = lazy_compile(
     r"cert|key|trace|record)\w*)$",
     re.I,
 )
+OUTPUT_OPTION = _OUTPUT_OPTION  # (commands.py: a substitution's digits as its value)
 _BARE_NAME = lazy_compile(r"^[\w.][\w.+-]*$")
 
 _CHMOD_MODE = lazy_compile(r"^-[rwxXstugoa]+$")

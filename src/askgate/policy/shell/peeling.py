@@ -23,6 +23,7 @@ class Peel:
         "recursive",
         "recursive_writes",
         "scripts",
+        "settings",
         "unknown_names",
         "writes",
     )
@@ -40,6 +41,8 @@ class Peel:
         self.recursive_writes: list[str] = []  # changed with everything below (find -delete)
         self.option_words: list[Word] = []  # scanned for path-looking words
         self.assigned: list[str] = []
+        # `env NAME=value`: the words, for HARMLESS_SETTINGS (the names are in `assigned`).
+        self.settings: list[Word] = []
         # Why the files it hands its command are not known (xargs fed by a file): any
         # read or write deny/ask rule could apply to them (Unit.unknown_names).
         self.unknown_names = ""

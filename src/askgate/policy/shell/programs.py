@@ -69,7 +69,8 @@ _DANGEROUS_PATTERN = lazy_compile(r"^CARGO_TARGET_\w*_(?:RUNNER|LINKER)$|^npm_co
 # settings"): name -> (the static value, full match; the programs it is harmless before,
 # full match, or None: any). A pager of `cat` or none runs nothing new; a PYTHONPATH of
 # directories below the working directory adds nothing Python or pytest would not import
-# from there anyway. Examples (command, harmless) are checked by the tests.
+# from there anyway. Seen through env, timeout, nice and nohup (not through a wrapper
+# that moves the working directory). Examples (command, harmless) are checked by the tests.
 HARMLESS_SETTINGS: dict[str, tuple[str, str | None]] = {
     **dict.fromkeys(
         ("PAGER", "GIT_PAGER", "MANPAGER", "GH_PAGER", "SYSTEMD_PAGER"),
@@ -93,6 +94,16 @@ HARMLESS_EXAMPLES: tuple[tuple[str, bool], ...] = (
     ("PYTHONPATH=../other python -m app", False),
     ("PYTHONPATH=src pip list", False),
     ("PYTHONPATH=~/x python -m app", False),
+    # Through env, timeout, nice and nohup the program they reach decides.
+    ("PYTHONPATH=src timeout 60 pytest", True),
+    ("timeout 60 env PYTHONPATH=src pytest", True),
+    ("nohup nice -n 5 env GIT_PAGER=cat git log", True),
+    ("timeout 5 env LD_PRELOAD=./x.so ls", False),
+    ("timeout 5 env PYTHONPATH=src pip list", False),
+    ("env PYTHONPATH=src timeout 5 bash -c pytest", False),
+    ("env -C /tmp PYTHONPATH=src pytest", False),
+    ("PYTHONPATH=src env -C /tmp pytest", False),
+    ("env PYTHONPATH=$X pytest", False),
 )
 
 

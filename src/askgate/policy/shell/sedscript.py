@@ -61,20 +61,62 @@ def _unabbreviated(args: Sequence[Word]) -> list[Word]:
 
 
 def runs_commands(script: str) -> bool:
-    """True when the script may run a command or read/write a file other than its input."""
+    """True when the script may run a command (`e`, `s///e`), writes outside the working
+    directory or cannot be read; the files its `r`, `R`, `w`, `W` and `s///w` commands
+    name are in script_files()."""
+    return script_files(script)[0]
+
+
+def script_files(script: str) -> tuple[bool, list[str], list[str]]:
+    """(runs commands or unreadable, files read, files written) of one sed script. A file
+    name runs to the end of the line, as GNU sed reads it (`1r a;p` reads `a;p`)."""
     reader = _Reader(script)
     try:
-        return reader.run()
+        return reader.run(), reader.reads, reader.writes
     except (IndexError, ValueError):
-        return True  # ran off the end where sed needs more: unreadable, so fail closed
+        return True, [], []  # ran off the end where sed needs more: unreadable, fail closed
+
+
+def sed_files(args: Sequence[Word]) -> tuple[list[str], list[str]]:
+    """The files read and written by the scripts of `sed args` (none under --sandbox)."""
+    if any(w.text == "--sandbox" for w in args):
+        return [], []
+    reads: list[str] = []
+    writes: list[str] = []
+    for script in sed_scripts(args):
+        _, read, written = script_files(script)
+        reads.extend(read)
+        writes.extend(written)
+    return reads, writes
+
+
+def _local(name: str) -> bool:
+    """A file sed's `w` may write without a question once the write rules allow it: sed's
+    own /dev/stdout and /dev/stderr, or a name below the working directory (a write
+    elsewhere, `w /etc/passwd`, stays a question whatever the rules say, as before)."""
+    if name in ("/dev/stdout", "/dev/stderr"):
+        return True
+    return not name.startswith(("/", "~")) and ".." not in name.split("/")
 
 
 class _Reader:
-    __slots__ = ("i", "s")
+    __slots__ = ("i", "reads", "s", "writes")
 
     def __init__(self, script: str) -> None:
         self.s = script
         self.i = 0
+        self.reads: list[str] = []
+        self.writes: list[str] = []
+
+    def filename(self) -> str | None:
+        """The file name after r, R, w, W or s///w, to the end of the line (None: none,
+        or one with a backslash, which the reader does not model)."""
+        self.blanks()
+        end = self.s.find("\n", self.i)
+        end = len(self.s) if end < 0 else end
+        name = self.s[self.i : end]
+        self.i = end
+        return name if name and "\\" not in name else None
 
     def blanks(self) -> None:
         while self.i < len(self.s) and self.s[self.i] in " \t":
@@ -167,10 +209,30 @@ class _Reader:
                 if command == "s":
                     while self.i < n and s[self.i] in _S_FLAGS:
                         self.i += 1
-                    if self.i < n and s[self.i] in "ew":
+                    if self.i < n and s[self.i] == "e":
                         return True
+                    if self.i < n and s[self.i] == "w":
+                        self.i += 1
+                        name = self.filename()
+                        if name is None:
+                            return True
+                        self.writes.append(name)
+                        if not _local(name):
+                            return True
+                        continue
+            elif command in "rRwW":
+                name = self.filename()
+                if name is None:
+                    return True
+                if command in "rR":
+                    self.reads.append(name)
+                    continue
+                self.writes.append(name)
+                if not _local(name):
+                    return True
+                continue
             elif command not in _PLAIN:
-                return True  # e, r, R, w, W, or something unknown
+                return True  # e, or something unknown
             self.blanks()
             if self.i < n and s[self.i] not in ";\n}#":
                 return True  # trailing text sed would read differently

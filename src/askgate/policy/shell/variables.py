@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from askgate.policy.shell.argv import names, scan
-from askgate.policy.shell.programs import dangerous_variable
+from askgate.policy.shell.programs import dangerous_variable, harmless_setting
 from askgate.policy.shell.words import Word
 
 DECLARATIONS = names("declare typeset local export readonly unset")
@@ -35,8 +35,10 @@ def declaration_floors(keyword: str, words: Sequence[Word]) -> list[str]:
                 if "i" in letters:
                     floors.append("an integer variable (-i) evaluates assignments as arithmetic")
             continue
-        name = text.split("=", 1)[0].removesuffix("+")
-        floors.extend(name_floors(name, keyword))
+        name, equals, value = text.partition("=")
+        if equals and harmless_setting(name, value, word.static, None):
+            continue  # `export GIT_PAGER=cat`: harmless before any program (programs.py)
+        floors.extend(name_floors(name.removesuffix("+"), keyword))
     return floors
 
 

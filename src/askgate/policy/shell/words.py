@@ -25,6 +25,20 @@ MASK = "\x00"
 
 # `$HOME`/`$PWD` at the start of a path word are resolved later (paths.py), not floored.
 PATH_VARIABLES = frozenset({"HOME", "PWD"})
+# Command substitutions whose output is known to be harmless (docs/bash.md "Floors"); the
+# substitution is still a unit of its own. `$(pwd)` is `$PWD`; the others print digits
+# (date's numeric fields only: a format could print any text, `date +/etc/x`).
+_PWD_SUBSTITUTION = lazy_compile(
+    r"\$\([ \t]*pwd(?:[ \t]+-[LP])?[ \t]*\)|`[ \t]*pwd(?:[ \t]+-[LP])?[ \t]*`"
+)
+_DATE_FIELD = r"%[sYmdHMSjyNFTuwVUGgCI]"
+_DATE_FORMAT = rf"\+(?:{_DATE_FIELD}|[-_:.T0-9])*{_DATE_FIELD}(?:{_DATE_FIELD}|[-_:.T0-9])*"
+_VALUE_SUBSTITUTION = lazy_compile(
+    r"\$\([ \t]*(?:nproc(?:[ \t]+--all)?|id[ \t]+-[ug]|getconf[ \t]+_NPROCESSORS_ONLN|"
+    rf"date(?:[ \t]+-u)?[ \t]+(?:{_DATE_FORMAT}|'{_DATE_FORMAT}'|\"{_DATE_FORMAT}\")|"
+    r"git[ \t]+rev-parse(?:[ \t]+--short(?:=\d+)?)?[ \t]+HEAD)[ \t]*\)"
+)
+VALUE_OUTPUT = "output of "
 
 _BRACE = lazy_compile(r"\{[^{}\x00]*(?:,|\.\.)[^{}\x00]*\}")
 _ANSI_SIMPLE = {
@@ -322,6 +336,15 @@ class WordBuilder:
             self._literal(static, quoted=True)
             return
         source = self._source(node)
+        if _PWD_SUBSTITUTION.fullmatch(source) and self._at_word_start():
+            # `$(pwd)/src` is `$PWD/src` (resolved later, cd and all, as $PWD is).
+            self._expanded("$PWD", None)
+            return
+        if _VALUE_SUBSTITUTION.fullmatch(source):
+            # Its output is digits (or hex): commands.py lets it stand alone or as an
+            # option's value (`make -j$(nproc)`), nowhere else.
+            self._expanded(source, f"{VALUE_OUTPUT}`{source}`")
+            return
         self._expanded(source, f"command substitution `{source}`")
 
 

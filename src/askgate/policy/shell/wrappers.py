@@ -57,6 +57,7 @@ def _env(args: list[Word]) -> Peel:
         unset.append("PATH")
     while rest and _ASSIGNMENT.match(rest[0].text):
         peel.assigned.append(rest[0].text.split("=", 1)[0])
+        peel.settings.append(rest[0])
         peel.option_words.append(rest[0])
         rest = rest[1:]
     split = result.values("-S", "--split-string")
@@ -575,6 +576,29 @@ WRAPPERS: dict[str, Handler] = {
 WRAPPERS.update(dict.fromkeys(SHELLS, _shell))
 WRAPPERS.update(dict.fromkeys(FOREIGN_SHELLS, _foreign_shell))
 WRAPPERS.update(LAUNCHERS)
+
+
+# Wrappers that pass the environment and the working directory on unchanged: a harmless
+# setting before or inside them is decided by the program they run (`PYTHONPATH=src
+# timeout 60 pytest`, `timeout 60 env PYTHONPATH=src pytest`).
+_PASS_ENVIRONMENT = names("env timeout gtimeout nice nohup")
+
+
+def final_program(argv: Sequence[Word]) -> str | None:
+    """The program argv runs once env, timeout, nice and nohup are peeled off, or None
+    when one of them floors, moves the working directory (`env -C`) or runs a string."""
+    current = list(argv)
+    for _ in range(8):
+        if not current:
+            return None
+        name = program_name(current[0])
+        if name is None or name not in _PASS_ENVIRONMENT:
+            return name
+        layer = peel(current)
+        if layer is None or layer.floor or layer.cwd or layer.scripts or layer.extra:
+            return None
+        current = layer.inner
+    return None
 
 
 def peel(argv: Sequence[Word]) -> Peel | None:
