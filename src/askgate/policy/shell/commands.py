@@ -574,12 +574,59 @@ class CommandMixin(RedirectMixin):
         globbed: Sequence[str] = (),
     ) -> None:
         floors = list(floors)
-        head = primary[0]
-        args = primary[1:]
         text = join_words(primary)
         alternates = [join_words(layer) for layer in layers] if layers else []
-        name = program_name(head)
+        name = program_name(primary[0])
         paths = Paths()
+        text, cwd_words = self._program_paths(
+            primary, text, alternates, floors, extra, redirects, state, frame, piped, paths
+        )
+        self._given_paths(extra, redirects, paths)
+        if piped or redirects.stdin is not None:
+            self.stdin(name, primary, text, redirects, piped, floors, state, frame)
+            if name == "exec" and len(primary) == 1:  # a shell reading commands reads these
+                floors.append("exec replaces the standard input the shell may read commands from")
+        context = frame.context
+        if name is not None and (
+            name in INLINE_INTERPRETERS or name.startswith(("python", "pypy"))
+        ):
+            context = interpreter_context(name, primary) or context
+        self._content_paths(
+            name, primary, floors, alternates, redirects, piped, paths, environment_values, globbed
+        )
+        self.add_unit(
+            text,
+            alternates,
+            paths.reads,
+            paths.writes,
+            floors,
+            frame,
+            state,
+            context,
+            cwd_words,
+            paths=paths,
+            words=_unit_words(primary, text),
+        )
+
+    def _program_paths(
+        self,
+        primary: list[Word],
+        text: str,
+        alternates: list[str],
+        floors: list[str],
+        extra: _Extra,
+        redirects: Redirects,
+        state: Cwd,
+        frame: Frame,
+        piped: bool,
+        paths: Paths,
+    ) -> tuple[str, list[Word]]:
+        """What the program named by the command's first word reads and writes, by its own
+        knowledge; the unit's text (a system directory's program by its base name) and the
+        words that may change its cwd."""
+        head = primary[0]
+        args = primary[1:]
+        name = program_name(head)
         cwd_words = extra.cwd
         if head.dynamic is not None:
             floors.append(f"command name `{head.source}` is only known at run time")
@@ -609,6 +656,11 @@ class CommandMixin(RedirectMixin):
                 self.ruled(base, args, alternates, floors, paths)
         else:
             paths.unknown(args)
+        return text, cwd_words
+
+    @staticmethod
+    def _given_paths(extra: _Extra, redirects: Redirects, paths: Paths) -> None:
+        """What wrappers' options and the command's redirects name."""
         if extra.used:
             paths.unknown(extra.option_words)
             paths.recursive.extend(extra.recursive)
@@ -623,15 +675,22 @@ class CommandMixin(RedirectMixin):
             paths.read(path)
         for path in redirects.writes:
             paths.write(path)
-        if piped or redirects.stdin is not None:
-            self.stdin(name, primary, text, redirects, piped, floors, state, frame)
-            if name == "exec" and len(primary) == 1:  # a shell reading commands reads these
-                floors.append("exec replaces the standard input the shell may read commands from")
-        context = frame.context
-        if name is not None and (
-            name in INLINE_INTERPRETERS or name.startswith(("python", "pypy"))
-        ):
-            context = interpreter_context(name, primary) or context
+
+    def _content_paths(
+        self,
+        name: str | None,
+        primary: list[Word],
+        floors: list[str],
+        alternates: list[str],
+        redirects: Redirects,
+        piped: bool,
+        paths: Paths,
+        environment_values: Sequence[str],
+        globbed: Sequence[str],
+    ) -> None:
+        """Paths the command reaches beyond its operands: environment values, globs, trees
+        read whole, inline code, `$(pwd)` words and links it makes."""
+        args = primary[1:]
         for value in environment_values:
             paths.operand(value)
         if globbed:
@@ -652,19 +711,6 @@ class CommandMixin(RedirectMixin):
             maker = len(self.sink.units)
             for link, target in made_links(name, args, self.sink.links):
                 self.sink.links.append((link, target, maker))
-        self.add_unit(
-            text,
-            alternates,
-            paths.reads,
-            paths.writes,
-            floors,
-            frame,
-            state,
-            context,
-            cwd_words,
-            paths=paths,
-            words=_unit_words(primary, text),
-        )
 
     def patch(self, args: list[Word], redirects: Redirects, piped: bool, paths: Paths) -> None:
         """Codex's `apply_patch`: the paths of a literal patch are its writes (applypatch.py)."""

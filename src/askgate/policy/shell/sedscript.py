@@ -99,6 +99,9 @@ def _local(name: str) -> bool:
     return not name.startswith(("/", "~")) and ".." not in name.split("/")
 
 
+_UNSAFE, _NEXT, _TAIL = "unsafe", "next", "tail"  # what a command leaves to run()
+
+
 class _Reader:
     __slots__ = ("i", "reads", "s", "writes")
 
@@ -174,68 +177,89 @@ class _Reader:
                 self.i += 1
             if self.i >= n:
                 return False
-            self.address(False)
-            self.blanks()
-            if self.i < n and s[self.i] == ",":
-                self.i += 1
-                self.blanks()
-                self.address(True)
-            self.blanks()
-            while self.i < n and s[self.i] == "!":
-                self.i += 1
-                self.blanks()
+            self.addresses()
             if self.i >= n:
                 return True  # an address with no command: not sed as we know it
             command = s[self.i]
             self.i += 1
-            if command in "{}":
+            outcome = self.command(command)
+            if outcome == _UNSAFE:
+                return True
+            if outcome == _NEXT:
                 continue
-            if command == "#" or command in _TEXT:
-                self.line(continued=command != "#")
-            elif command in _LABELLED:
-                while self.i < n and s[self.i] not in ";\n":
-                    self.i += 1
-            elif command in _NUMBERED:
-                self.blanks()
-                while self.i < n and (s[self.i].isdigit() or s[self.i] == "."):
-                    self.i += 1
-            elif command in ("s", "y"):
-                delimiter = s[self.i]
-                if delimiter in "\n\\":
-                    return True
-                self.i += 1
-                self.delimited(delimiter, regex=command == "s")
-                self.delimited(delimiter)
-                if command == "s":
-                    while self.i < n and s[self.i] in _S_FLAGS:
-                        self.i += 1
-                    if self.i < n and s[self.i] == "e":
-                        return True
-                    if self.i < n and s[self.i] == "w":
-                        self.i += 1
-                        name = self.filename()
-                        if name is None:
-                            return True
-                        self.writes.append(name)
-                        if not _local(name):
-                            return True
-                        continue
-            elif command in "rRwW":
-                name = self.filename()
-                if name is None:
-                    return True
-                if command in "rR":
-                    self.reads.append(name)
-                    continue
-                self.writes.append(name)
-                if not _local(name):
-                    return True
-                continue
-            elif command not in _PLAIN:
-                return True  # e, or something unknown
             self.blanks()
             if self.i < n and s[self.i] not in ";\n}#":
                 return True  # trailing text sed would read differently
+
+    def addresses(self) -> None:
+        """Skip `ADDR`, `ADDR,ADDR` and any `!` before a command."""
+        s = self.s
+        n = len(s)
+        self.address(False)
+        self.blanks()
+        if self.i < n and s[self.i] == ",":
+            self.i += 1
+            self.blanks()
+            self.address(True)
+        self.blanks()
+        while self.i < n and s[self.i] == "!":
+            self.i += 1
+            self.blanks()
+
+    def command(self, command: str) -> str:
+        """Read one command's arguments: _UNSAFE, _NEXT (nothing may follow it on the line
+        to check) or _TAIL (check what follows)."""
+        s = self.s
+        n = len(s)
+        if command in "{}":
+            return _NEXT
+        if command == "#" or command in _TEXT:
+            self.line(continued=command != "#")
+        elif command in _LABELLED:
+            while self.i < n and s[self.i] not in ";\n":
+                self.i += 1
+        elif command in _NUMBERED:
+            self.blanks()
+            while self.i < n and (s[self.i].isdigit() or s[self.i] == "."):
+                self.i += 1
+        elif command in ("s", "y"):
+            return self.substitution(command)
+        elif command in "rRwW":
+            name = self.filename()
+            if name is None:
+                return _UNSAFE
+            if command in "rR":
+                self.reads.append(name)
+                return _NEXT
+            return self.written(name)
+        elif command not in _PLAIN:
+            return _UNSAFE  # e, or something unknown
+        return _TAIL
+
+    def substitution(self, command: str) -> str:
+        """`s/RE/TEXT/FLAGS` (its `e` and `w FILE` flags) or `y/A/B/`."""
+        s = self.s
+        n = len(s)
+        delimiter = s[self.i]
+        if delimiter in "\n\\":
+            return _UNSAFE
+        self.i += 1
+        self.delimited(delimiter, regex=command == "s")
+        self.delimited(delimiter)
+        if command == "s":
+            while self.i < n and s[self.i] in _S_FLAGS:
+                self.i += 1
+            if self.i < n and s[self.i] == "e":
+                return _UNSAFE
+            if self.i < n and s[self.i] == "w":
+                self.i += 1
+                name = self.filename()
+                return _UNSAFE if name is None else self.written(name)
+        return _TAIL
+
+    def written(self, name: str) -> str:
+        self.writes.append(name)
+        return _NEXT if _local(name) else _UNSAFE
 
     def line(self, continued: bool) -> None:
         """Skip the rest of the line (a/i/c text continues after a backslash-newline)."""
