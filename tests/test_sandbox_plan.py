@@ -4,6 +4,7 @@ and the placeholder registry — without starting a sandbox."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -586,3 +587,115 @@ def test_the_plan_does_not_import_the_proxy_back() -> None:
     graph = grimp.build_graph("askgate")
     assert graph.find_shortest_chain("askgate.sandbox.plan", "askgate.sandbox.netproxy") is None
     assert not graph.find_shortest_chain("askgate.sandbox.netplan", "askgate.sandbox.plan")
+
+
+# --- scratch directories are never searched, whatever rule names them ------------------
+
+
+def _scratch_policy(tree: dict[str, Path], scratch: Path, rules: list[tuple[str, str, str]]):
+    policy = _policy(tree, rules)
+    policy.env["TMPDIR"] = str(scratch)  # type: ignore[index]
+    return policy
+
+
+def _many_env_files(where: Path, count: int = 300) -> None:
+    for index in range(count):  # past the 256 matches a pattern may have
+        (where / f"run{index}").mkdir(parents=True)
+        (where / f"run{index}" / ".env").write_text("x")
+
+
+def test_a_write_rule_naming_a_scratch_directory_does_not_make_it_searched(tree) -> None:
+    """`"/tmp/**" = "allow"` (or a rule for $TMPDIR, or a directory in either) makes the
+    scratch directory a rule-named writable root; it stays unsearched, as without the
+    rule: hundreds of `.env` files there (pytest's own temporary directories) neither
+    make the plan incomplete nor get hidden."""
+    scratch = tree["base"] / "scratch"
+    _many_env_files(scratch)
+    _many_env_files(tree["base"] / "runs")  # below tmp_path: in /tmp here
+    rules = [
+        ("write", "/tmp/**", "allow"),
+        ("write", "/var/tmp/**", "allow"),
+        ("write", f"{scratch}/**", "allow"),
+        ("write", f"{scratch}/run7/**", "allow"),
+        ("read", "**/.env*", "deny"),
+    ]
+    policy = _scratch_policy(tree, scratch, rules)
+    plan = build_plan(policy, SandboxSettings(), cwd=str(tree["project"]))
+    assert plan.ask_reason is None and plan.startable, plan.ask_reason
+    writable = _paths(plan.writable)
+    assert {"/tmp", str(scratch), str(scratch / "run7")} <= writable
+    hidden = _hidden(plan)
+    assert not any(p.startswith((str(scratch), str(tree["base"] / "runs"))) for p in hidden)
+    assert str(tree["project"] / ".env") in hidden  # the project is searched as before
+
+
+def test_a_rule_named_root_in_home_or_the_project_is_still_searched(tree) -> None:
+    """HOME in /tmp (as here): `~/.cache/**` is searched all the same; so is a scratch
+    directory inside the project."""
+    cache = tree["home"] / ".cache" / "tool"
+    cache.mkdir(parents=True)
+    (cache / ".env").write_text("x")
+    inside = tree["project"] / "tmp"
+    inside.mkdir()
+    (inside / ".env.local").write_text("x")
+    rules = [
+        ("write", "/tmp/**", "allow"),
+        ("write", "~/.cache/**", "allow"),
+        ("read", "**/.env*", "deny"),
+    ]
+    policy = _scratch_policy(tree, inside, rules)
+    plan = build_plan(policy, SandboxSettings(), cwd=str(tree["project"]))
+    assert plan.startable, plan.ask_reason
+    assert {str(cache / ".env"), str(inside / ".env.local")} <= _hidden(plan)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory outside /tmp and /var/tmp (removed after the test)."""
+    import shutil
+
+    from unprivileged_rerun import outside_scratch_dir
+
+    where = Path(outside_scratch_dir("askgate-plan-"))
+    try:
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_wider_root_holding_a_scratch_directory_does_not_walk_it(tree, outside) -> None:
+    """A writable root outside /tmp that holds the scratch directory ($TMPDIR below
+    `"…/work/**"`): the anywhere-patterns are searched in it, not in the scratch
+    directory; a rule-named root *in* a scratch directory is not searched either."""
+    work = outside / "work"
+    scratch = work / "tmp"
+    _many_env_files(scratch)
+    (work / "notes").mkdir(parents=True)
+    (work / "notes" / ".env").write_text("x")
+    rules = [("write", f"{work}/**", "allow"), ("read", "**/.env*", "deny")]
+    policy = _scratch_policy(tree, scratch, rules)
+    plan = build_plan(policy, SandboxSettings(), cwd=str(tree["project"]))
+    assert plan.startable, plan.ask_reason
+    hidden = _hidden(plan)
+    assert str(work / "notes" / ".env") in hidden
+    assert not any(p.startswith(str(scratch)) for p in hidden)
+    # A rooted pattern is searched from its prefix as written, scratch included.
+    rooted = [("write", f"{work}/**", "allow"), ("read", f"{work}/*/run3/.env", "deny")]
+    plan = build_plan(_scratch_policy(tree, scratch, rooted), SandboxSettings(), cwd=str(work))
+    assert str(scratch / "run3" / ".env") in _hidden(plan)
+
+
+def test_with_tmp_named_by_a_write_rule_a_command_runs_sandboxed(tmp_path) -> None:
+    """The end of it: under `"/tmp/**" = "allow"` with `.env` files all over /tmp, the
+    command runs in the sandbox (exit 0, its write in /tmp done) instead of being refused
+    for an incomplete plan."""
+    from sandbox_world import POLICY, World, require_bwrap
+
+    require_bwrap()
+    world = World(tmp_path / "w", policy=POLICY + '"/tmp/**" = "allow"\n')
+    _many_env_files(tmp_path / "envs")
+    out = tmp_path / "out.txt"
+    run = world.sandbox(f"echo sandboxed > {out}; cat {world.env_file} || true")
+    assert run.returncode == 0, run
+    assert out.read_text() == "sandboxed\n"
+    assert "hunter2" not in run.stdout  # the project's .env is still hidden

@@ -178,6 +178,7 @@ def expand_all(
     deadline: float | None = None,
     final: Callable[[str, str], bool] | None = None,
     whole_data_trees: frozenset[str] = frozenset(),
+    skip: Sequence[str] = (),
 ) -> dict[str, Expansion]:
     """`expand` for several patterns at once: the patterns that search the same roots
     share one walk (a project is read once, not once per `**/…` rule). The budgets hold
@@ -185,7 +186,9 @@ def expand_all(
     all of them. `final(pattern, path)`: will this match be masked (so what is below
     needs no search)? Default: yes. `whole_data_trees`: patterns that must search the
     data trees like any directory, on the main budget (past it: incomplete), for a
-    caller to whom a match left in a data tree is not acceptable."""
+    caller to whom a match left in a data tree is not acceptable. `skip`: directories the
+    walk for the anywhere-patterns never enters (the scratch directories, plan.py), though
+    a search root may hold them."""
     budget = _Budget(
         MAX_VISITED if max_visited is None else max_visited,
         MAX_MATCHES if max_matches is None else max_matches,
@@ -193,7 +196,7 @@ def expand_all(
         MAX_DATA_VISITED,
     )
     results: dict[str, Expansion] = {}
-    walks: dict[tuple[str, ...], list[str]] = {}
+    walks: dict[tuple[bool, tuple[str, ...]], list[str]] = {}
     for pattern in dict.fromkeys(patterns):
         prefix, rest = fixed_prefix(pattern)
         if not rest:
@@ -201,10 +204,13 @@ def expand_all(
         elif rest == "**" and prefix:
             results[pattern] = Expansion((prefix,), whole_tree=True)
         else:
-            walks.setdefault((prefix,) if prefix else tuple(search_roots), []).append(pattern)
-    for roots, group in walks.items():
+            key = (False, (prefix,)) if prefix else (True, tuple(search_roots))
+            walks.setdefault(key, []).append(pattern)
+    for (anywhere, roots), group in walks.items():
         whole = frozenset(i for i, pattern in enumerate(group) if pattern in whole_data_trees)
-        results.update(_walk(group, roots, budget, final, whole))
+        # `skip` holds for the anywhere-patterns only: a rooted one (`/var/*/key`) is
+        # searched from its prefix as written.
+        results.update(_walk(group, roots, budget, final, whole, skip if anywhere else ()))
     return results
 
 
@@ -404,11 +410,13 @@ def _walk(
     budget: _Budget,
     final: Callable[[str, str], bool] | None,
     whole: frozenset[int] = frozenset(),
+    skip: Sequence[str] = (),
 ) -> dict[str, Expansion]:
     """One walk from `roots` for all `patterns`. Below a directory a pattern matched (and
     `final` confirms will be masked), that pattern stops looking (its mount covers the
     rest); the others go on. The data trees are searched last, on their own budget."""
     walk = _Walk(patterns, budget, final, whole)
+    walk.seen.update(p for p in skip if p not in roots)  # listed never: not entered
     walk.main(walk.start(roots))
     walk.data_trees()
     return walk.result()

@@ -15,6 +15,8 @@ What that means here:
 * a write hole inside a writable root always makes the root itself lost (no creating
   files in the project): in `required` mode the sandbox is **refused**; otherwise the
   holes are dropped, with a warning for each;
+* tripwires need no rule: the runner checks them after the command, as with bubblewrap
+  (what was planted at one is moved aside), so they add no warning;
 * `network = "off"` blocks TCP (Landlock ABI 4+); UDP and Unix sockets are not covered:
   refused in `required` mode, a warning otherwise;
 * signals and abstract Unix sockets are scoped to the sandbox (ABI 6+), and Landlock's
@@ -192,8 +194,9 @@ def landlock_plan(plan: SandboxPlan, abi: int) -> LandlockPlan:
     if read_lost:
         shown = ", ".join(sorted(set(read_lost))[:5])
         warnings.append(f"Landlock: files directly in {shown} are unreadable in the sandbox")
-    guarded = [*plan.write_holes, *plan.tripwires]
-    holes = [entry for entry in guarded if any(is_inside(entry.path, r) for r in roots)]
+    # Tripwires need no mount: they are checked after the run (runner.py), as under
+    # bubblewrap. Only the write holes cannot be expressed.
+    holes = [entry for entry in plan.write_holes if any(is_inside(entry.path, r) for r in roots)]
     for hole in holes:
         text = (
             f"Landlock cannot keep {hole.path} read-only inside a writable directory ({hole.why})"

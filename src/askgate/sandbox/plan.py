@@ -336,14 +336,37 @@ class _Builder:
     def search_roots(self, writable: Sequence[PlanEntry]) -> list[str]:
         """Where patterns without a fixed prefix (`**/.env*`) are searched: where the agent
         works, not shared scratch space (a walk of /tmp would be slow and list other
-        people's files)."""
+        people's files). A scratch directory stays unsearched when a write rule names it
+        or a directory in it (`"/tmp/**" = "allow"`), as it is without one — unless that
+        root lies in the project, an extra directory or HOME (`~/.cache` with HOME in
+        /tmp), which are searched whatever holds them."""
         search = list(dict.fromkeys([self.root, *self.policy.extra_directories]))
+        scratch = self.scratch_directories()
+        kept = [_real(p) for p in (*search, *([self.home] if self.home else []))]
         search += [
             entry.path
             for entry in writable
-            if entry.path not in search and entry.why != SCRATCH and entry.kind == "dir"
+            if entry.path not in search
+            and entry.why != SCRATCH
+            and entry.kind == "dir"
+            and (not _inside_any(entry.path, scratch) or _inside_any(entry.path, kept))
         ]
         return search
+
+    def scratch_directories(self) -> list[str]:
+        """The scratch directories (`/tmp`, `/var/tmp`, `$TMPDIR`, symlinks resolved),
+        writable in every sandbox and never searched."""
+        tmpdir = self.policy.env.get("TMPDIR", "")
+        named = [*SCRATCH_DIRECTORIES, *([tmpdir] if tmpdir.startswith("/") else [])]
+        return [p for p in dict.fromkeys(_real(p) for p in named) if p != "/"]
+
+    def unsearched_scratch(self) -> list[str]:
+        """The scratch directories a walk from a wider root (`"/var/**" = "allow"` holds
+        /var/tmp) does not enter: those outside the project, the extra directories and
+        HOME (a scratch directory there was always searched with them)."""
+        kept = [self.root, *self.policy.extra_directories, *([self.home] if self.home else [])]
+        real = [_real(p) for p in kept]
+        return [p for p in self.scratch_directories() if not _inside_any(p, real)]
 
     def _at_roots(self, source: _Source) -> list[str]:
         """An anywhere-pattern with a literal tail (`**/.envrc`, `**/.claude/settings.json`,
@@ -594,7 +617,11 @@ class _Builder:
         patterns = [source.pattern for source in holes]
         patterns += [source.pattern for source, _rule in reads]
         self.expanded = expand_all(
-            patterns, self.search_roots(writable), deadline=self.deadline, final=final
+            patterns,
+            self.search_roots(writable),
+            deadline=self.deadline,
+            final=final,
+            skip=self.unsearched_scratch(),
         )
 
     def _paths(self, source: _Source, *, searched: Sequence[str]) -> list[tuple[str, bool]]:

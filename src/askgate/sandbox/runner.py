@@ -223,7 +223,7 @@ def run_sandboxed(
     if chosen == "bwrap" and found.bwrap.usable and found.bwrap.path:
         return _run_bwrap(plan, command, env, registry, found.bwrap)
     if chosen == "landlock" and found.landlock_enforced:
-        return _run_landlock(plan, command, env, found.landlock_abi)
+        return _run_landlock(plan, command, env, found.landlock_abi, registry)
     why = found.bwrap.error or "no sandbox backend"
     if chosen != "none":
         why = f"no usable sandbox ({chosen}: {why}; Landlock ABI {found.landlock_abi})"
@@ -396,7 +396,11 @@ def _bwrap_once(
 
 
 def _run_landlock(
-    plan: SandboxPlan, command: Sequence[str], env: Mapping[str, str], abi: int
+    plan: SandboxPlan,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    abi: int,
+    registry: Registry,
 ) -> int:
     if os.geteuid() == 0:
         # Landlock restricts paths, not privilege: root keeps what root can do outside
@@ -420,6 +424,14 @@ def _run_landlock(
     # no path): no new Unix socket at all under this backend (seccomp.py).
     filter_code = program(unix_sockets=False)
     try:
+        # The tripwires, as under bubblewrap: recorded before the command starts (a kill of
+        # askgate leaves them to the next sweep), checked when it ends.
+        armed = arm(registry.directory, plan.tripwires)
+    except OSError as error:
+        os.close(ruleset)
+        _say(f"refused: cannot record the run's tripwires: {error.strerror}")
+        return EXIT_REFUSED
+    try:
         status, tail = _spawn_and_wait(
             command,
             env=env,
@@ -431,5 +443,10 @@ def _run_landlock(
         return EXIT_REFUSED
     finally:
         os.close(ruleset)
+        # What the command left at a tripwire is moved aside before anything outside reads
+        # it (a background job it started outlives it here: no PID namespace).
+        for line in disarm(plan.tripwires):
+            _say(line)
+        unarm(armed)
     _report(plan, status, tail)
     return status
