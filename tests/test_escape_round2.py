@@ -30,6 +30,7 @@ import pytest
 
 from sandbox_world import OutsideWorld, require_bwrap
 from unprivileged_rerun import outside_scratch_dir
+from waits import SAFETY_TIMEOUT
 
 # The escape suite's permissive policy: everything allowed but the secrets; HOME writable.
 PERMISSIVE = """\
@@ -105,7 +106,7 @@ class World(OutsideWorld):
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=SAFETY_TIMEOUT,
         )
         output = json.loads(done.stdout)["hookSpecificOutput"]
         assert output["permissionDecision"] == "allow", output
@@ -118,7 +119,7 @@ class World(OutsideWorld):
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=SAFETY_TIMEOUT,
         )
 
     def interrupted(self, mode: str, command: str, sign: signal.Signals) -> None:
@@ -135,14 +136,14 @@ class World(OutsideWorld):
             start_new_session=True,
         )
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + SAFETY_TIMEOUT  # against a hang only
             while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert ready.exists(), "the command never got to its harm"
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, sign)
-            proc.wait(timeout=60)
+            proc.wait(timeout=SAFETY_TIMEOUT)
             ready.unlink(missing_ok=True)
 
 
@@ -275,7 +276,7 @@ def _init_policy(world: World) -> None:
         env=world.env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=SAFETY_TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
 
@@ -409,7 +410,7 @@ def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=SAFETY_TIMEOUT,
         )
         assert "hidden-key" not in done.stdout, "the hidden key's agent answered inside"
     finally:
@@ -448,14 +449,14 @@ def test_a_background_command_cannot_use_what_appears_while_it_runs(
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SAFETY_TIMEOUT  # against a hang only
         while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert ready.exists(), proc.communicate()
         (world.project / ".env.production").write_text(secret + "\n")  # the user, meanwhile
         subprocess.run(["git", "init", "-q", str(world.project / "cloned")], check=True)
         go.touch()
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=SAFETY_TIMEOUT)
     finally:
         if proc.poll() is None:
             proc.kill()
