@@ -157,7 +157,9 @@ def _latency_rows(masks: int, runs: int, warmup: int) -> tuple[list[Row], list[s
         added = [a - t for a, t in zip(samples["askgate"], samples["true"], strict=True)]
         added_bwrap = [b - t for b, t in zip(samples["bwrap"], samples["true"], strict=True)]
         label = "typical profile" if not masks else f"{masks} hidden files"
-        target = f"≤ {TARGET_ADDED_MS:.0f} ms added" if not masks else ""
+        # The 10 ms target is the hook-emitted wrapper's (what an agent's command runs): this
+        # row starts a Python process per command, so it carries no target of its own.
+        target = ""
         rows = [
             Row(
                 measured=f"`askgate sandbox -- true`, {label} (whole process)",
