@@ -171,13 +171,7 @@ def _plain_unit(
         form = git.normalise(argv)
         floors = form.floors
         alternates = git.reordered(argv)
-        for path in form.reads:
-            paths.read(path)
-        for path in form.writes:
-            paths.write(path)
-        paths.recursive.extend(form.recursive)
-        for path in form.recursive_writes:
-            paths.recursive_write(path)
+        _git_paths(form, paths)
     elif slash:
         base_form = join_words([Word(base, base), *args])
         if in_system_dir:
@@ -807,13 +801,7 @@ class CommandMixin(RedirectMixin):
         if name == "git":
             form = git.normalise(current)
             floors.extend(form.floors)
-            for path in form.reads:
-                paths.read(path)
-            for path in form.writes:
-                paths.write(path)
-            paths.recursive.extend(form.recursive)
-            for path in form.recursive_writes:
-                paths.recursive_write(path)
+            _git_paths(form, paths)
         elif name in COLLECT_NAMES:
             collect(name, args, paths)
             if name in RECURSIVE_NAMES:
@@ -842,13 +830,7 @@ class CommandMixin(RedirectMixin):
             form = git.normalise(primary)
             floors.extend(form.floors)
             git_cwd = form.cwd
-            for path in form.reads:
-                paths.read(path)
-            for path in form.writes:
-                paths.write(path)
-            paths.recursive.extend(form.recursive)
-            for path in form.recursive_writes:
-                paths.recursive_write(path)
+            _git_paths(form, paths)
             if form.stripped:
                 alternates.append(text)
                 text = join_words(form.argv)
@@ -1023,6 +1005,17 @@ class CommandMixin(RedirectMixin):
                     state.change(name, argv[1:], self.sink.probe)
         elif self.sink.cwd_functions and argv[0].static and head in self.sink.cwd_functions:
             state.lose(f"runs after `{head}`, a function that changes directory")
+
+
+def _git_paths(form: git.GitForm, paths: Paths) -> None:
+    """What git's normalised form reads and writes (git.py), into the unit's paths."""
+    for path in form.reads:
+        paths.read(path)
+    for path in form.writes:
+        paths.write(path)
+    paths.recursive.extend(form.recursive)
+    for path in form.recursive_writes:
+        paths.recursive_write(path)
 
 
 def _unit_words(primary: list[Word], text: str) -> tuple[str, ...]:
