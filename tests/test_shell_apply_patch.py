@@ -242,7 +242,8 @@ ATTACKS = {
     "shell_rc_by_climbing": heredoc(patch("*** Add File: ../../../.bashrc", "+x")),
     "shell_rc_by_tilde": heredoc(patch("*** Add File: ~/.bashrc", "+x")),
     "outside_the_project_absolute": heredoc(patch("*** Add File: /tmp/elsewhere/x", "+x")),
-    "outside_the_project_by_cd": f"cd /tmp && {heredoc(patch('*** Add File: x.txt', '+x'))}",
+    # Not /tmp: the sandboxed profile allows writes there (the sandbox makes it writable).
+    "outside_the_project_by_cd": f"cd /etc && {heredoc(patch('*** Add File: x.txt', '+x'))}",
     "expanded_path_in_unquoted_heredoc": f"T=.env; {heredoc(EXPANDED.replace('TARGET', 'T'), 'P')}",
     "substitution_in_unquoted_heredoc": heredoc(patch("*** Add File: $(echo .env)", "+x"), "PATCH"),
     "rewritten_between_cat_and_apply_patch": (
