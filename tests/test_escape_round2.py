@@ -528,6 +528,31 @@ def test_a_file_a_submodules_config_includes_stays_frozen(world: World, mode: st
     assert not world.marker.exists(), "a file a submodule's config includes ran outside"
 
 
+def test_a_git_config_rewritten_with_its_old_mtime_is_read_again(tmp_path: Path) -> None:
+    """The parse is remembered by the file's bytes: a rewrite in place with the same size,
+    inode and mtime (`touch -d` puts the time back) still freezes what it now names."""
+    from askgate.sandbox.gitconfig import named_paths
+
+    project = tmp_path / "proj"
+    config = project / ".git" / "config"
+    config.parent.mkdir(parents=True)
+    config.write_text("[core]\n\thooksPath = hooks-abc\n")
+    before = named_paths([str(config)], worktree=str(project), env={"HOME": str(tmp_path)})
+    assert {path for path, _kind, _why in before} == {str(project / "hooks-abc")}
+    stat = config.stat()
+    with config.open("r+") as handle:  # same inode, same size
+        handle.write("[core]\n\thooksPath = hooks-xyz\n")
+    os.utime(config, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = config.stat()
+    assert (again.st_ino, again.st_size, again.st_mtime_ns) == (
+        stat.st_ino,
+        stat.st_size,
+        stat.st_mtime_ns,
+    )
+    after = named_paths([str(config)], worktree=str(project), env={"HOME": str(tmp_path)})
+    assert {path for path, _kind, _why in after} == {str(project / "hooks-xyz")}
+
+
 def test_what_a_git_config_names_is_resolved_as_git_resolves_it(tmp_path: Path) -> None:
     """Includes relative to the including file, recursively; hooks path and programs
     relative to the worktree; a bare program name (found on PATH) and a boolean fsmonitor

@@ -87,8 +87,8 @@ _PROGRAMS: frozenset[str] = frozenset(
 )
 _BOOLEANS = frozenset({"", "true", "false", "yes", "no", "on", "off", "1", "0"})
 
-# (path, inode, size, mtime_ns) -> [(key, value)]
-_PARSED: dict[tuple[str, int, int, int], list[tuple[str, str]]] = {}
+# (path, its bytes) -> [(key, value)]
+_PARSED: dict[tuple[str, bytes], list[tuple[str, str]]] = {}
 _MAX_REMEMBERED = 256
 
 
@@ -201,12 +201,14 @@ def _resolve(value: str, *, base: str, home: str) -> str | None:
 
 def _entries(config: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
     try:
-        info = os.stat(config)
         with open(config, "rb") as handle:
-            text = handle.read(MAX_CONFIG_BYTES).lower()
+            raw = handle.read(MAX_CONFIG_BYTES)
     except OSError:
         return []
-    key = (config, info.st_ino, info.st_size, info.st_mtime_ns)
+    # Keyed by the bytes read, not by inode and mtime: a command can set a file's mtime back
+    # (`touch -d`), never make other bytes equal these.
+    key = (config, raw)
+    text = raw.lower()
     remembered = _PARSED.get(key)
     if remembered is not None:
         return remembered
