@@ -295,10 +295,15 @@ def user_site_directories(env: Mapping[str, str]) -> list[str]:
     versions: set[str] = set()
     for directory in (*_EXECUTABLE_DIRS, os.path.join(base, "lib")):
         try:
-            key = (directory, os.stat(directory).st_mtime_ns)
+            info = os.stat(directory)
         except OSError:
             continue
-        names = _VERSIONS.get(key)
+        # Remembered only for a directory no command can change (root's, not writable by
+        # others): the user's own lib directory is listed every time (its mtime can be
+        # set back).
+        fixed = info.st_uid == 0 and not info.st_mode & 0o022 and os.getuid() != 0
+        key = (directory, info.st_mtime_ns)
+        names = _VERSIONS.get(key) if fixed else None
         if names is None:
             with contextlib.suppress(OSError):
                 names = {name for name in os.listdir(directory) if _PYTHON.fullmatch(name)}
