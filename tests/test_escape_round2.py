@@ -553,6 +553,28 @@ def test_a_git_config_rewritten_with_its_old_mtime_is_read_again(tmp_path: Path)
     assert {path for path, _kind, _why in after} == {str(project / "hooks-xyz")}
 
 
+def test_the_plan_never_runs_a_git_the_clients_path_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config parse and the gitlink listing run outside any sandbox: without a system
+    git they run nothing, never a `git` found on the PATH the client sent."""
+    from askgate.sandbox import gitconfig
+
+    planted = tmp_path / "bin" / "git"
+    planted.parent.mkdir()
+    marker = tmp_path / "ran"
+    planted.write_text(f"#!/bin/sh\n/usr/bin/touch {marker}\n")
+    planted.chmod(0o755)
+    monkeypatch.setattr(gitconfig, "GIT_PATH", str(tmp_path / "no-system-git"))
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / ".git" / "config").write_text("[core]\n\thooksPath = h\n")
+    env = {"HOME": str(tmp_path), "PATH": str(planted.parent)}
+    gitconfig.named_paths([str(project / ".git" / "config")], worktree=str(project), env=env)
+    gitconfig.gitlinks(str(project), env)
+    assert not marker.exists()
+
+
 def test_what_a_git_config_names_is_resolved_as_git_resolves_it(tmp_path: Path) -> None:
     """Includes relative to the including file, recursively; hooks path and programs
     relative to the worktree; a bare program name (found on PATH) and a boolean fsmonitor

@@ -219,10 +219,12 @@ def _entries(config: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
     return entries
 
 
-def _parse(config: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
-    git = shutil.which("git", path=GIT_PATH) or shutil.which("git", path=env.get("PATH"))
+def _quiet_git(env: Mapping[str, str]) -> tuple[str, dict[str, str]] | None:
+    """The system's git (never one the client's PATH names: this runs outside any sandbox)
+    and an environment in which it reads no system or global file; None without one."""
+    git = shutil.which("git", path=GIT_PATH)
     if git is None:
-        return []  # no git here: nothing runs the configuration either
+        return None
     quiet = {
         "PATH": GIT_PATH,
         "HOME": env.get("HOME", "/"),
@@ -230,6 +232,14 @@ def _parse(config: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
     }
+    return git, quiet
+
+
+def _parse(config: str, env: Mapping[str, str]) -> list[tuple[str, str]]:
+    system_git = _quiet_git(env)
+    if system_git is None:
+        return []  # no system git: the configuration is not parsed (docs/sandbox.md)
+    git, quiet = system_git
     try:
         done = subprocess.run(
             [git, "config", "--file", config, "--no-includes", "--list", "-z"],
@@ -270,16 +280,10 @@ def gitlinks(worktree: str, env: Mapping[str, str]) -> list[str]:
     """The paths of the index's gitlinks (mode 160000), relative to the worktree: read by
     git (`ls-files --stage`, which recurses nowhere), with no system or global file and
     the fsmonitor off."""
-    git = shutil.which("git", path=GIT_PATH) or shutil.which("git", path=env.get("PATH"))
-    if git is None:
+    system_git = _quiet_git(env)
+    if system_git is None:
         return []
-    quiet = {
-        "PATH": GIT_PATH,
-        "HOME": env.get("HOME", "/"),
-        "LC_ALL": "C",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-    }
+    git, quiet = system_git
     argv = [git, "-c", "core.fsmonitor=false", "ls-files", "--stage", "-z"]
     try:
         done = subprocess.run(
