@@ -17,13 +17,28 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from test_escape_round2 import World, _fsmonitor, world  # noqa: F401 (a fixture)
+from sandbox_world import require_bwrap
+from test_escape_round2 import World, _fsmonitor
+from unprivileged_rerun import outside_scratch_dir
+from waits import SAFETY_TIMEOUT
 
 MODES = ["cli", "hook"]
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    require_bwrap()
+    base = Path(outside_scratch_dir("askgate-nested-"))
+    try:
+        yield World(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -38,9 +53,7 @@ MODES = ["cli", "hook"]
         "tools/.github/workflows/ci.yml",  # a protected directory, not only a file
     ],
 )
-def test_a_protected_name_cannot_be_made_below_the_root(
-    world: World, mode: str, name: str
-) -> None:
+def test_a_protected_name_cannot_be_made_below_the_root(world: World, mode: str, name: str) -> None:
     for existing in ("sub", "pkg", "lib", "src", "tools"):
         (world.project / existing).mkdir()
     path = world.project / name
@@ -215,3 +228,44 @@ def test_the_gitlink_check_assumes_every_repository_when_the_index_cannot_be_lis
     (project / ".git" / "index").write_bytes(b"not an index")
     assert gitconfig.gitlinks(str(project), {"PATH": "/usr/bin"}) is None
     assert _planted_gitlink_configs(entry) == [str(planted / ".git" / "config")]
+
+
+# --- as an unprivileged user, on bubblewrap and on Landlock --------------------------------
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_unprivileged_a_protected_name_below_the_root_is_moved_aside(
+    request: pytest.FixtureRequest, backend: str
+) -> None:
+    """As nobody (Landlock refuses root; as root this reruns as nobody). The Landlock
+    fallback has no PID namespace, but it records and checks the watch the same way."""
+    from test_escape_round2 import LANDLOCK_ON, PERMISSIVE
+    from unprivileged_rerun import rerun_as_nobody
+
+    if rerun_as_nobody(request, outside=True):
+        return
+    from askgate.sandbox import landlock
+
+    if backend == "landlock" and landlock.abi_version() < 1:
+        pytest.skip("Landlock is not available in this kernel")
+    require_bwrap()
+    base = Path(outside_scratch_dir("askgate-nested-"))
+    nobody = World(base, policy=LANDLOCK_ON if backend == "landlock" else PERMISSIVE)
+    try:
+        (nobody.project / "sub").mkdir()
+        done = subprocess.run(
+            [
+                *[sys.executable, "-m", "askgate.cli", "sandbox", "--backend", backend, "--"],
+                "mkdir -p sub/new && echo 'echo hi' > sub/new/.envrc && echo hi > sub/.npmrc",
+            ],
+            cwd=nobody.project,
+            env=nobody.env,
+            capture_output=True,
+            text=True,
+            timeout=SAFETY_TIMEOUT,
+        )
+        assert done.returncode == 0, done.stderr
+        assert not (nobody.project / "sub" / "new" / ".envrc").exists()
+        assert not (nobody.project / "sub" / ".npmrc").exists()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
