@@ -364,10 +364,40 @@ class Registry:
 
         return self._ensure_program("tee", program(), works)
 
-    def ensure_unchanged_check(self) -> str | None:  # LEAD-STUB: replaced by the helper's
-        from askgate.sandbox.unchanged import program
+    def ensure_unchanged_check(self) -> str | None:
+        """The ctime check (`unchanged.py`: `unchanged LISTFILE`, exit 0 iff no listed
+        path changed) as an executable, or None (not built here, or it does not run)."""
+        import struct
+        import subprocess
+        import tempfile
 
-        return self._ensure_program("unchanged", program(), lambda path: True)
+        from askgate.sandbox.unchanged import program, snapshot
+
+        def works(path: str) -> bool:
+            # Exits that do not hang on the clock's tick: an exact record, a path that
+            # appeared, a ctime one nanosecond off.
+            probe = tempfile.mkdtemp(prefix=".unchanged-probe.", dir=self.directory)
+            try:
+                watched, appears = os.path.join(probe, "watched"), os.path.join(probe, "new")
+                os.mkdir(watched)
+                exact = snapshot([watched, appears], recent_ns=0)
+                ctime_ns = os.lstat(watched).st_ctime_ns + 1
+                off = struct.pack("<qq", *divmod(ctime_ns, 10**9)) + exact[16:]  # 1st record
+                statuses = []
+                for data, make in ((exact, False), (off, False), (exact, True)):
+                    if make:
+                        with open(appears, "wb"):
+                            pass
+                    listed = os.path.join(probe, "list")
+                    with open(listed, "wb") as handle:
+                        handle.write(data)
+                    done = subprocess.run([path, listed], capture_output=True, timeout=10)
+                    statuses.append(done.returncode)
+                return statuses == [0, 1, 1]
+            finally:
+                shutil.rmtree(probe, ignore_errors=True)
+
+        return self._ensure_program("unchanged", program(), works)
 
     def _ensure_program(
         self, name: str, code: bytes | None, works: Callable[[str], bool]
