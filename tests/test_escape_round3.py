@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_world import require_bwrap
-from test_escape_round2 import World, _init_policy
+from test_escape_round2 import World, _fsmonitor, _init_policy
 from unprivileged_rerun import outside_scratch_dir
 from waits import SAFETY_TIMEOUT, wait_until
 
@@ -323,6 +323,85 @@ def test_a_vim_plugin_planted_inside_does_not_run_outside(world: World) -> None:
     assert not world.marker.exists(), "a vim plugin planted inside ran outside"
 
 
+# --- finding 10: a python whose version is not in the system directories ----------------
+
+
+def _python_outside_the_system_dirs() -> str | None:
+    """An interpreter (pyenv, uv, conda, asdf) whose `python3.N` is in none of the system
+    directories the glob tripwires look at."""
+    import glob
+    import re
+
+    system = {
+        name
+        for directory in ("/usr/bin", "/usr/local/bin", "/bin")
+        if os.path.isdir(directory)
+        for name in os.listdir(directory)
+        if re.fullmatch(r"python3\.\d+", name)
+    }
+    home = os.environ.get("HOME", "/root")
+    candidates = glob.glob(f"{home}/.pyenv/versions/*/bin/python3.*")
+    candidates += glob.glob(f"{home}/.local/share/uv/python/*/bin/python3.*")
+    for candidate in sorted(candidates):
+        name = os.path.basename(candidate)
+        if re.fullmatch(r"python3\.\d+", name) and name not in system:
+            return candidate
+    return None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="glob tripwires watch the user site directory of the python3.N found in /usr/bin, "
+    "/usr/local/bin, /bin or with a ~/.local/lib/python3.N already: a pyenv/uv/conda python "
+    "3.N with neither gets none, and a .pth planted there runs in it outside",
+)
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_pth_for_a_python_outside_the_system_dirs_does_not_run_outside(
+    world: World, mode: str
+) -> None:
+    python = _python_outside_the_system_dirs()
+    if python is None:
+        pytest.skip("no python3.N outside the system directories (pyenv, uv) here")
+    found = subprocess.run(
+        [python, "-c", "import site; print(site.getusersitepackages())"],
+        env=world.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    site = found.stdout.strip()
+    line = f'import os; os.system("touch {world.marker}")'
+    world.run(mode, f"mkdir -p {site} && echo {shlex.quote(line)} > {site}/evil.pth; true")
+    subprocess.run([python, "-c", "pass"], env=world.env, check=True)
+    assert not world.marker.exists(), "a .pth planted inside ran in a python outside"
+
+
+# --- finding 11: git state a command the user types later continues ----------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an interactive rebase left stopped (`break`, then `exec CMD`) in the writable "
+    ".git: the user's `git rebase --continue` outside runs CMD (git status even suggests it)",
+)
+def test_a_rebase_left_in_progress_does_not_run_the_commands_code_outside(world: World) -> None:
+    todo = f"break\\nexec touch {world.marker}\\n"
+    world.run(
+        "hook",
+        "git commit -q --allow-empty -m two && "
+        f"GIT_SEQUENCE_EDITOR=\"printf '{todo}' >\" git rebase -q -i HEAD~1; true",
+    )
+    subprocess.run(
+        ["git", "rebase", "--continue"],
+        cwd=world.project,
+        env={**world.env, "GIT_EDITOR": "true"},
+        capture_output=True,
+        timeout=SAFETY_TIMEOUT,
+        check=False,
+    )
+    assert not world.marker.exists(), "a rebase todo left by the command ran outside"
+
+
 # --- attempts that held ------------------------------------------------------------------
 
 
@@ -380,3 +459,16 @@ def test_a_gitlink_config_planted_inside_the_project_is_still_defused(world: Wor
     )
     _outside_git(world, "status", "--porcelain")
     assert not marker.exists()
+
+
+def test_the_xdg_git_config_cannot_be_created_next_to_an_existing_ignore_file(
+    world: World,
+) -> None:
+    """`~/.config/git/` exists (an `ignore` file), `config` does not: it must not be
+    creatable (git reads it as the global configuration)."""
+    git_dir = world.config_home / "git"
+    git_dir.mkdir()
+    (git_dir / "ignore").write_text("*.o\n")
+    world.run("hook", f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} > {git_dir}/config")
+    _outside_git(world, "status", "--porcelain")
+    assert not world.marker.exists()
