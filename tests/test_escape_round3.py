@@ -402,6 +402,68 @@ def test_a_rebase_left_in_progress_does_not_run_the_commands_code_outside(world:
     assert not world.marker.exists(), "a rebase todo left by the command ran outside"
 
 
+# --- finding 12/13: an existing submodule is a way into git status outside -------------
+
+
+def _with_submodule(world: World) -> None:
+    """The project has a submodule `upstream` (its git dir in .git/modules/upstream)."""
+    upstream = world.base / "upstream"
+    subprocess.run(["git", "init", "-q", str(upstream)], check=True, env=world.env)
+    subprocess.run(
+        ["git", "-C", str(upstream), "commit", "-q", "--allow-empty", "-m", "u"],
+        check=True,
+        env=world.env,
+    )
+    added = world.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream))
+    assert added.returncode == 0, added.stderr
+    world.git("commit", "-qm", "submodule")
+    _later_than(world.project / ".git" / "index")  # the user's last git command was earlier
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the index tripwire watches the project's own index only: a gitlink staged in an "
+    "existing submodule's index (.git/modules/NAME/index, writable) to a repository with "
+    "core.fsmonitor is reached by git status outside, which recurses through the submodule",
+)
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_gitlink_staged_inside_an_existing_submodule_does_not_run_code_outside(
+    world: World, mode: str
+) -> None:
+    _with_submodule(world)
+    marker = world.marker
+    world.run(
+        mode,
+        "cd upstream && git init -q evil && git -C evil commit -q --allow-empty -m x && "
+        f"git -C evil config core.fsmonitor {shlex.quote(f'touch {marker}; echo')} && "
+        "git add evil; true",
+    )
+    _outside_git(world, "status", "--porcelain")
+    assert not marker.exists(), "a gitlink inside a submodule ran its fsmonitor outside"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an existing submodule's `.git` FILE (`gitdir: ../.git/modules/NAME`) lies in its "
+    "writable worktree: re-pointed at a git dir the command made (core.fsmonitor), git "
+    "status outside recurses into it; nothing is staged, so no tripwire looks",
+)
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_an_existing_submodules_dot_git_file_cannot_be_re_pointed(world: World, mode: str) -> None:
+    _with_submodule(world)
+    marker = world.marker
+    fsmonitor = shlex.quote(f"touch {marker}; echo")
+    world.run(
+        mode,
+        "cp -r .git/modules/upstream .evil-gd && "
+        "git config --file .evil-gd/config core.worktree ../upstream && "
+        f"git config --file .evil-gd/config core.fsmonitor {fsmonitor} && "
+        "echo 'gitdir: ../.evil-gd' > upstream/.git; true",
+    )
+    _outside_git(world, "status", "--porcelain")
+    assert not marker.exists(), "a re-pointed submodule .git ran the command's fsmonitor outside"
+
+
 # --- attempts that held ------------------------------------------------------------------
 
 
@@ -471,4 +533,18 @@ def test_the_xdg_git_config_cannot_be_created_next_to_an_existing_ignore_file(
     (git_dir / "ignore").write_text("*.o\n")
     world.run("hook", f"printf '%s' {shlex.quote(_fsmonitor(world.marker))} > {git_dir}/config")
     _outside_git(world, "status", "--porcelain")
+    assert not world.marker.exists()
+
+
+def test_an_existing_submodules_hooks_stay_frozen(world: World) -> None:
+    _with_submodule(world)
+    hook = ".git/modules/upstream/hooks/pre-commit"
+    world.run("hook", f"printf '#!/bin/sh\\ntouch {world.marker}\\n' > {hook} && chmod +x {hook}")
+    subprocess.run(
+        ["git", "commit", "-q", "--allow-empty", "-m", "x"],
+        cwd=world.project / "upstream",
+        env=world.env,
+        capture_output=True,
+        timeout=SAFETY_TIMEOUT,
+    )
     assert not world.marker.exists()
