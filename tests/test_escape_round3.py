@@ -464,6 +464,36 @@ def test_an_existing_submodules_dot_git_file_cannot_be_re_pointed(world: World, 
     assert not marker.exists(), "a re-pointed submodule .git ran the command's fsmonitor outside"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the index tripwire watches the main worktree's index only: a linked worktree "
+    "kept inside the project (`git worktree add .wt/feature`) has its index in "
+    ".git/worktrees/feature/, and a gitlink staged there runs on git status in it",
+)
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_gitlink_staged_in_a_linked_worktree_does_not_run_code_outside(
+    world: World, mode: str
+) -> None:
+    added = world.git("worktree", "add", "-q", ".wt/feature")
+    assert added.returncode == 0, added.stderr
+    _later_than(world.project / ".git" / "index")
+    marker = world.marker
+    world.run(
+        mode,
+        "cd .wt/feature && git init -q m && git -C m commit -q --allow-empty -m x && "
+        f"git -C m config core.fsmonitor {shlex.quote(f'touch {marker}; echo')} && "
+        "git add m; true",
+    )
+    subprocess.run(
+        ["git", "status", "--porcelain"],
+        cwd=world.project / ".wt" / "feature",
+        env=world.env,
+        capture_output=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert not marker.exists(), "a gitlink in a linked worktree ran its fsmonitor outside"
+
+
 # --- attempts that held ------------------------------------------------------------------
 
 
