@@ -439,6 +439,7 @@ def index_tripwire(git_dir: str, worktree: str, roots: Sequence[str]) -> PlanEnt
         kind="index",
         why=why,
         since=time.time(),
+        roots=tuple(os.path.realpath(root) for root in roots),
     )
 
 
@@ -480,8 +481,9 @@ def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
                 continue
             inside = config.startswith(project + "/")
             in_modules = config.startswith(modules + "/")
-            if not (changed or (inside and not in_modules)):
-                continue
+            writable = any(config.startswith(root.rstrip("/") + "/") for root in entry.roots)
+            if not writable or not (changed or (inside and not in_modules)):
+                continue  # read-only inside: the command cannot have written it
             if runs_programs(config, env):
                 found.append(config)
     return found
