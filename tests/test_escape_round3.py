@@ -382,12 +382,6 @@ def test_a_gitlink_staged_inside_an_existing_submodule_does_not_run_code_outside
     assert not marker.exists(), "a gitlink inside a submodule ran its fsmonitor outside"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an existing submodule's `.git` FILE (`gitdir: ../.git/modules/NAME`) lies in its "
-    "writable worktree: re-pointed at a git dir the command made (core.fsmonitor), git "
-    "status outside recurses into it; nothing is staged, so no tripwire looks",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_an_existing_submodules_dot_git_file_cannot_be_re_pointed(world: World, mode: str) -> None:
     _with_submodule(world)

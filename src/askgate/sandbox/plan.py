@@ -110,6 +110,7 @@ CONTAINER_SOCKET = "a container runtime's socket (the plan hides secrets)"
 # Missing registration files get a placeholder the agent can still parse.
 JSON_PLACEHOLDER = b"{}\n"
 REGISTERS = "registers askgate with an agent"
+GIT_LINK_FILE = "git: a .git file names the git directory git uses there"
 SCRATCH_DIRECTORIES: tuple[str, ...] = ("/tmp", "/var/tmp")
 SCRATCH = "scratch directory"
 CONTROL_PLANE = "askgate's control plane (hidden in every sandbox)"
@@ -328,6 +329,10 @@ class _Builder:
         why = "git: git runs programs or reads its configuration from here"
         if os.path.lexists(git) and (os.path.islink(git) or not os.path.isdir(git)):
             sources.append(_Source(git, "git worktree link"))
+        # A submodule's or linked worktree's `.git` *file* below the root names the git
+        # directory `git status` outside recurses into: re-pointed, it runs that one's
+        # fsmonitor. Existing files only (holes below); a `.git` directory stays writable.
+        sources.append(_Source("**/.git", GIT_LINK_FILE))
         sources += [
             _Source(f"{directory}/{part}", why)
             for directory, parts in git_directories(git)
@@ -405,6 +410,8 @@ class _Builder:
                 if source.rule and self._is_git_dir_asked(path):
                     continue  # ordinary git work stays writable; GIT_PROTECTED holds
                 kind = _kind(real)
+                if source.why == GIT_LINK_FILE and (kind != "file" or os.path.islink(path)):
+                    continue  # a repository's own .git directory, or none: git init works
                 placeholder = None
                 if kind == "missing":
                     placeholder = _first_missing(real)
