@@ -10,9 +10,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 SAFETY_TIMEOUT = 600.0
+T = TypeVar("T")
 POLL_INTERVAL = 0.01  # how often a condition is looked at again; never a bound on anything
 # Only for the failure message of a process that exited early: a child of it may still hold
 # its pipes open, and the message is not worth a second hang.
@@ -20,12 +21,12 @@ _OUTPUT_READ_TIMEOUT = 10.0
 
 
 def wait_until(
-    condition: Callable[[], object],
+    condition: Callable[[], T],
     what: str = "",
     timeout: float = SAFETY_TIMEOUT,
     *,
     process: subprocess.Popen[Any] | None = None,
-) -> object:
+) -> T:
     """The first truthy value of `condition()`, looked at every 10 ms; fails (naming `what`)
     only once the safety bound has passed or, when `process` is given, as soon as that
     process has exited with the condition still false (its output in the message: it will
@@ -38,8 +39,8 @@ def wait_until(
 
 
 async def wait_until_async(
-    condition: Callable[[], object], what: str = "", timeout: float = SAFETY_TIMEOUT
-) -> object:
+    condition: Callable[[], T], what: str = "", timeout: float = SAFETY_TIMEOUT
+) -> T:
     """`wait_until` for a coroutine: the event loop runs (the condition's maker may be a task
     on it) between two looks at the condition."""
     wait = _Wait(condition, what, timeout, None)
@@ -48,19 +49,19 @@ async def wait_until_async(
     return wait.value
 
 
-class _Wait:
+class _Wait(Generic[T]):
     """One look at a condition after another, shared by the thread and the coroutine form."""
 
     def __init__(
         self,
-        condition: Callable[[], object],
+        condition: Callable[[], T],
         what: str,
         timeout: float,
         process: subprocess.Popen[Any] | None,
     ) -> None:
         self.condition, self.what, self.process = condition, what or str(condition), process
         self.deadline = time.monotonic() + timeout
-        self.value: object = None
+        self.value: T  # the condition's last value, set by every look
 
     def over(self) -> bool:
         """True once the condition holds; raises once it never will (or the bound passed)."""
