@@ -276,13 +276,14 @@ def runs_programs(config: str, env: Mapping[str, str]) -> bool:
     return False
 
 
-def gitlinks(worktree: str, env: Mapping[str, str]) -> list[str]:
+def gitlinks(worktree: str, env: Mapping[str, str]) -> list[str] | None:
     """The paths of the index's gitlinks (mode 160000), relative to the worktree: read by
     git (`ls-files --stage`, which recurses nowhere), with no system or global file and
-    the fsmonitor off."""
+    the fsmonitor off. None when they cannot be read (no system git, git failed): the
+    caller must then assume any repository could be one."""
     system_git = _quiet_git(env)
     if system_git is None:
-        return []
+        return None
     git, quiet = system_git
     argv = [git, "-c", "core.fsmonitor=false", "ls-files", "--stage", "-z"]
     try:
@@ -296,7 +297,9 @@ def gitlinks(worktree: str, env: Mapping[str, str]) -> list[str]:
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
-        return []
+        return None
+    if done.returncode != 0:
+        return None
     found: list[str] = []
     for item in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
         head, _, path = item.partition("\t")

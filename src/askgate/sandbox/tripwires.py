@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from askgate.policy.model import Surface
-from askgate.sandbox.planentry import PlanEntry
+from askgate.sandbox.planentry import PlanEntry, TreeWatch
 from askgate.sandbox.procstat import process_start
 
 if TYPE_CHECKING:
@@ -51,6 +51,10 @@ class Armed(msgspec.Struct, frozen=True, kw_only=True):
     start: str  # the process's start time (`/proc/PID/stat` field 22): PID reuse
     started: float  # time.time() when armed
     tripwires: tuple[PlanEntry, ...]
+    # The directories watched for protected names made below the roots (treewatch.py),
+    # and their change times when the run started.
+    watch: TreeWatch | None = None
+    recorded: bytes = b""
 
 
 def _link_intact(entry: PlanEntry) -> bool:
@@ -154,25 +158,35 @@ def _restore_link(entry: PlanEntry) -> str:
     return f"put back the symlink {link} the command replaced{moved}: {entry.why}"
 
 
-def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) -> str | None:
-    """A bash condition (builtins only) true when any tripwire sprung, or None.
-    `reference`: a file written after the plan and before the run (a glob tripwire's
-    directory changed since then: not older than it; without one, always checked)."""
+def shell_test(
+    tripwires: Sequence[PlanEntry],
+    *,
+    unchanged: str | None = None,
+    watched: str | None = None,
+    index: str | None = None,
+) -> str | None:
+    """A bash condition true when any tripwire sprung, or None: builtins, and askgate's
+    static `unchanged` (unchanged.py) on `watched` (the change times of the watched
+    directories and the glob tripwires' directories) and on `index` (the project
+    index's). Change times, not `[ -nt ]`: a command can set a modification time back
+    (`touch -d`), never a change time. Without `unchanged` (not built here) those parts
+    always start the tail step."""
     import shlex
 
-    if not tripwires:
-        return None
     tests: list[str] = []
     plain: list[str] = []
+
+    def changed_since(listing: str | None) -> str:
+        if unchanged is None or listing is None:
+            return "true"
+        return f"! {shlex.quote(unchanged)} {shlex.quote(listing)}"
+
     for entry in tripwires:
         path = shlex.quote(entry.path)
         if entry.kind == "glob":
-            watched = shlex.quote(entry.named or entry.path)
-            tests.append(f"! [ {shlex.quote(reference)} -nt {watched} ]" if reference else "true")
-        elif entry.kind == "index":  # the index changed (or appeared) since the plan
-            changed = f"! [ {shlex.quote(reference)} -nt {path} ]" if reference else "true"
-            changed = changed if os.path.lexists(entry.path) else f"[ -e {path} ]"
-            tests.append(_has_gitlinks(changed, entry.named))
+            continue  # its directory is in `watched`
+        if entry.kind == "index":  # the index changed (or appeared) since the plan
+            tests.append(_has_gitlinks(changed_since(index), entry.named))
         elif entry.link and os.path.exists(entry.path):  # no longer a link to the same file
             target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
             tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
@@ -180,11 +194,13 @@ def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) 
             tests.append(f"! {{ [ -L {path} ] && ! [ -e {path} ]; }}")
         else:
             plain.append(f"-e {path} -o -L {path}")
+    if watched is not None:
+        tests.insert(0, changed_since(watched))
     if plain:
         # One `[` for every plain name (each is absolute, so no operand reads as an
         # operator): half the wrapper's tail cost of a `[ ] || [ ]` chain.
         tests.insert(0, f"[ {' -o '.join(plain)} ]")
-    return " || ".join(tests)
+    return " || ".join(tests) if tests else None
 
 
 def _has_gitlinks(changed: str, worktree: str) -> str:
@@ -203,25 +219,40 @@ def _has_gitlinks(changed: str, worktree: str) -> str:
         f"{shlex.quote(git)} -C {shlex.quote(worktree)} -c core.fsmonitor=false "
         "ls-files --stage 2>/dev/null"
     )
-    return f"{{ {changed} && [[ $'\\n'\"$({listing})\" == *$'\\n160000 '* ]]; }}"
+    # A listing that fails (an index the command broke) starts the tail too, which then
+    # treats every repository in the project as a possible gitlink.
+    return (
+        f"{{ {changed} && {{ ! askgate_index=$({listing}) || "
+        f"[[ $'\\n'\"$askgate_index\" == *$'\\n160000 '* ]]; }}; }}"
+    )
 
 
 def _process_start(pid: int) -> str | None:
     return process_start(pid, zombie_is_gone=True)
 
 
-def arm(state_dir: str, tripwires: Sequence[PlanEntry]) -> str | None:
-    """Record this process's tripwires before its sandbox starts; the record's path (to
-    pass to `unarm`), or None when there is nothing to watch. Raises OSError when the
-    record cannot be written (the caller refuses: an unrecorded tripwire could outlive a
-    kill)."""
-    if not tripwires:
+def arm(
+    state_dir: str,
+    tripwires: Sequence[PlanEntry],
+    watch: TreeWatch | None = None,
+    recorded: bytes = b"",
+) -> str | None:
+    """Record this process's tripwires (and watched directories) before its sandbox
+    starts; the record's path (to pass to `unarm`), or None when there is nothing to
+    watch. Raises OSError when the record cannot be written (the caller refuses: an
+    unrecorded tripwire could outlive a kill)."""
+    if not tripwires and watch is None:
         return None
     me = os.getpid()
     directory = os.path.join(state_dir, ARMED)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     record = Armed(
-        pid=me, start=_process_start(me) or "", started=time.time(), tripwires=tuple(tripwires)
+        pid=me,
+        start=_process_start(me) or "",
+        started=time.time(),
+        tripwires=tuple(tripwires),
+        watch=watch,
+        recorded=recorded,
     )
     path = os.path.join(directory, f"{me}-{record.start}.json")
     temporary = f"{path}.tmp"
@@ -269,6 +300,9 @@ def sweep_armed(state_dir: str) -> list[str]:
                 if os.lstat(entry.path).st_ctime >= record.started - CLOCK_SLACK_S:
                     made.append(entry)
         lines += disarm(made)
+        from askgate.sandbox.treewatch import disarm_watch
+
+        lines += disarm_watch(record.watch, record.recorded, record.started)
         unarm(path)
     return lines
 
@@ -388,15 +422,19 @@ def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
     from askgate.sandbox.planentry import gitdir_of_link as _gitdir_of_link
 
     try:
-        if os.stat(entry.path).st_mtime < entry.since - CLOCK_SLACK_S:
-            return []  # the index did not change during the run: no process started
+        # ctime: a command can set the index's mtime back (`touch -d`), not its ctime.
+        if os.stat(entry.path).st_ctime < entry.since - CLOCK_SLACK_S:
+            return []  # the index did not change during the run
     except OSError:
         return []
     worktree = entry.named
     modules = os.path.join(os.path.dirname(entry.path), "modules")
     env = {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
     found: list[str] = []
-    for relative in gitlinks(worktree, env):
+    listed = gitlinks(worktree, env)
+    if listed is None:  # the index could not be read: every repository in the project
+        listed = _repositories_below(worktree)
+    for relative in listed:
         dot_git = os.path.join(worktree, relative, ".git")
         if os.path.isdir(dot_git) and not os.path.islink(dot_git):
             git_dir: str | None = dot_git
@@ -415,3 +453,13 @@ def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
             if (changed or not in_modules) and runs_programs(config, env):
                 found.append(config)
     return found
+
+
+def _repositories_below(worktree: str) -> list[str]:
+    """Every nested repository (a `.git` directory or file) below the worktree, relative
+    to it: what a gitlink could name when the index cannot be listed."""
+    from askgate.sandbox.expand import expand
+
+    found = expand("**/.git", [worktree], max_visited=1_000_000, deadline=time.monotonic() + 30)
+    top = os.path.join(worktree, ".git")
+    return [os.path.relpath(os.path.dirname(p), worktree) for p in found.paths if p != top]
