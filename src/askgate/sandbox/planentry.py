@@ -31,6 +31,9 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
     # A glob tripwire (kind "glob"): a directory a program scans at start (a user site
     # directory's `*.pth`); what matches there made since this time is moved aside.
     since: float = 0.0
+    # The index tripwire: the writable roots (a file outside them the command could not
+    # have written, so the tail never moves it).
+    roots: tuple[str, ...] = ()
 
 
 class _Source(msgspec.Struct, frozen=True):

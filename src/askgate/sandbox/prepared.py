@@ -247,7 +247,7 @@ def _record_watched(plan: SandboxPlan, run: PreparedRun) -> str | None:
         handle.write(record(index))
     if plan.watch is None and not any(t.kind == "glob" for t in plan.tripwires):
         return None
-    globs = [t.named or t.path for t in plan.tripwires if t.kind == "glob"]
+    globs = list(dict.fromkeys(t.named or t.path for t in plan.tripwires if t.kind == "glob"))
     with open(run.watched, "wb") as handle:
         handle.write(snapshot(plan.watch) + record(globs))
     return run.watched

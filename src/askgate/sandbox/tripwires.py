@@ -24,6 +24,7 @@ import contextlib
 import fnmatch
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -71,14 +72,29 @@ def _link_intact(entry: PlanEntry) -> bool:
 def _new_matches(entry: PlanEntry) -> list[str]:
     """A glob tripwire's matches made since the plan (`*.pth` in a user site directory)."""
     name_glob = entry.pattern.rsplit("/", 1)[-1]
+    since = entry.since - CLOCK_SLACK_S
+    # A symlink made during the run on the way (`ln -s ../../stash site-packages`) brings
+    # in files made earlier: then every match is the command's.
+    linked = _link_made_on_the_way(entry.path, since)
     found: list[str] = []
     with contextlib.suppress(OSError), os.scandir(entry.path) as children:
         for child in children:
             if fnmatch.fnmatchcase(child.name, name_glob) and not child.name.endswith(SUFFIX):
                 with contextlib.suppress(OSError):
-                    if child.stat(follow_symlinks=False).st_ctime >= entry.since - CLOCK_SLACK_S:
+                    if linked or child.stat(follow_symlinks=False).st_ctime >= since:
                         found.append(child.path)
     return found
+
+
+def _link_made_on_the_way(path: str, since: float) -> bool:
+    current = ""
+    for part in path.split("/")[1:]:
+        current += "/" + part
+        with contextlib.suppress(OSError):
+            info = os.lstat(current)
+            if stat.S_ISLNK(info.st_mode) and info.st_ctime >= since:
+                return True
+    return False
 
 
 def _is_sprung(entry: PlanEntry) -> bool:
@@ -186,7 +202,7 @@ def shell_test(
         if entry.kind == "glob":
             continue  # its directory is in `watched`
         if entry.kind == "index":  # the index changed (or appeared) since the plan
-            tests.append(_has_gitlinks(changed_since(index), entry.named))
+            tests.append(_has_gitlinks(changed_since(index), entry.named, entry.path))
         elif entry.link and os.path.exists(entry.path):  # no longer a link to the same file
             target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
             tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
@@ -203,7 +219,7 @@ def shell_test(
     return " || ".join(tests) if tests else None
 
 
-def _has_gitlinks(changed: str, worktree: str) -> str:
+def _has_gitlinks(changed: str, worktree: str, index_path: str) -> str:
     """The index test: changed since the plan, and (one `git ls-files`, by its absolute
     path: never a `git` the command could have put on PATH) holding a gitlink — so a
     `git add` in a repository without submodules does not start the tail step."""
@@ -221,8 +237,12 @@ def _has_gitlinks(changed: str, worktree: str) -> str:
     )
     # A listing that fails (an index the command broke) starts the tail too, which then
     # treats every repository in the project as a possible gitlink.
+    # An index that is not a regular file (a FIFO would hang git; a symlink names
+    # another index) starts the tail without a listing.
+    index = shlex.quote(index_path)
     return (
-        f"{{ {changed} && {{ ! askgate_index=$({listing}) || "
+        f"{{ {changed} && {{ ! [ -f {index} ] || [ -L {index} ] || "
+        f"! askgate_index=$({listing}) || "
         f"[[ $'\\n'\"$askgate_index\" == *$'\\n160000 '* ]]; }}; }}"
     )
 
@@ -315,6 +335,8 @@ def _pid_of(name: str) -> int:
 # --- glob tripwires: directories a program scans when it starts ---------------------------
 
 _PYTHON = re.compile(r"python3\.\d+")
+# Modules python imports from the user site directory at every start (site.py).
+STARTUP_MODULES = frozenset({"usercustomize.py", "sitecustomize.py"})
 _EXECUTABLE_DIRS = ("/usr/bin", "/usr/local/bin", "/bin")
 _VERSIONS: dict[tuple[str, int], set[str]] = {}
 
@@ -343,6 +365,9 @@ def user_site_directories(env: Mapping[str, str]) -> list[str]:
                 names = {name for name in os.listdir(directory) if _PYTHON.fullmatch(name)}
             _VERSIONS[key] = names = names or set()
         versions |= names
+    # Every python3.N a user could run, installed where we look or not (pyenv, uv, conda
+    # keep theirs elsewhere): a directory that does not exist costs nothing to watch.
+    versions |= {f"python3.{minor}" for minor in range(6, 21)}
     return [os.path.join(base, "lib", version, "site-packages") for version in sorted(versions)]
 
 
@@ -362,7 +387,7 @@ def startup_globs(
         for source in sources
         if source.pattern.startswith("**/")
         and "/" not in source.pattern[3:]
-        and set(source.pattern[3:]) & set("*?")
+        and (set(source.pattern[3:]) & set("*?") or source.pattern[3:] in STARTUP_MODULES)
     ]
     if not globs:
         return []
@@ -414,45 +439,79 @@ def index_tripwire(git_dir: str, worktree: str, roots: Sequence[str]) -> PlanEnt
         kind="index",
         why=why,
         since=time.time(),
+        roots=tuple(os.path.realpath(root) for root in roots),
     )
 
 
 def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
-    from askgate.sandbox.gitconfig import gitlinks, runs_programs
-    from askgate.sandbox.planentry import gitdir_of_link as _gitdir_of_link
+    """The configurations, reached through the index's gitlinks as git reaches them, that
+    run programs and that the command could have planted: changed during the run, or
+    inside the project but outside `.git/modules` (where a submodule's own lives). A
+    file outside the project that did not change is never touched: the command could
+    not have written it (a `gitdir:` may name any directory)."""
+    import stat
 
+    from askgate.sandbox.gitconfig import gitlinks, runs_programs
+
+    since = entry.since - CLOCK_SLACK_S
     try:
-        # ctime: a command can set the index's mtime back (`touch -d`), not its ctime.
-        if os.stat(entry.path).st_ctime < entry.since - CLOCK_SLACK_S:
-            return []  # the index did not change during the run
+        # lstat and ctime: a command can set the index's mtime back (`touch -d`), or put
+        # a symlink to an index from an earlier run in its place; neither hides this.
+        info = os.lstat(entry.path)
     except OSError:
         return []
+    regular = stat.S_ISREG(info.st_mode)
+    if regular and info.st_ctime < since:
+        return []  # the index did not change during the run
     worktree = entry.named
-    modules = os.path.join(os.path.dirname(entry.path), "modules")
+    project = os.path.realpath(worktree)
+    modules = os.path.realpath(os.path.join(os.path.dirname(entry.path), "modules"))
     env = {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
     found: list[str] = []
-    listed = gitlinks(worktree, env)
-    if listed is None:  # the index could not be read: every repository in the project
+    # A FIFO or a link in the index's place is not listed (it could hang git, or show
+    # another index): every repository in the project counts, as when git fails.
+    listed = gitlinks(worktree, env) if regular else None
+    if listed is None:
         listed = _repositories_below(worktree)
     for relative in listed:
-        dot_git = os.path.join(worktree, relative, ".git")
-        if os.path.isdir(dot_git) and not os.path.islink(dot_git):
-            git_dir: str | None = dot_git
-        else:
-            git_dir = _gitdir_of_link(dot_git)
-        if git_dir is None:
-            continue
-        git_dir = os.path.realpath(git_dir)
-        for name in ("config", "config.worktree"):
-            config = os.path.join(git_dir, name)
+        for config in _configs_git_reads(os.path.join(worktree, relative, ".git")):
             try:
-                changed = os.lstat(config).st_ctime >= entry.since - CLOCK_SLACK_S
+                changed = os.lstat(config).st_ctime >= since
             except OSError:
                 continue
-            in_modules = git_dir.startswith(os.path.realpath(modules) + "/")
-            if (changed or not in_modules) and runs_programs(config, env):
+            inside = config.startswith(project + "/")
+            in_modules = config.startswith(modules + "/")
+            writable = any(config.startswith(root.rstrip("/") + "/") for root in entry.roots)
+            if not writable or not (changed or (inside and not in_modules)):
+                continue  # read-only inside: the command cannot have written it
+            if runs_programs(config, env):
                 found.append(config)
     return found
+
+
+def _configs_git_reads(dot_git: str) -> list[str]:
+    """The configuration files git reads for a repository whose `.git` is `dot_git` (a
+    directory, a symlink to one, or a `gitdir:` file), as git resolves them: its own
+    `config` and `config.worktree`, and the `config` of the directory its `commondir`
+    names. Symlinks resolved."""
+    from askgate.sandbox.planentry import gitdir_of_link
+
+    if os.path.isdir(dot_git):  # a symlink to a directory too: git follows it
+        git_dir: str | None = dot_git
+    else:
+        git_dir = gitdir_of_link(dot_git)
+    if git_dir is None:
+        return []
+    git_dir = os.path.realpath(git_dir)
+    found = [os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree")]
+    try:
+        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
+            common = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        common = ""
+    if common:
+        found.append(os.path.join(os.path.realpath(os.path.join(git_dir, common)), "config"))
+    return list(dict.fromkeys(found))
 
 
 def _repositories_below(worktree: str) -> list[str]:
