@@ -79,12 +79,6 @@ def _outside_git(world: World, *args: str) -> None:
 # --- finding 1: usercustomize.py in the user site directory -----------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a new usercustomize.py (or sitecustomize.py) in the user site directory runs in "
-    "every python outside: only `**/*.pth` gets a glob tripwire there, the literal "
-    "`**/usercustomize.py` pattern covers only the files that existed",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_new_usercustomize_in_the_user_site_does_not_run_outside(world: World, mode: str) -> None:
     python, site = _user_site(world)
@@ -97,12 +91,6 @@ def test_a_new_usercustomize_in_the_user_site_does_not_run_outside(world: World,
 # --- finding 2: a .pth made in an earlier run, reached through a symlinked site dir -----
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the glob tripwire counts only matches whose own ctime is after the plan: a "
-    "site-packages made a symlink to a directory whose .pth was written in an EARLIER run "
-    "(anywhere in HOME, no tripwire there) passes, and every python outside runs it",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_symlinked_user_site_to_an_old_pth_does_not_run_outside(world: World, mode: str) -> None:
     python, site = _user_site(world)
@@ -119,12 +107,6 @@ def test_a_symlinked_user_site_to_an_old_pth_does_not_run_outside(world: World, 
 # --- finding 3/4: a gitlink whose .git the index tripwire cannot read ---------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the index tripwire reads a gitlink's `.git` as a directory or a `gitdir:` file: "
-    "a `.git` SYMLINK to a git directory is neither (open() of a directory fails), so its "
-    "core.fsmonitor is never looked at and git status outside runs it",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_gitlink_whose_dot_git_is_a_symlink_does_not_run_code_outside(
     world: World, mode: str
@@ -140,12 +122,6 @@ def test_a_gitlink_whose_dot_git_is_a_symlink_does_not_run_code_outside(
     assert not marker.exists(), "a gitlink's symlinked .git ran its fsmonitor outside"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the index tripwire checks a gitlink's git dir `config` only: a git dir holding "
-    "just HEAD and `commondir` takes its configuration from the directory commondir names, "
-    "which git status outside reads (and runs its fsmonitor)",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_gitlink_whose_git_dir_has_a_commondir_does_not_run_code_outside(
     world: World, mode: str
@@ -165,13 +141,6 @@ def test_a_gitlink_whose_git_dir_has_a_commondir_does_not_run_code_outside(
 # --- finding 5: the tail step renames a file outside every writable root ------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the index tripwire follows a gitlink's `gitdir:` file anywhere and moves aside "
-    "the `config` there when it names a program (a bare `core.editor = vim` counts): a "
-    "command names another repository (or ~/.config/git) and the tail, outside the "
-    "sandbox, renames that file though it is read-only (or hidden) inside",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_the_tail_step_does_not_rename_a_git_config_outside_the_writable_roots(
     world: World, mode: str
@@ -194,12 +163,6 @@ def test_the_tail_step_does_not_rename_a_git_config_outside_the_writable_roots(
 # --- finding 6: git configuration keys whose paths are not frozen ------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="init.templateDir is not among gitconfig.py's keys: the template directory it "
-    "names (in the writable HOME) is not frozen, and its hooks are copied into every clone "
-    "outside, where post-checkout runs during `git clone`",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_the_git_template_directory_the_global_config_names_stays_frozen(
     world: World, mode: str
@@ -255,12 +218,6 @@ def test_a_symlinked_hooks_directory_cannot_be_redirected_through_another_link(
 # --- finding 8: the index tripwire trusts the time of what .git/index points to -----------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`.git/index` replaced by a SYMLINK to an index built in an earlier run (a gitlink "
-    "to a repository with core.fsmonitor): the wrapper's `-nt` and the tail's os.stat follow "
-    "the link and see the old file's times, so no check runs; git status outside follows it too",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_an_index_symlinked_to_one_built_earlier_does_not_run_code_outside(
     world: World, mode: str
@@ -281,11 +238,6 @@ def test_an_index_symlinked_to_one_built_earlier_does_not_run_code_outside(
 # --- finding 9: what frozen startup files run, and startup directories not on the list ----
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="~/.bashrc is frozen but what it sources is not (nvm's `. ~/.nvm/nvm.sh`, "
-    "`~/.bashrc.d/*`): rewritten inside, it runs in the user's next shell outside",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_script_the_frozen_bashrc_sources_stays_frozen(world: World, mode: str) -> None:
     nvm = world.home / ".nvm" / "nvm.sh"
@@ -299,12 +251,6 @@ def test_a_script_the_frozen_bashrc_sources_stays_frozen(world: World, mode: str
     assert not world.marker.exists(), "a script ~/.bashrc sources ran the command's code"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="vim's plugin directory (~/.vim/plugin, ~/.vim/vimrc) is not on the persistence "
-    "list (only ~/.vimrc is): a plugin planted inside runs in the next vim outside (the "
-    "editor of `git commit`)",
-)
 def test_a_vim_plugin_planted_inside_does_not_run_outside(world: World) -> None:
     vim = shutil.which("vim")
     if vim is None:
@@ -432,12 +378,6 @@ def _python_outside_the_system_dirs() -> str | None:
     return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="glob tripwires watch the user site directory of the python3.N found in /usr/bin, "
-    "/usr/local/bin, /bin or with a ~/.local/lib/python3.N already: a pyenv/uv/conda python "
-    "3.N with neither gets none, and a .pth planted there runs in it outside",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 def test_a_pth_for_a_python_outside_the_system_dirs_does_not_run_outside(
     world: World, mode: str

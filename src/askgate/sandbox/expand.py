@@ -179,6 +179,7 @@ def expand_all(
     final: Callable[[str, str], bool] | None = None,
     whole_data_trees: frozenset[str] = frozenset(),
     skip: Sequence[str] = (),
+    listed: set[str] | None = None,
 ) -> dict[str, Expansion]:
     """`expand` for several patterns at once: the patterns that search the same roots
     share one walk (a project is read once, not once per `**/…` rule). The budgets hold
@@ -188,7 +189,8 @@ def expand_all(
     data trees like any directory, on the main budget (past it: incomplete), for a
     caller to whom a match left in a data tree is not acceptable. `skip`: directories the
     walk for the anywhere-patterns never enters (the scratch directories, plan.py), though
-    a search root may hold them."""
+    a search root may hold them. `listed`: gets every directory the walk for the
+    anywhere-patterns listed (the sandbox watches them for protected names made there)."""
     budget = _Budget(
         MAX_VISITED if max_visited is None else max_visited,
         MAX_MATCHES if max_matches is None else max_matches,
@@ -210,7 +212,10 @@ def expand_all(
         whole = frozenset(i for i, pattern in enumerate(group) if pattern in whole_data_trees)
         # `skip` holds for the anywhere-patterns only: a rooted one (`/var/*/key`) is
         # searched from its prefix as written.
-        results.update(_walk(group, roots, budget, final, whole, skip if anywhere else ()))
+        found = _walk(group, roots, budget, final, whole, skip if anywhere else ())
+        results.update(found.result())
+        if anywhere and listed is not None:
+            listed.update(found.listed)
     return results
 
 
@@ -268,6 +273,7 @@ class _Walk:
         self.too_many_matches = False
         self.in_data = False  # searching the data trees (a full match list stops that)
         self.seen: set[str] = set()  # roots may nest (the project and a writable root in it)
+        self.listed: list[str] = []  # the directories listed, in order
         self.data: list[_Pending] = []  # data trees met by the main walk, searched last
         self.unsearched: list[set[str]] = [set() for _ in patterns]
 
@@ -291,7 +297,9 @@ class _Walk:
         self.seen.add(directory)
         try:
             with os.scandir(directory) as found:
-                return list(found if limit is None else itertools.islice(found, limit + 1))
+                entries = list(found if limit is None else itertools.islice(found, limit + 1))
+            self.listed.append(directory)
+            return entries
         except OSError as error:
             if _unlistable(directory, error):
                 self.over = f"{directory} can be entered but not listed"
@@ -411,12 +419,13 @@ def _walk(
     final: Callable[[str, str], bool] | None,
     whole: frozenset[int] = frozenset(),
     skip: Sequence[str] = (),
-) -> dict[str, Expansion]:
-    """One walk from `roots` for all `patterns`. Below a directory a pattern matched (and
-    `final` confirms will be masked), that pattern stops looking (its mount covers the
-    rest); the others go on. The data trees are searched last, on their own budget."""
+) -> _Walk:
+    """One walk from `roots` for all `patterns` (its `result()`, and what it `listed`).
+    Below a directory a pattern matched (and `final` confirms will be masked), that
+    pattern stops looking (its mount covers the rest); the others go on. The data trees
+    are searched last, on their own budget."""
     walk = _Walk(patterns, budget, final, whole)
     walk.seen.update(p for p in skip if p not in roots)  # listed never: not entered
     walk.main(walk.start(roots))
     walk.data_trees()
-    return walk.result()
+    return walk

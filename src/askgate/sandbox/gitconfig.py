@@ -58,6 +58,18 @@ _KEYWORDS: tuple[bytes, ...] = (
     b"helper",
     b"alias",
     b"difffilter",
+    b"proxy",
+    b"uploadpack",
+    b"receivepack",
+    b"alternaterefs",
+    b"keycommand",
+    b"cmd",
+    b"update",
+    b"path",
+    b"browser",
+    b"templatedir",
+    b"sendmail",
+    b"smtpserver",
 )
 # Keys whose value git runs as a command (`section.key`, or `section.*.key` for any
 # subsection); alias.* starting with `!` too.
@@ -83,8 +95,29 @@ _PROGRAMS: frozenset[str] = frozenset(
         "pager.*",
         "interactive.difffilter",
         "uploadpack.packobjectshook",
+        "core.gitproxy",
+        "core.alternaterefscommand",
+        "remote.*.uploadpack",
+        "remote.*.receivepack",
+        "gpg.*.defaultkeycommand",
+        "trailer.*.command",
+        "trailer.*.cmd",
+        "mergetool.*.cmd",
+        "mergetool.*.path",
+        "difftool.*.cmd",
+        "difftool.*.path",
+        "sendemail.smtpserver",
+        "sendemail.sendmailcmd",
+        "sendemail.tocmd",
+        "sendemail.cccmd",
+        "web.browser",
+        "browser.*.cmd",
+        "browser.*.path",
+        "man.*.cmd",
+        "man.*.path",
     }
 )
+
 _BOOLEANS = frozenset({"", "true", "false", "yes", "no", "on", "off", "1", "0"})
 
 # (path, its bytes) -> [(key, value)]
@@ -115,7 +148,7 @@ def named_paths(
                     found.setdefault(path, ("file", why))
                     if depth + 1 < MAX_INCLUDE_DEPTH:
                         pending.append((path, depth + 1))
-            elif key == "core.hookspath":
+            elif key in ("core.hookspath", "init.templatedir"):
                 path = _resolve(value, base=worktree, home=home)
                 if path is not None:
                     found.setdefault(path, ("dir", why))
@@ -164,6 +197,8 @@ def global_files(env: Mapping[str, str]) -> list[str]:
 def _is_program(key: str, value: str) -> bool:
     if key.startswith("alias."):
         return value.startswith("!")
+    if key.startswith("submodule.") and key.endswith(".update"):
+        return value.startswith("!")  # `!command` runs; checkout, rebase, merge do not
     if key == "core.fsmonitor" and value.strip().lower() in _BOOLEANS:
         return False  # the built-in daemon (true) or off
     section, _, rest = key.partition(".")
@@ -267,7 +302,7 @@ def runs_programs(config: str, env: Mapping[str, str]) -> bool:
     (any program setting, a hooks path, an include)? For a repository a sandboxed command
     made: git outside reads it when it recurses into a gitlink."""
     for key, value in _entries(config, env):
-        if key in ("include.path", "core.hookspath", "core.attributesfile"):
+        if key in ("include.path", "core.hookspath", "core.attributesfile", "init.templatedir"):
             return True
         if key.startswith("includeif.") and key.endswith(".path"):
             return True
@@ -276,13 +311,14 @@ def runs_programs(config: str, env: Mapping[str, str]) -> bool:
     return False
 
 
-def gitlinks(worktree: str, env: Mapping[str, str]) -> list[str]:
+def gitlinks(worktree: str, env: Mapping[str, str]) -> list[str] | None:
     """The paths of the index's gitlinks (mode 160000), relative to the worktree: read by
     git (`ls-files --stage`, which recurses nowhere), with no system or global file and
-    the fsmonitor off."""
+    the fsmonitor off. None when they cannot be read (no system git, git failed): the
+    caller must then assume any repository could be one."""
     system_git = _quiet_git(env)
     if system_git is None:
-        return []
+        return None
     git, quiet = system_git
     argv = [git, "-c", "core.fsmonitor=false", "ls-files", "--stage", "-z"]
     try:
@@ -296,7 +332,9 @@ def gitlinks(worktree: str, env: Mapping[str, str]) -> list[str]:
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
-        return []
+        return None
+    if done.returncode != 0:
+        return None
     found: list[str] = []
     for item in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
         head, _, path = item.partition("\t")

@@ -106,6 +106,16 @@ class PreparedRun(msgspec.Struct, frozen=True):
     def plan(self) -> str:
         return os.path.join(self.directory, "plan.json")
 
+    @property
+    def watched(self) -> str:
+        """The watched directories' change times (treewatch.py), for `unchanged`."""
+        return os.path.join(self.directory, "watched")
+
+    @property
+    def index(self) -> str:
+        """The project index's change time, the same way (tripwires.index_tripwire)."""
+        return os.path.join(self.directory, "index")
+
 
 def _status_field(status_text: bytes, field: str) -> int | None:
     for line in status_text.splitlines():
@@ -217,6 +227,22 @@ def _disarm_interrupted(run: PreparedRun) -> None:
         if (changed <= started) if finished else (changed >= started - 1.0):
             made.append(entry)
     disarm(made)
+    from askgate.sandbox.treewatch import disarm_watch, watch_of
+
+    watch = watch_of(plan.get("watch"))
+    if watch is not None:
+        recorded, since = _recorded(run.watched)
+        disarm_watch(watch, recorded, since, started if finished else None)
+
+
+def _recorded(path: str) -> tuple[bytes | None, float]:
+    """A run's snapshot of its watched directories and when it was taken (None and the
+    epoch when it is lost: every directory then counts as changed)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(), os.fstat(handle.fileno()).st_mtime
+    except OSError:
+        return None, 0.0
 
 
 def state_directory(env: Mapping[str, str]) -> str:
@@ -337,6 +363,41 @@ class Registry:
                     os.unlink(copy)
 
         return self._ensure_program("tee", program(), works)
+
+    def ensure_unchanged_check(self) -> str | None:
+        """The ctime check (`unchanged.py`: `unchanged LISTFILE`, exit 0 iff no listed
+        path changed) as an executable, or None (not built here, or it does not run)."""
+        import struct
+        import subprocess
+        import tempfile
+
+        from askgate.sandbox.unchanged import program, snapshot
+
+        def works(path: str) -> bool:
+            # Exits that do not hang on the clock's tick: an exact record, a path that
+            # appeared, a ctime one nanosecond off.
+            probe = tempfile.mkdtemp(prefix=".unchanged-probe.", dir=self.directory)
+            try:
+                watched, appears = os.path.join(probe, "watched"), os.path.join(probe, "new")
+                os.mkdir(watched)
+                exact = snapshot([watched, appears], recent_ns=0)
+                ctime_ns = os.lstat(watched).st_ctime_ns + 1
+                off = struct.pack("<qq", *divmod(ctime_ns, 10**9)) + exact[16:]  # 1st record
+                statuses = []
+                for data, make in ((exact, False), (off, False), (exact, True)):
+                    if make:
+                        with open(appears, "wb"):
+                            pass
+                    listed = os.path.join(probe, "list")
+                    with open(listed, "wb") as handle:
+                        handle.write(data)
+                    done = subprocess.run([path, listed], capture_output=True, timeout=10)
+                    statuses.append(done.returncode)
+                return statuses == [0, 1, 1]
+            finally:
+                shutil.rmtree(probe, ignore_errors=True)
+
+        return self._ensure_program("unchanged", program(), works)
 
     def _ensure_program(
         self, name: str, code: bytes | None, works: Callable[[str], bool]

@@ -70,7 +70,7 @@ from askgate.sandbox.expand import (
     expand_all,
     fixed_prefix,
 )
-from askgate.sandbox.planentry import PlanEntry, _Source
+from askgate.sandbox.planentry import PlanEntry, TreeWatch, _Source
 from askgate.sandbox.planentry import gitdir_of_link as _gitdir_of_link
 
 # The parts of a git directory that run programs (`config`: core.fsmonitor, aliases;
@@ -131,6 +131,8 @@ class SandboxPlan(msgspec.Struct, frozen=True, kw_only=True):
     read_denies: tuple[PlanEntry, ...]
     pinned: tuple[str, ...] = ()  # directories bound onto themselves (cannot be renamed)
     tripwires: tuple[PlanEntry, ...] = ()  # missing protected files: moved aside if made
+    # Protected names made below the roots: the directories to watch (treewatch.py).
+    watch: TreeWatch | None = None
     unset_env: tuple[str, ...] = ()  # agent sockets not passed in
     environment: tuple[str, ...] | None = None  # [sandbox] environment: only these pass in
     refusals: tuple[str, ...] = ()  # non-empty: the sandbox must not start
@@ -233,6 +235,7 @@ class _Builder:
         # One time budget for all the pattern walks of this plan.
         self.deadline = time.monotonic() + MAX_SECONDS
         self.expanded: dict[str, Expansion] = {}
+        self.listed: set[str] = set()  # the directories the anywhere-walk listed
 
     def _rules(self, surface: Surface, actions: Sequence[Action]) -> list[Rule]:
         return [
@@ -431,6 +434,41 @@ class _Builder:
         covered = [h.placeholder or h.path for h in kept]
         return kept, [t for t in _outermost(tripwires) if not _inside_any(t.path, covered)]
 
+    def tree_watch(
+        self,
+        writable: Sequence[PlanEntry],
+        holes: Sequence[PlanEntry],
+        denies: Sequence[PlanEntry],
+        tripwires: Sequence[PlanEntry],
+    ) -> TreeWatch | None:
+        """The directories where a protected name missing below the roots could be made
+        (treewatch.py): those the walk listed, in a writable root, not hidden or frozen."""
+        from askgate.sandbox import treewatch
+
+        sources = self.hole_sources()
+        tails = treewatch.literal_tails(sources, self.root, self._blocked)
+        tail_patterns = {f"**/{tail}" for tail, _why in tails}
+        tail_patterns |= {f"**/{tail}/**" for tail, _why in tails}
+        existing = [
+            path
+            for pattern, expansion in self.expanded.items()
+            if pattern in tail_patterns
+            for path in expansion.paths
+        ]
+        covered = [h.path for h in holes if h.kind == "dir"]
+        covered += [h.placeholder for h in holes if h.placeholder]
+        covered += [_target(d) for d in denies]
+        search = self.search_roots(writable)
+        return treewatch.build(
+            listed=self.listed,
+            real_roots=sorted(((p, _real(p)) for p in search), key=lambda x: -len(x[0])),
+            writable=[w.path for w in writable if w.kind == "dir"],
+            covered=covered,
+            git_dir=_real(os.path.join(self.root, ".git")),
+            tails=tails,
+            existing=[*existing, *treewatch.entries_of([*holes, *tripwires])],
+        )
+
     def _is_git_dir_asked(self, path: str) -> bool:
         """A git directory under a write *ask* (the init profile's `.git/**`): nobody can
         be asked mid-command, and freezing all of it breaks every commit. Its dangerous
@@ -622,6 +660,7 @@ class _Builder:
             deadline=self.deadline,
             final=final,
             skip=self.unsearched_scratch(),
+            listed=self.listed,
         )
 
     def _paths(self, source: _Source, *, searched: Sequence[str]) -> list[tuple[str, bool]]:
@@ -930,6 +969,7 @@ def _build_plan(
     holes = [h for h in holes if not any(_target(h) != t and _under(_target(h), t) for t in hidden)]
     tripwires = [t for t in tripwires if not _inside_any(t.path, hidden)]
     builder.check(writable, holes, denies)
+    watch = builder.tree_watch(writable, holes, denies, tripwires)
     if policy.errors:
         builder.refusals.append(f"a policy file failed to load: {policy.errors[0]}")
     net: dict[str, object] = {}
@@ -957,6 +997,7 @@ def _build_plan(
             ],
         ),
         tripwires=tuple(tripwires),
+        watch=watch,
         unset_env=builder.unset_env(_secrets(denies)),
         environment=settings.environment,
         refusals=tuple(builder.refusals),

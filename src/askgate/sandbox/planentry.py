@@ -31,6 +31,9 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
     # A glob tripwire (kind "glob"): a directory a program scans at start (a user site
     # directory's `*.pth`); what matches there made since this time is moved aside.
     since: float = 0.0
+    # The index tripwire: the writable roots (a file outside them the command could not
+    # have written, so the tail never moves it).
+    roots: tuple[str, ...] = ()
 
 
 class _Source(msgspec.Struct, frozen=True):
@@ -53,3 +56,23 @@ def gitdir_of_link(path: str) -> str | None:
     if not target:
         return None
     return fold_lexically(os.path.join(os.path.dirname(path), target))
+
+
+class TreeWatch(msgspec.Struct, frozen=True, kw_only=True):
+    """Protected names that may be made *below* the roots (`sub/.envrc`,
+    `src/.claude/settings.json`), where no mount can stand for a name not known in
+    advance: the directories the plan's walk listed, watched by their change time
+    (treewatch.py), and the names to look for where one changed.
+
+    `names`: the literal tails of the anywhere-patterns (`.envrc`, `.claude/settings.json`,
+    `.codex` for `**/.codex/**`), with `whys` (the rule of each); `existing`: what the
+    walk found at those names, and the holes and placeholders (never moved aside);
+    `absent`: paths that did not exist and must not appear (`.git/modules`); `modules`:
+    the project's `.git/modules`, whose new repositories' configurations are checked."""
+
+    directories: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    whys: tuple[str, ...] = ()
+    existing: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    modules: str = ""

@@ -187,6 +187,7 @@ def prepare_wrapper(
         scope = _host_network_scope(plan, registry)
         # askgate's static tee (no dynamic loader to start), else coreutils'.
         tee = registry.ensure_static_tee() or shutil.which("tee", path=SYSTEM_PATH)
+        unchanged = registry.ensure_unchanged_check()
     if tee is None:
         return None
     if scope is False:
@@ -195,6 +196,7 @@ def prepare_wrapper(
     try:
         with open(run.plan, "wb") as handle:
             handle.write(msgspec.json.encode(plan))
+        watched = _record_watched(plan, run)  # once the placeholders stand
         argv = bwrap_backend.bwrap_argv(
             plan,
             bwrap_backend.shell_command(command),
@@ -215,7 +217,12 @@ def prepare_wrapper(
             warnings=plan.warnings,
             tee=tee,
             seccomp=seccomp,
-            tripwire_test=shell_test(plan.tripwires, reference=run.plan),
+            tripwire_test=shell_test(
+                plan.tripwires,
+                unchanged=unchanged,
+                watched=watched,
+                index=run.index,
+            ),
             env_filter=shell_filter(plan),
             scope=scope if isinstance(scope, str) else None,
         )
@@ -227,6 +234,23 @@ def prepare_wrapper(
         registry.finish_run(run)
         return None
     return wrapped
+
+
+def _record_watched(plan: SandboxPlan, run: PreparedRun) -> str | None:
+    """Write the watched directories' change times (and the index's) for the wrapper's
+    `unchanged` check and the tail; the list's path, or None when nothing is watched."""
+    from askgate.sandbox.treewatch import snapshot
+    from askgate.sandbox.unchanged import snapshot as record
+
+    index = [t.path for t in plan.tripwires if t.kind == "index"]
+    with open(run.index, "wb") as handle:
+        handle.write(record(index))
+    if plan.watch is None and not any(t.kind == "glob" for t in plan.tripwires):
+        return None
+    globs = list(dict.fromkeys(t.named or t.path for t in plan.tripwires if t.kind == "glob"))
+    with open(run.watched, "wb") as handle:
+        handle.write(snapshot(plan.watch) + record(globs))
+    return run.watched
 
 
 def _host_network_scope(plan: SandboxPlan, registry: Registry) -> str | bool | None:
@@ -274,7 +298,7 @@ def finish(run_directory: str, status: int | None, state_dir: str) -> Finished:
         text = None
     ran = text is not None and exit_code_of(text) is not None
     plan = _plan(run)
-    lines = _disarm(plan)  # every process of the command is gone: before any cleanup
+    lines = _disarm(plan, run)  # every process of the command is gone: before any cleanup
     if ran and status != 0 and plan is not None:
         lines.append(_explanation(run, plan))
     with contextlib.suppress(SandboxSetupError):
@@ -295,10 +319,15 @@ def _plan(run: PreparedRun) -> SandboxPlan | None:
         return None
 
 
-def _disarm(plan: SandboxPlan | None) -> list[str | None]:
+def _disarm(plan: SandboxPlan | None, run: PreparedRun) -> list[str | None]:
+    from askgate.sandbox.placeholders import _recorded
+    from askgate.sandbox.treewatch import disarm_watch
     from askgate.sandbox.tripwires import disarm
 
-    return list(disarm(plan.tripwires)) if plan is not None else []
+    if plan is None:
+        return []
+    recorded, since = _recorded(run.watched)
+    return [*disarm(plan.tripwires), *disarm_watch(plan.watch, recorded, since)]
 
 
 def _explanation(run: PreparedRun, plan: SandboxPlan) -> str | None:

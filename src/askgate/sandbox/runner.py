@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -289,7 +290,8 @@ def _run_bwrap_scoped(
             empty = registry.ensure_empty_file()
             seccomp = registry.ensure_seccomp_file()
         registry.acquire([*plan.write_holes, *plan.read_denies])
-        armed = arm(registry.directory, plan.tripwires)
+        watching = _Watching(plan)  # once the placeholders stand
+        armed = arm(registry.directory, plan.tripwires, plan.watch, watching.recorded)
     except OSError as error:
         with contextlib.suppress(SandboxSetupError):
             registry.release()
@@ -314,8 +316,7 @@ def _run_bwrap_scoped(
     finally:
         # Every process of the command is gone (its PID namespace ended): what it left at
         # a tripwire is moved aside before anything else can read it.
-        for line in disarm(plan.tripwires):
-            _say(line)
+        watching.disarm()
         unarm(armed)
         registry.release()
     if not ran:
@@ -395,6 +396,27 @@ def _bwrap_once(
     return status, tail, b'"exit-code"' in report
 
 
+class _Watching:
+    """A run's tripwires and watched directories (treewatch.py): recorded before the
+    command starts, checked once every process of it is gone."""
+
+    def __init__(self, plan: SandboxPlan) -> None:
+        from askgate.sandbox.treewatch import snapshot
+
+        self.plan = plan
+        self.since = time.time()
+        self.recorded = snapshot(plan.watch) if plan.watch is not None else b""
+
+    def disarm(self) -> None:
+        from askgate.sandbox.treewatch import disarm_watch
+
+        for line in [
+            *disarm(self.plan.tripwires),
+            *disarm_watch(self.plan.watch, self.recorded, self.since),
+        ]:
+            _say(line)
+
+
 def _run_landlock(
     plan: SandboxPlan,
     command: Sequence[str],
@@ -426,7 +448,8 @@ def _run_landlock(
     try:
         # The tripwires, as under bubblewrap: recorded before the command starts (a kill of
         # askgate leaves them to the next sweep), checked when it ends.
-        armed = arm(registry.directory, plan.tripwires)
+        watching = _Watching(plan)
+        armed = arm(registry.directory, plan.tripwires, plan.watch, watching.recorded)
     except OSError as error:
         os.close(ruleset)
         _say(f"refused: cannot record the run's tripwires: {error.strerror}")
@@ -445,8 +468,7 @@ def _run_landlock(
         os.close(ruleset)
         # What the command left at a tripwire is moved aside before anything outside reads
         # it (a background job it started outlives it here: no PID namespace).
-        for line in disarm(plan.tripwires):
-            _say(line)
+        watching.disarm()
         unarm(armed)
     _report(plan, status, tail)
     return status

@@ -24,6 +24,7 @@ import contextlib
 import fnmatch
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from askgate.policy.model import Surface
-from askgate.sandbox.planentry import PlanEntry
+from askgate.sandbox.planentry import PlanEntry, TreeWatch
 from askgate.sandbox.procstat import process_start
 
 if TYPE_CHECKING:
@@ -51,6 +52,10 @@ class Armed(msgspec.Struct, frozen=True, kw_only=True):
     start: str  # the process's start time (`/proc/PID/stat` field 22): PID reuse
     started: float  # time.time() when armed
     tripwires: tuple[PlanEntry, ...]
+    # The directories watched for protected names made below the roots (treewatch.py),
+    # and their change times when the run started.
+    watch: TreeWatch | None = None
+    recorded: bytes = b""
 
 
 def _link_intact(entry: PlanEntry) -> bool:
@@ -67,14 +72,29 @@ def _link_intact(entry: PlanEntry) -> bool:
 def _new_matches(entry: PlanEntry) -> list[str]:
     """A glob tripwire's matches made since the plan (`*.pth` in a user site directory)."""
     name_glob = entry.pattern.rsplit("/", 1)[-1]
+    since = entry.since - CLOCK_SLACK_S
+    # A symlink made during the run on the way (`ln -s ../../stash site-packages`) brings
+    # in files made earlier: then every match is the command's.
+    linked = _link_made_on_the_way(entry.path, since)
     found: list[str] = []
     with contextlib.suppress(OSError), os.scandir(entry.path) as children:
         for child in children:
             if fnmatch.fnmatchcase(child.name, name_glob) and not child.name.endswith(SUFFIX):
                 with contextlib.suppress(OSError):
-                    if child.stat(follow_symlinks=False).st_ctime >= entry.since - CLOCK_SLACK_S:
+                    if linked or child.stat(follow_symlinks=False).st_ctime >= since:
                         found.append(child.path)
     return found
+
+
+def _link_made_on_the_way(path: str, since: float) -> bool:
+    current = ""
+    for part in path.split("/")[1:]:
+        current += "/" + part
+        with contextlib.suppress(OSError):
+            info = os.lstat(current)
+            if stat.S_ISLNK(info.st_mode) and info.st_ctime >= since:
+                return True
+    return False
 
 
 def _is_sprung(entry: PlanEntry) -> bool:
@@ -154,25 +174,35 @@ def _restore_link(entry: PlanEntry) -> str:
     return f"put back the symlink {link} the command replaced{moved}: {entry.why}"
 
 
-def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) -> str | None:
-    """A bash condition (builtins only) true when any tripwire sprung, or None.
-    `reference`: a file written after the plan and before the run (a glob tripwire's
-    directory changed since then: not older than it; without one, always checked)."""
+def shell_test(
+    tripwires: Sequence[PlanEntry],
+    *,
+    unchanged: str | None = None,
+    watched: str | None = None,
+    index: str | None = None,
+) -> str | None:
+    """A bash condition true when any tripwire sprung, or None: builtins, and askgate's
+    static `unchanged` (unchanged.py) on `watched` (the change times of the watched
+    directories and the glob tripwires' directories) and on `index` (the project
+    index's). Change times, not `[ -nt ]`: a command can set a modification time back
+    (`touch -d`), never a change time. Without `unchanged` (not built here) those parts
+    always start the tail step."""
     import shlex
 
-    if not tripwires:
-        return None
     tests: list[str] = []
     plain: list[str] = []
+
+    def changed_since(listing: str | None) -> str:
+        if unchanged is None or listing is None:
+            return "true"
+        return f"! {shlex.quote(unchanged)} {shlex.quote(listing)}"
+
     for entry in tripwires:
         path = shlex.quote(entry.path)
         if entry.kind == "glob":
-            watched = shlex.quote(entry.named or entry.path)
-            tests.append(f"! [ {shlex.quote(reference)} -nt {watched} ]" if reference else "true")
-        elif entry.kind == "index":  # the index changed (or appeared) since the plan
-            changed = f"! [ {shlex.quote(reference)} -nt {path} ]" if reference else "true"
-            changed = changed if os.path.lexists(entry.path) else f"[ -e {path} ]"
-            tests.append(_has_gitlinks(changed, entry.named))
+            continue  # its directory is in `watched`
+        if entry.kind == "index":  # the index changed (or appeared) since the plan
+            tests.append(_has_gitlinks(changed_since(index), entry.named, entry.path))
         elif entry.link and os.path.exists(entry.path):  # no longer a link to the same file
             target = shlex.quote(os.path.join(os.path.dirname(entry.path), entry.link))
             tests.append(f"! {{ [ -L {path} ] && [ {path} -ef {target} ]; }}")
@@ -180,14 +210,16 @@ def shell_test(tripwires: Sequence[PlanEntry], *, reference: str | None = None) 
             tests.append(f"! {{ [ -L {path} ] && ! [ -e {path} ]; }}")
         else:
             plain.append(f"-e {path} -o -L {path}")
+    if watched is not None:
+        tests.insert(0, changed_since(watched))
     if plain:
         # One `[` for every plain name (each is absolute, so no operand reads as an
         # operator): half the wrapper's tail cost of a `[ ] || [ ]` chain.
         tests.insert(0, f"[ {' -o '.join(plain)} ]")
-    return " || ".join(tests)
+    return " || ".join(tests) if tests else None
 
 
-def _has_gitlinks(changed: str, worktree: str) -> str:
+def _has_gitlinks(changed: str, worktree: str, index_path: str) -> str:
     """The index test: changed since the plan, and (one `git ls-files`, by its absolute
     path: never a `git` the command could have put on PATH) holding a gitlink — so a
     `git add` in a repository without submodules does not start the tail step."""
@@ -203,25 +235,44 @@ def _has_gitlinks(changed: str, worktree: str) -> str:
         f"{shlex.quote(git)} -C {shlex.quote(worktree)} -c core.fsmonitor=false "
         "ls-files --stage 2>/dev/null"
     )
-    return f"{{ {changed} && [[ $'\\n'\"$({listing})\" == *$'\\n160000 '* ]]; }}"
+    # A listing that fails (an index the command broke) starts the tail too, which then
+    # treats every repository in the project as a possible gitlink.
+    # An index that is not a regular file (a FIFO would hang git; a symlink names
+    # another index) starts the tail without a listing.
+    index = shlex.quote(index_path)
+    return (
+        f"{{ {changed} && {{ ! [ -f {index} ] || [ -L {index} ] || "
+        f"! askgate_index=$({listing}) || "
+        f"[[ $'\\n'\"$askgate_index\" == *$'\\n160000 '* ]]; }}; }}"
+    )
 
 
 def _process_start(pid: int) -> str | None:
     return process_start(pid, zombie_is_gone=True)
 
 
-def arm(state_dir: str, tripwires: Sequence[PlanEntry]) -> str | None:
-    """Record this process's tripwires before its sandbox starts; the record's path (to
-    pass to `unarm`), or None when there is nothing to watch. Raises OSError when the
-    record cannot be written (the caller refuses: an unrecorded tripwire could outlive a
-    kill)."""
-    if not tripwires:
+def arm(
+    state_dir: str,
+    tripwires: Sequence[PlanEntry],
+    watch: TreeWatch | None = None,
+    recorded: bytes = b"",
+) -> str | None:
+    """Record this process's tripwires (and watched directories) before its sandbox
+    starts; the record's path (to pass to `unarm`), or None when there is nothing to
+    watch. Raises OSError when the record cannot be written (the caller refuses: an
+    unrecorded tripwire could outlive a kill)."""
+    if not tripwires and watch is None:
         return None
     me = os.getpid()
     directory = os.path.join(state_dir, ARMED)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     record = Armed(
-        pid=me, start=_process_start(me) or "", started=time.time(), tripwires=tuple(tripwires)
+        pid=me,
+        start=_process_start(me) or "",
+        started=time.time(),
+        tripwires=tuple(tripwires),
+        watch=watch,
+        recorded=recorded,
     )
     path = os.path.join(directory, f"{me}-{record.start}.json")
     temporary = f"{path}.tmp"
@@ -269,6 +320,9 @@ def sweep_armed(state_dir: str) -> list[str]:
                 if os.lstat(entry.path).st_ctime >= record.started - CLOCK_SLACK_S:
                     made.append(entry)
         lines += disarm(made)
+        from askgate.sandbox.treewatch import disarm_watch
+
+        lines += disarm_watch(record.watch, record.recorded, record.started)
         unarm(path)
     return lines
 
@@ -281,6 +335,8 @@ def _pid_of(name: str) -> int:
 # --- glob tripwires: directories a program scans when it starts ---------------------------
 
 _PYTHON = re.compile(r"python3\.\d+")
+# Modules python imports from the user site directory at every start (site.py).
+STARTUP_MODULES = frozenset({"usercustomize.py", "sitecustomize.py"})
 _EXECUTABLE_DIRS = ("/usr/bin", "/usr/local/bin", "/bin")
 _VERSIONS: dict[tuple[str, int], set[str]] = {}
 
@@ -309,6 +365,9 @@ def user_site_directories(env: Mapping[str, str]) -> list[str]:
                 names = {name for name in os.listdir(directory) if _PYTHON.fullmatch(name)}
             _VERSIONS[key] = names = names or set()
         versions |= names
+    # Every python3.N a user could run, installed where we look or not (pyenv, uv, conda
+    # keep theirs elsewhere): a directory that does not exist costs nothing to watch.
+    versions |= {f"python3.{minor}" for minor in range(6, 21)}
     return [os.path.join(base, "lib", version, "site-packages") for version in sorted(versions)]
 
 
@@ -328,7 +387,7 @@ def startup_globs(
         for source in sources
         if source.pattern.startswith("**/")
         and "/" not in source.pattern[3:]
-        and set(source.pattern[3:]) & set("*?")
+        and (set(source.pattern[3:]) & set("*?") or source.pattern[3:] in STARTUP_MODULES)
     ]
     if not globs:
         return []
@@ -380,38 +439,86 @@ def index_tripwire(git_dir: str, worktree: str, roots: Sequence[str]) -> PlanEnt
         kind="index",
         why=why,
         since=time.time(),
+        roots=tuple(os.path.realpath(root) for root in roots),
     )
 
 
 def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
-    from askgate.sandbox.gitconfig import gitlinks, runs_programs
-    from askgate.sandbox.planentry import gitdir_of_link as _gitdir_of_link
+    """The configurations, reached through the index's gitlinks as git reaches them, that
+    run programs and that the command could have planted: changed during the run, or
+    inside the project but outside `.git/modules` (where a submodule's own lives). A
+    file outside the project that did not change is never touched: the command could
+    not have written it (a `gitdir:` may name any directory)."""
+    import stat
 
+    from askgate.sandbox.gitconfig import gitlinks, runs_programs
+
+    since = entry.since - CLOCK_SLACK_S
     try:
-        if os.stat(entry.path).st_mtime < entry.since - CLOCK_SLACK_S:
-            return []  # the index did not change during the run: no process started
+        # lstat and ctime: a command can set the index's mtime back (`touch -d`), or put
+        # a symlink to an index from an earlier run in its place; neither hides this.
+        info = os.lstat(entry.path)
     except OSError:
         return []
+    regular = stat.S_ISREG(info.st_mode)
+    if regular and info.st_ctime < since:
+        return []  # the index did not change during the run
     worktree = entry.named
-    modules = os.path.join(os.path.dirname(entry.path), "modules")
+    project = os.path.realpath(worktree)
+    modules = os.path.realpath(os.path.join(os.path.dirname(entry.path), "modules"))
     env = {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
     found: list[str] = []
-    for relative in gitlinks(worktree, env):
-        dot_git = os.path.join(worktree, relative, ".git")
-        if os.path.isdir(dot_git) and not os.path.islink(dot_git):
-            git_dir: str | None = dot_git
-        else:
-            git_dir = _gitdir_of_link(dot_git)
-        if git_dir is None:
-            continue
-        git_dir = os.path.realpath(git_dir)
-        for name in ("config", "config.worktree"):
-            config = os.path.join(git_dir, name)
+    # A FIFO or a link in the index's place is not listed (it could hang git, or show
+    # another index): every repository in the project counts, as when git fails.
+    listed = gitlinks(worktree, env) if regular else None
+    if listed is None:
+        listed = _repositories_below(worktree)
+    for relative in listed:
+        for config in _configs_git_reads(os.path.join(worktree, relative, ".git")):
             try:
-                changed = os.lstat(config).st_ctime >= entry.since - CLOCK_SLACK_S
+                changed = os.lstat(config).st_ctime >= since
             except OSError:
                 continue
-            in_modules = git_dir.startswith(os.path.realpath(modules) + "/")
-            if (changed or not in_modules) and runs_programs(config, env):
+            inside = config.startswith(project + "/")
+            in_modules = config.startswith(modules + "/")
+            writable = any(config.startswith(root.rstrip("/") + "/") for root in entry.roots)
+            if not writable or not (changed or (inside and not in_modules)):
+                continue  # read-only inside: the command cannot have written it
+            if runs_programs(config, env):
                 found.append(config)
     return found
+
+
+def _configs_git_reads(dot_git: str) -> list[str]:
+    """The configuration files git reads for a repository whose `.git` is `dot_git` (a
+    directory, a symlink to one, or a `gitdir:` file), as git resolves them: its own
+    `config` and `config.worktree`, and the `config` of the directory its `commondir`
+    names. Symlinks resolved."""
+    from askgate.sandbox.planentry import gitdir_of_link
+
+    if os.path.isdir(dot_git):  # a symlink to a directory too: git follows it
+        git_dir: str | None = dot_git
+    else:
+        git_dir = gitdir_of_link(dot_git)
+    if git_dir is None:
+        return []
+    git_dir = os.path.realpath(git_dir)
+    found = [os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree")]
+    try:
+        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
+            common = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        common = ""
+    if common:
+        found.append(os.path.join(os.path.realpath(os.path.join(git_dir, common)), "config"))
+    return list(dict.fromkeys(found))
+
+
+def _repositories_below(worktree: str) -> list[str]:
+    """Every nested repository (a `.git` directory or file) below the worktree, relative
+    to it: what a gitlink could name when the index cannot be listed."""
+    from askgate.sandbox.expand import expand
+
+    found = expand("**/.git", [worktree], max_visited=1_000_000, deadline=time.monotonic() + 30)
+    top = os.path.join(worktree, ".git")
+    return [os.path.relpath(os.path.dirname(p), worktree) for p in found.paths if p != top]
