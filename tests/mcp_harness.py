@@ -14,12 +14,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from clients import client_bin, client_dir, missing
+from waits import wait_until
 
 FILESYSTEM = ("mcp-server-filesystem", "2026.8.31", "mcp-server-filesystem")
 EVERYTHING = ("mcp-server-everything", "2026.8.31", "mcp-server-everything")
@@ -127,11 +127,12 @@ def everything_http(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         stderr=subprocess.PIPE,
     )
     try:
-        while not port_file.exists() or not port_file.read_text().strip():
-            if proc.poll() is not None:
-                raise RuntimeError(f"everything server exited: {proc.stderr.read()!r}")  # type: ignore[union-attr]
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port_file.read_text().strip()}/mcp", seen
+        port = wait_until(
+            lambda: port_file.exists() and port_file.read_text().strip(),
+            "the everything server's port",
+            process=proc,
+        )
+        yield f"http://127.0.0.1:{port}/mcp", seen
     finally:
         proc.terminate()
         try:

@@ -137,6 +137,9 @@ class Serve:
             with self._changed:
                 self.lines.append(line)
                 self._changed.notify_all()
+        self.proc.wait()  # its stderr ended with it: a waiter wakes to see it exited
+        with self._changed:
+            self._changed.notify_all()
 
     def wait_for(self, text: str, timeout: float = SAFETY_TIMEOUT) -> str:
         deadline = time.monotonic() + timeout

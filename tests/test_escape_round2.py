@@ -30,7 +30,7 @@ import pytest
 
 from sandbox_world import OutsideWorld, require_bwrap
 from unprivileged_rerun import outside_scratch_dir
-from waits import SAFETY_TIMEOUT
+from waits import SAFETY_TIMEOUT, wait_until
 
 # The escape suite's permissive policy: everything allowed but the secrets; HOME writable.
 PERMISSIVE = """\
@@ -389,9 +389,7 @@ def test_landlock_the_ssh_agent_in_a_hidden_directory_cannot_be_used(
         )
         sock = ssh / "agent.sock"
         agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], env=world.env)
-        deadline = time.monotonic() + 30
-        while not sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(sock.exists, "ssh-agent to listen", process=agent)
         env = {**world.env, "SSH_AUTH_SOCK": str(sock)}
         subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, capture_output=True)
         done = subprocess.run(

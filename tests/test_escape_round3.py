@@ -11,6 +11,7 @@ the sandbox through `askgate sandbox --` (cli) and the wrapper a hook prepares (
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -267,6 +268,88 @@ def test_a_vim_plugin_planted_inside_does_not_run_outside(world: World) -> None:
         timeout=SAFETY_TIMEOUT,
     )
     assert not world.marker.exists(), "a vim plugin planted inside ran outside"
+
+
+# --- finding 14: Unix sockets of programs outside (/tmp is the host's) --------------------
+
+
+@pytest.fixture
+def tmux_server(world: World) -> Iterator[str]:
+    """The user's tmux server outside (its socket in the default /tmp/tmux-UID/), as when
+    the agent runs in a tmux pane."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("tmux is not installed")
+    name = f"askgate-escape3-{os.getpid()}"
+    env = {k: v for k, v in world.env.items() if k != "TMUX"}
+    subprocess.run(
+        [tmux, "-L", name, "new-session", "-d", "-s", "user", "sleep 600"],
+        env=env,
+        check=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    try:
+        yield name
+    finally:
+        subprocess.run([tmux, "-L", name, "kill-server"], env=env, capture_output=True)
+        with contextlib.suppress(OSError):
+            os.unlink(f"{os.environ.get('TMUX_TMPDIR', '/tmp')}/tmux-{os.getuid()}/{name}")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="/tmp inside is the host's /tmp, and a Unix socket needs no network: the user's "
+    "tmux server (/tmp/tmux-UID/default) takes `tmux run-shell CMD` / `new-window CMD` from "
+    "inside and runs CMD outside the sandbox (also under the init policy, network off)",
+)
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+@pytest.mark.parametrize("policy", ["permissive", "init"])
+def test_the_users_tmux_server_does_not_run_a_command_for_the_sandbox(
+    world: World, tmux_server: str, mode: str, policy: str
+) -> None:
+    if policy == "init":
+        _init_policy(world)
+    # run-shell waits for CMD: when the sandboxed command returns, the harm is done or not.
+    world.run(mode, f"tmux -L {tmux_server} run-shell 'touch {world.marker}'; true")
+    assert not world.marker.exists(), "the user's tmux server ran the command's code outside"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a read-only bind does not stop connect(): a Unix socket in a directory the "
+    "sandbox cannot write (as /run/dbus/system_bus_socket, /run/systemd/private, "
+    "/run/screen; not on this machine) is connectable inside; only container runtimes' "
+    "sockets are masked",
+)
+def test_a_unix_socket_outside_the_writable_roots_is_not_connectable(world: World) -> None:
+    import socket
+    import threading
+
+    directory = world.base / "run-sockets"
+    directory.mkdir()
+    path = str(directory / "bus")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(1)
+    accepted: list[bool] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            connection, _ = server.accept()
+            accepted.append(True)
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    probe = f"import socket; socket.socket(socket.AF_UNIX).connect({path!r}); print('CONNECTED')"
+    try:
+        done = world.run("hook", f"python3 -c {shlex.quote(probe)}; true")
+    finally:
+        with contextlib.suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        thread.join(timeout=10)
+    assert "CONNECTED" not in done.stdout and not accepted, done
 
 
 # --- finding 10: a python whose version is not in the system directories ----------------

@@ -37,7 +37,7 @@ class Parent:
             stdout=subprocess.PIPE,
             text=True,
         )
-        self.lines: queue.Queue[str] = queue.Queue()
+        self.lines: queue.Queue[str | None] = queue.Queue()  # None: its stdout ended
         threading.Thread(target=self._pump, daemon=True).start()
         self.expect("ready")
 
@@ -45,6 +45,7 @@ class Parent:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.put(line.strip())
+        self.lines.put(None)
 
     def expect(self, prefix: str, timeout: float = SAFETY_TIMEOUT) -> str:
         deadline = time.monotonic() + timeout
@@ -56,6 +57,9 @@ class Parent:
                 line = self.lines.get(timeout=remaining)
             except queue.Empty:
                 continue
+            if line is None:
+                self.lines.put(None)  # for any later expect
+                raise AssertionError(f"parent exited before it printed {prefix!r}")
             if line.startswith(prefix):
                 return line
 

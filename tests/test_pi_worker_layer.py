@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +33,7 @@ from askgate.adapters.pi_rpc.worker import (
 )
 from askgate.prompters.base import NoPrompter
 from test_pi_rpc_cli import WORKER, worker_command
+from waits import SAFETY_TIMEOUT, wait_until, wait_until_async
 
 PI_RUN = [sys.executable, "-m", "askgate.cli", "pi", "run"]
 
@@ -66,15 +66,6 @@ def _log(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _wait_for(what: str, condition, deadline_s: float = 60.0) -> None:
-    """Wait for a condition another process makes true (bounded; a failure names it)."""
-    deadline = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 # ------------------------------------------------------------------ resolving settings
@@ -114,7 +105,7 @@ def test_the_dialog_answer_env_block_leaves_the_dialog_pending(tmp_path: Path) -
     )
     try:
         # The dialog was opened (the worker now waits for an answer that never comes).
-        _wait_for("the prompt to reach the worker", lambda: _log(log)[:1] != [])
+        wait_until(lambda: _log(log)[:1] != [], "the prompt to reach the worker", process=proc)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -265,8 +256,9 @@ def test_steer_is_a_typed_command_with_a_typed_answer(tmp_path: Path) -> None:
         )
         stop = StopRequest()
         task = asyncio.ensure_future(run.run("start", stop))
-        while not any(f.get("type") == "prompt" for f in _log(log)):
-            await asyncio.sleep(0.01)
+        await wait_until_async(
+            lambda: any(f.get("type") == "prompt" for f in _log(log)), "the prompt"
+        )
         answer = await run.steer("look in src/ instead")
         stop.request("test done")
         return answer, await task
@@ -290,11 +282,13 @@ def test_steer_lines_on_stdin_reach_the_running_agent(tmp_path: Path) -> None:
         env=_env(tmp_path),
     )
     try:
-        _wait_for("the prompt", lambda: any(f["type"] == "prompt" for f in _log(log)))
+        wait_until(
+            lambda: any(f["type"] == "prompt" for f in _log(log)), "the prompt", process=proc
+        )
         assert proc.stdin is not None
         proc.stdin.write("stop and run the linter\n")
         proc.stdin.flush()
-        _wait_for("the steer", lambda: any(f["type"] == "steer" for f in _log(log)))
+        wait_until(lambda: any(f["type"] == "steer" for f in _log(log)), "the steer", process=proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -332,7 +326,9 @@ def test_every_signal_runs_the_stop_sequence_once(tmp_path: Path, signum: int) -
         stdin=subprocess.DEVNULL,
     )
     try:
-        _wait_for("the prompt", lambda: any(f["type"] == "prompt" for f in _log(log)))
+        wait_until(
+            lambda: any(f["type"] == "prompt" for f in _log(log)), "the prompt", process=proc
+        )
         worker_pid = int(pid_file.read_text())
         proc.send_signal(signum)
         proc.send_signal(signum)  # a second signal does not start a second sequence
@@ -348,19 +344,22 @@ def test_every_signal_runs_the_stop_sequence_once(tmp_path: Path, signum: int) -
     assert not _pid_alive(worker_pid)
 
 
-DRIVER = textwrap.dedent(
+DRIVER = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n" + textwrap.dedent(
     """
-    import ctypes, os, subprocess, sys, time
+    import ctypes, os, subprocess
+    from waits import wait_until
     ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come to us
     log = sys.argv[1]
     parent = os.fork()
     if parent == 0:  # the parent of askgate: starts it, waits until it runs, then dies
-        subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if os.path.exists(log) and '"prompt"' in open(log).read():
-                break
-            time.sleep(0.02)
+        askgate = subprocess.Popen(
+            sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+        )
+        wait_until(
+            lambda: os.path.exists(log) and '"prompt"' in open(log).read(),
+            "the prompt to reach the worker",
+            process=askgate,
+        )
         os._exit(0)
     os.waitpid(parent, 0)
     while True:  # askgate, orphaned, is reaped here
@@ -384,7 +383,7 @@ def test_the_death_of_askgates_parent_stops_the_worker(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         env=_env(tmp_path),
-        timeout=120,
+        timeout=SAFETY_TIMEOUT,  # the driver's own wait has the same bound: a hang only
     )
     # askgate (and, reaped too, its worker) ended; askgate with the parent-death status.
     codes = [int(line.split()[1]) for line in result.stdout.splitlines()]

@@ -13,18 +13,14 @@ from askgate.forwarding import client as client_module
 from askgate.forwarding.protocol import Layout
 from askgate.prompters.base import PromptReply, PromptRequest, PromptState
 from peer_files import atomic_write
+from waits import wait_until
 
 REQUEST = PromptRequest(request_id="r", surface="bash", value="ls", message="run ls")
 
 
-def _wait_for(path: Path, timeout: float = 5.0) -> bytes:
-    deadline = time.monotonic() + timeout
-    tick = threading.Event()
-    while time.monotonic() < deadline:
-        if path.exists():
-            return path.read_bytes()
-        tick.wait(0.01)
-    raise AssertionError(f"{path} never appeared")
+def _wait_for(path: Path) -> bytes:
+    wait_until(path.exists, f"{path} to appear")
+    return path.read_bytes()
 
 
 def _request(request_id: str, target: str = "parent-1") -> bytes:

@@ -34,6 +34,7 @@ import pytest
 
 from sandbox_world import OutsideWorld, require_bwrap
 from unprivileged_rerun import OUTSIDE_ENV, outside_scratch_dir, rerun_as_nobody
+from waits import wait_until
 
 SECRET = "SSH-PRIVATE-KEY-ESCAPE-51d2"
 ENV_SECRET = "API_TOKEN=escape-secret-77b0"
@@ -382,10 +383,7 @@ def attack_read_a_secret_made_while_the_command_runs(world: EscapeWorld, mode: s
         argv, cwd=world.project, env=world.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
-        deadline = time.monotonic() + 60
-        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert ready.exists(), proc.communicate()
+        wait_until(ready.exists, "the command to start", process=proc)
         aws.mkdir(exist_ok=True)  # the user logs in meanwhile
         (aws / "credentials").write_text(AWS_SECRET + "\n")
         go.touch()
@@ -827,10 +825,7 @@ def test_a_tripwire_planted_by_an_interrupted_run_is_moved_aside_by_the_next_swe
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while not planted.exists() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert planted.exists(), "the command never ran"
+        wait_until(planted.exists, "the command to plant its .envrc", process=process)
     finally:
         os.killpg(process.pid, 15)  # what an agent's tool timeout does
         process.wait(timeout=60)
@@ -843,12 +838,11 @@ def test_a_tripwire_planted_by_an_interrupted_run_is_moved_aside_by_the_next_swe
     # Past the grace the sweep gives a failed run's own tail step.
     old = time.time() - 120
     os.utime(status, (old, old))
-    for pid in [
-        int(w) for w in text.replace(b"}", b" ").replace(b",", b" ").split() if w.isdigit()
-    ]:
-        deadline = time.monotonic() + 60
-        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-            time.sleep(0.05)
+    pids = [int(w) for w in text.replace(b"}", b" ").replace(b",", b" ").split() if w.isdigit()]
+    wait_until(
+        lambda: not any(os.path.exists(f"/proc/{pid}") for pid in pids),
+        f"the killed run's processes {pids} to be gone",
+    )
     world.sweep()
     assert not planted.exists(), "the planted .envrc stayed in place"
     aside = list(world.project.glob(".envrc.askgate-blocked*"))

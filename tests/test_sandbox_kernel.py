@@ -13,12 +13,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from sandbox_world import ENV_SECRET, SECRET, World, require_bwrap
+from waits import wait_until
 
 pytestmark = pytest.mark.usefixtures("bwrap_available")
 
@@ -378,14 +378,6 @@ def test_a_broken_policy_refuses_to_start(world: World) -> None:
     assert not (world.project / "ran.txt").exists()
 
 
-def _wait_for(path: Path, deadline_s: float = 60) -> None:
-    deadline = time.monotonic() + deadline_s
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} never appeared")
-        time.sleep(0.02)
-
-
 def test_placeholders_stay_while_another_sandbox_uses_them(world: World) -> None:
     hooks = world.project / ".git" / "hooks"
     shutil.rmtree(hooks)
@@ -403,7 +395,7 @@ def test_placeholders_stay_while_another_sandbox_uses_them(world: World) -> None
         stderr=subprocess.PIPE,
     )
     try:
-        _wait_for(started)
+        wait_until(started.exists, "the first sandbox to start", process=first)
         assert hooks.is_dir()  # the placeholder of the first run
         second = world.sandbox("echo second")
         assert second.returncode == 0 and second.stdout == "second\n"

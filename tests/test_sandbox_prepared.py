@@ -22,6 +22,7 @@ from askgate.sandbox.placeholders import UNSTARTED_S, PreparedRun, Registry, run
 from askgate.sandbox.prepared import SCRIPT_NAME, wrapper_command, wrapper_script
 from data.bash_corpus import GROUPS
 from sandbox_world import SECRET, World, require_bwrap
+from waits import wait_until
 
 CORPUS = [case.command for cases in GROUPS.values() for case in cases]
 
@@ -163,14 +164,6 @@ def test_a_successful_run_is_cleaned_by_the_next_askgate_process(world: World) -
     assert not hooks.exists() and _runs(world) == []
 
 
-def _wait_for(path: Path) -> None:
-    deadline = time.monotonic() + 60
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} never appeared")
-        time.sleep(0.02)
-
-
 def test_placeholders_stay_while_a_prepared_sandbox_uses_them(world: World) -> None:
     hooks = world.project / ".git" / "hooks"
     subprocess.run(["rm", "-rf", str(hooks)], check=True)
@@ -191,7 +184,7 @@ def test_placeholders_stay_while_a_prepared_sandbox_uses_them(world: World) -> N
         stderr=subprocess.PIPE,
     )
     try:
-        _wait_for(started)
+        wait_until(started.exists, "the first sandbox to start", process=first)
         world.sweep()  # another askgate process sweeps while the first sandbox runs
         second = _bash(world, _prepared(world, "echo second"))
         assert second.returncode == 0 and second.stdout == b"second\n"
@@ -326,19 +319,22 @@ def test_run_from_another_directory_it_plans_again_for_that_directory(world: Wor
 
 
 def test_the_registry_sweep_keeps_a_live_run(world: World) -> None:
-    wrapped = _prepared(world, "sleep 0.5")
+    go = world.base / "go"  # the sandbox lives until the test has swept, however slow it is
+    wrapped = _prepared(world, f"while [ ! -e {go} ]; do sleep 0.01; done")
     proc = subprocess.Popen(["/bin/bash", "-c", wrapped], cwd=world.project, env=world.env)
     try:
         (run_name,) = _runs(world)
         state = world.base / "xdg-data" / "askgate" / "sandbox"
         status = state / "runs" / run_name / "status"
-        deadline = time.monotonic() + 60
-        while b"child-pid" not in (status.read_bytes() if status.exists() else b""):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.01)
+        wait_until(
+            lambda: status.exists() and b"child-pid" in status.read_bytes(),
+            "the run's status to name its sandbox's pid",
+            process=proc,
+        )
         Registry(str(state)).sweep()
         assert _runs(world) == [run_name]  # its sandbox lives
     finally:
+        go.touch()
         assert proc.wait(timeout=60) == 0
     Registry(str(state)).sweep()
     assert _runs(world) == []

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from server_support import LiveServer, create, db_url, key_of, pg_admin_url  # noqa: F401
+from waits import wait_until
 
 
 @pytest.fixture
@@ -53,10 +54,7 @@ def test_long_poll_is_released_by_a_decision(live: LiveServer, alice) -> None:
     thread = threading.Thread(target=waiter)
     thread.start()
     # Decide once the long-poll is parked on the server (its waiter is registered).
-    deadline = time.monotonic() + 10
-    while live.ctx.waker.waiting == 0:
-        assert time.monotonic() < deadline, "the long-poll never parked"
-        threading.Event().wait(0.01)
+    wait_until(lambda: live.ctx.waker.waiting > 0, "the long-poll to park")
     decided = alice.post(
         f"/v1/approvals/{approval['id']}/decide", json={"decision": "allow", "reason": "ok"}
     )

@@ -21,6 +21,7 @@ from ntfy_standin import NtfyStandIn
 from server_support import LiveServer, Waiting, db_url, pg_admin_url  # noqa: F401
 from test_server_notify import ntfy  # noqa: F401  (the fixture)
 from test_server_pages import PHONE, browser  # noqa: F401  (the fixture)
+from waits import wait_until
 
 FAST = (0.01, 0.02, 0.05)
 
@@ -45,13 +46,10 @@ def person(live: LiveServer, name: str) -> str:
 
 def message_for(ntfy: NtfyStandIn, approval_id: str) -> dict[str, Any]:
     """The notification published for `approval_id` (waits for it; no fixed sleep)."""
-    for _ in range(50):
-        ntfy.received.clear()
-        for published in list(ntfy.messages):
-            if approval_id in published["message"]:
-                return published
-        assert ntfy.received.wait(20), f"no notification for {approval_id}"
-    raise AssertionError(f"no notification for {approval_id}")
+    return wait_until(
+        lambda: next((m for m in list(ntfy.messages) if approval_id in m["message"]), None),
+        f"the notification for {approval_id}",
+    )
 
 
 def action_link(ntfy: NtfyStandIn, waiting: Waiting) -> str:

@@ -31,6 +31,7 @@ import httpx
 import pytest
 
 from server_support import LiveServer, free_socket
+from waits import wait_until
 
 POLICY = 'default = "ask"\n'
 LEDGER = "ran.txt"
@@ -132,13 +133,11 @@ def executions(cwd: Path) -> int:
 
 def pending_id(client: httpx.Client) -> str:
     """The id of the one approval the hook registered (polled: the hook is a subprocess)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        rows = client.get("/v1/approvals", params={"pending": "true"}).json()["approvals"]
-        if rows:
-            return str(rows[0]["id"])
-        threading.Event().wait(0.05)
-    raise AssertionError("the hook never registered its ask")
+    rows = wait_until(
+        lambda: client.get("/v1/approvals", params={"pending": "true"}).json()["approvals"],
+        "the hook to register its ask",
+    )
+    return str(rows[0]["id"])
 
 
 @pytest.fixture
