@@ -296,12 +296,6 @@ def tmux_server(world: World) -> Iterator[str]:
             os.unlink(f"{os.environ.get('TMUX_TMPDIR', '/tmp')}/tmux-{os.getuid()}/{name}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="/tmp inside is the host's /tmp, and a Unix socket needs no network: the user's "
-    "tmux server (/tmp/tmux-UID/default) takes `tmux run-shell CMD` / `new-window CMD` from "
-    "inside and runs CMD outside the sandbox (also under the init policy, network off)",
-)
 @pytest.mark.parametrize("mode", ["cli", "hook"])
 @pytest.mark.parametrize("policy", ["permissive", "init"])
 def test_the_users_tmux_server_does_not_run_a_command_for_the_sandbox(

@@ -49,7 +49,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import itertools
 import os
+import re
 import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -596,12 +598,8 @@ class _Builder:
         paths = [p.split(":", 1)[0] for p in paths]
         runtime = env.get("XDG_RUNTIME_DIR", "")
         paths.append(runtime)
-        with contextlib.suppress(OSError), os.scandir("/tmp") as found:
-            paths += [
-                entry.path
-                for entry in found
-                if entry.name.startswith("ssh-") and entry.is_dir(follow_symlinks=False)
-            ]
+        for scratch in self.scratch_directories():
+            paths += scratch_sockets(scratch)
         containers = list(CONTAINER_SOCKETS)
         if runtime.startswith("/"):
             containers += [f"{runtime}/docker.sock", f"{runtime}/podman/podman.sock"]
@@ -747,6 +745,46 @@ class _Builder:
     def _incomplete(self, why: str, entry: PlanEntry) -> None:
         if self.ask_reason is None:
             self.ask_reason = f"the sandbox cannot check hard links: {why} ({entry.why})"
+
+
+# Directories in a scratch directory that hold the sockets of servers that run what they
+# are sent (a tmux server's `run-shell`, an X server's keystrokes, an ssh agent's keys).
+SOCKET_DIRECTORIES = re.compile(r"(tmux-\d+|ssh-.+|\.X11-unix|\.ICE-unix|emacs\d+|nvim.*|screen.*)")
+MAX_SCRATCH_ENTRIES = 2_000
+MAX_SOCKET_DIR_ENTRIES = 64
+
+
+def scratch_sockets(scratch: str) -> list[str]:
+    """The Unix sockets of a scratch directory (shared with the sandbox, writable): each
+    socket at its top, each directory named like a server's socket directory, and each
+    directory of this user holding a socket. A read-only bind does not stop `connect()`,
+    and no network is needed: the user's tmux server would run a command outside."""
+    found: list[str] = []
+    me = os.getuid()
+    try:
+        with os.scandir(scratch) as entries:
+            listed = list(itertools.islice(entries, MAX_SCRATCH_ENTRIES))
+    except OSError:
+        return found
+    for entry in listed:
+        with contextlib.suppress(OSError):
+            info = entry.stat(follow_symlinks=False)
+            server_dir = stat.S_ISDIR(info.st_mode) and (
+                SOCKET_DIRECTORIES.fullmatch(entry.name) is not None
+                or (info.st_uid == me and _holds_socket(entry.path))
+            )
+            if stat.S_ISSOCK(info.st_mode) or server_dir:
+                found.append(entry.path)
+    return found
+
+
+def _holds_socket(directory: str) -> bool:
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in itertools.islice(entries, MAX_SOCKET_DIR_ENTRIES):
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                    return True
+    return False
 
 
 def _holds_daemon_secret(path: str) -> bool:
