@@ -162,14 +162,14 @@ def split_tree(root: str, exclusions: Sequence[str]) -> tuple[list[str], list[st
 
 def landlock_plan(plan: SandboxPlan, abi: int) -> LandlockPlan:
     """The directory rules for `plan`, or the reasons it cannot be enforced."""
-    from askgate.sandbox.plan import CONTAINER_SOCKET, DAEMON_SOCKET
+    from askgate.sandbox.plan import CONTAINER_SOCKET, DAEMON_SOCKET, SCRATCH_SOCKET
 
     refusals: list[str] = []
     warnings: list[str] = []
     writable_dirs = [entry.path for entry in plan.writable if entry.kind == "dir"]
     hidden: list[str] = []
     for entry in plan.read_denies:
-        if entry.why == CONTAINER_SOCKET:
+        if entry.why in (CONTAINER_SOCKET, SCRATCH_SOCKET):
             continue  # no Unix socket can be made under Landlock (seccomp): nothing to hide
         if entry.why == DAEMON_SOCKET and any(is_inside(entry.path, r) for r in writable_dirs):
             # Landlock cannot hide it inside a writable directory (/tmp/askgate-UID):

@@ -109,6 +109,7 @@ CONTAINER_SOCKETS: tuple[str, ...] = (
 )
 CONTAINER_SOCKET_VARIABLES: tuple[str, ...] = ("DOCKER_HOST", "CONTAINER_HOST")
 CONTAINER_SOCKET = "a container runtime's socket (the plan hides secrets)"
+SCRATCH_SOCKET = "a server's socket in a scratch directory (the plan hides secrets)"
 # Missing registration files get a placeholder the agent can still parse.
 JSON_PLACEHOLDER = b"{}\n"
 REGISTERS = "registers askgate with an agent"
@@ -598,8 +599,7 @@ class _Builder:
         paths = [p.split(":", 1)[0] for p in paths]
         runtime = env.get("XDG_RUNTIME_DIR", "")
         paths.append(runtime)
-        for scratch in self.scratch_directories():
-            paths += scratch_sockets(scratch)
+        scratch_found = [p for d in self.scratch_directories() for p in scratch_sockets(d)]
         containers = list(CONTAINER_SOCKETS)
         if runtime.startswith("/"):
             containers += [f"{runtime}/docker.sock", f"{runtime}/podman/podman.sock"]
@@ -609,6 +609,7 @@ class _Builder:
                 containers.append(value[len("unix://") :])
         entries: list[PlanEntry] = []
         named = [(p, why) for p in paths] + [(p, CONTAINER_SOCKET) for p in containers]
+        named += [(p, SCRATCH_SOCKET) for p in scratch_found]
         seen: set[str] = set()
         for path, reason in named:
             if not path.startswith("/") or path == "/" or path in seen:

@@ -301,8 +301,12 @@ def finish(run_directory: str, status: int | None, state_dir: str) -> Finished:
     lines = _disarm(plan, run)  # every process of the command is gone: before any cleanup
     if ran and status != 0 and plan is not None:
         lines.append(_explanation(run, plan))
-    with contextlib.suppress(SandboxSetupError):
-        Registry(state_dir).finish_run(run)
+    if status != 0:
+        # A run that exited 0 (the tail came for a tripwire or a watched directory) is
+        # left to the next sweep, as one that needed no tail step: its record says how
+        # it ended, and the sweep's second look at its tripwires finds them disarmed.
+        with contextlib.suppress(SandboxSetupError):
+            Registry(state_dir).finish_run(run)
     for line in lines:
         if line is not None:
             print(f"askgate sandbox: {line}", file=sys.stderr, flush=True)
