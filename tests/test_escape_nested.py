@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_world import require_bwrap
-from test_escape_round2 import World, _fsmonitor
+from test_escape_round2 import World, _fsmonitor, user_site
 from unprivileged_rerun import outside_scratch_dir
 from waits import SAFETY_TIMEOUT
 
@@ -159,17 +159,7 @@ def test_setting_the_index_time_back_does_not_hide_a_planted_gitlink(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_setting_the_user_site_time_back_does_not_keep_a_pth_file(world: World, mode: str) -> None:
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    if python is None:
-        pytest.skip("no system python3 with a user site directory")
-    found = subprocess.run(
-        [python, "-c", "import site; print(site.getusersitepackages())"],
-        env=world.env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    site = Path(found.stdout.strip())
+    python, site = user_site(world)
     site.mkdir(parents=True)
     line = f'import os; os.system("touch {world.marker}")'
     world.run(

@@ -157,6 +157,23 @@ def world() -> Iterator[World]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def user_site(world: World) -> tuple[str, Path]:
+    """The system python3 and its user site directory in the world's HOME."""
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no system python3 with a user site directory")
+    found = subprocess.run(
+        [python, "-c", "import site; print(site.getusersitepackages())"],
+        env=world.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    site = Path(found.stdout.strip())
+    assert site.is_relative_to(world.home)
+    return python, site
+
+
 def _fsmonitor(marker: Path) -> str:
     """A git config whose fsmonitor hook runs `touch marker` on the next `git status`."""
     return f"[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch {marker}; echo\n"
@@ -287,18 +304,7 @@ def test_a_new_pth_file_in_the_user_site_does_not_run_in_pythons_outside(
 ) -> None:
     """`**/*.pth` is a built-in persistence ask: read-only inside. A new one in the user
     site directory runs in every python of this user outside."""
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    if python is None:
-        pytest.skip("no system python3 with a user site directory")
-    found = subprocess.run(
-        [python, "-c", "import site; print(site.getusersitepackages())"],
-        env=world.env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    site = Path(found.stdout.strip())
-    assert site.is_relative_to(world.home)
+    python, site = user_site(world)
     line = f'import os; os.system("touch {world.marker}")'
     world.run(mode, f"mkdir -p {site} && echo {shlex.quote(line)} > {site}/evil.pth; true")
     subprocess.run([python, "-c", "pass"], env=world.env, check=True)

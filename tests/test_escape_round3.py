@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_world import require_bwrap
-from test_escape_round2 import World, _fsmonitor, _init_policy
+from test_escape_round2 import World, _fsmonitor, _init_policy, user_site
 from unprivileged_rerun import outside_scratch_dir
 from waits import SAFETY_TIMEOUT, wait_until
 
@@ -39,20 +39,7 @@ def world() -> Iterator[World]:
 
 
 def _user_site(world: World) -> tuple[str, Path]:
-    """The system python3 and its user site directory in the world's HOME."""
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    if python is None:
-        pytest.skip("no system python3 with a user site directory")
-    found = subprocess.run(
-        [python, "-c", "import site; print(site.getusersitepackages())"],
-        env=world.env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    site = Path(found.stdout.strip())
-    assert site.is_relative_to(world.home)
-    return python, site
+    return user_site(world)
 
 
 def _later_than(path: Path) -> None:
