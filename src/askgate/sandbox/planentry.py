@@ -6,11 +6,31 @@ Imports nothing of the sandbox package, so the package stays acyclic.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import msgspec
 
 from askgate.policy.paths import fold_lexically
+
+# What a tripwire or the watch moves aside goes to NAME.askgate-blocked[-N].
+SUFFIX = ".askgate-blocked"
+
+
+def move_aside(path: str) -> tuple[str | None, str | None]:
+    """(where it went, None) or (None, why it could not be kept: then it is removed)."""
+    target = path + SUFFIX
+    for number in range(1, 100):
+        if not os.path.lexists(target):
+            break
+        target = f"{path}{SUFFIX}-{number}"
+    try:
+        os.rename(path, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # cannot be kept aside: it must not stay in place
+        return None, error.strerror or str(error)
+    return target, None
 
 
 class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):

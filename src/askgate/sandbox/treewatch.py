@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from askgate.policy.model import Surface
 from askgate.sandbox.expand import fixed_prefix
-from askgate.sandbox.planentry import PlanEntry, TreeWatch, _Source
+from askgate.sandbox.planentry import PlanEntry, TreeWatch, _Source, move_aside
 
 # Below a `.git`, ordinary work changes these all the time and nothing protected lives in
 # them (the objects, the refs and their logs).
@@ -325,9 +325,7 @@ class _Finder:
                     self.move(config, "git: a repository made in .git/modules runs programs")
 
     def move(self, path: str, why: str) -> None:
-        from askgate.sandbox.tripwires import _move_aside
-
-        target, error = _move_aside(path)
+        target, error = move_aside(path)
         if target is None:
             self.lines.append(f"removed {path} the command made ({error}); {why}")
         else:

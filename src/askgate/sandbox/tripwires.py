@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from askgate.policy.model import Surface
-from askgate.sandbox.planentry import PlanEntry, TreeWatch
+from askgate.sandbox.planentry import SUFFIX, PlanEntry, TreeWatch
+from askgate.sandbox.planentry import move_aside as _move_aside
 from askgate.sandbox.procstat import process_start
 
 if TYPE_CHECKING:
     from askgate.sandbox.planentry import _Source
 
-SUFFIX = ".askgate-blocked"
 ARMED = "armed"
 # What a sweep counts as made while the run lasted: changed after the record was written,
 # less this much (file times are coarser than the clock on some filesystems).
@@ -109,22 +109,6 @@ def _is_sprung(entry: PlanEntry) -> bool:
 
 def sprung(tripwires: Sequence[PlanEntry]) -> list[PlanEntry]:
     return [entry for entry in tripwires if _is_sprung(entry)]
-
-
-def _move_aside(path: str) -> tuple[str | None, str | None]:
-    """(where it went, None) or (None, why it could not be kept: then it is removed)."""
-    target = path + SUFFIX
-    for number in range(1, 100):
-        if not os.path.lexists(target):
-            break
-        target = f"{path}{SUFFIX}-{number}"
-    try:
-        os.rename(path, target)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # cannot be kept aside: it must not stay in place
-        return None, error.strerror or str(error)
-    return target, None
 
 
 def disarm(tripwires: Sequence[PlanEntry]) -> list[str]:
