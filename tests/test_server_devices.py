@@ -182,11 +182,10 @@ def test_a_reader_of_the_topic_without_the_device_is_sent_to_sign_in(
     assert "/login" in page.url
     assert page.get_by_role("button", name="Approve").count() == 0
     # the link plus no cookie, a guessed one, or alice's user token (no device credential)
-    with httpx.Client(base_url=live.url, follow_redirects=False) as anyone:
-        for cookies in ({}, {DEVICE_COOKIE: "agd_guess"}, {DEVICE_COOKIE: token}):
-            posted = anyone.post(
-                link, data={"decision": "allow"}, cookies=cookies, headers={"Origin": live.url}
-            )
+    # (the cookies are the client's own: httpx deprecates cookies per request)
+    for cookies in ({}, {DEVICE_COOKIE: "agd_guess"}, {DEVICE_COOKIE: token}):
+        with httpx.Client(base_url=live.url, follow_redirects=False, cookies=cookies) as anyone:
+            posted = anyone.post(link, data={"decision": "allow"}, headers={"Origin": live.url})
             assert posted.status_code == 303, posted.text
     assert waiting.result().state is not PromptState.APPROVED  # did not run
     stranger.close()

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from askgate.prompters.base import PromptState
-from server_support import LiveServer, Waiting
+from server_support import LiveServer, Waiting, create
 
 CHROMIUM = "/usr/bin/chromium"
 PHONE = {"width": 390, "height": 844}
@@ -105,6 +105,78 @@ def test_sign_in_with_a_token_and_the_list_refreshes_live(browser: Any, live: Li
     page.wait_for_selector("#status.allow")
     assert waiting.result().state is PromptState.APPROVED
     context.close()
+
+
+def signed_in(browser: Any, live: LiveServer, token: str) -> Any:
+    context = browser.new_context(viewport=PHONE)
+    context.add_cookies([{"name": "askgate_token", "value": token, "url": live.url}])
+    return context
+
+
+def before_the_stream_opens(page: Any, live: LiveServer, action: Any) -> list[int]:
+    """Run `action` once, when the page's script opens /v1/events: after the page (and what
+    it shows) was rendered, before the server sees the stream's request. The request then
+    goes on to the server unchanged. Returns the number of streams the page opened."""
+    opened: list[int] = []
+
+    def hold(route: Any) -> None:
+        if not opened:
+            action()
+        opened.append(1)
+        route.continue_()
+
+    page.route(f"{live.url}/v1/events", hold)
+    return opened
+
+
+def test_the_list_shows_what_was_created_before_its_event_stream_opened(
+    browser: Any, live: LiveServer
+) -> None:
+    token = live.add_user("alice")
+    alice = httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {token}"})
+    shown_with_the_page = create(alice, "make build")
+    made: list[dict[str, Any]] = []
+    context = signed_in(browser, live, token)
+    page = context.new_page()
+    opened = before_the_stream_opens(page, live, lambda: made.append(create(alice, "make ship")))
+    page.goto(live.url + "/")
+    # the page was rendered without it, and its event was sent before the stream subscribed
+    page.wait_for_selector("#pending li >> text=$ make ship", timeout=15000)
+    assert len(made) == 1
+    # one row per approval, whether rendered with the page, reloaded, or announced
+    assert page.locator(f'li[data-id="{shown_with_the_page["id"]}"]').count() == 1
+    assert page.locator(f'li[data-id="{made[0]["id"]}"]').count() == 1
+    # and the page goes on following the stream, without reloading itself
+    page.evaluate("window.stillTheSamePage = true")
+    later = create(alice, "make later")
+    page.wait_for_selector(f'#pending li[data-id="{later["id"]}"]', timeout=15000)
+    alice.post(f"/v1/approvals/{later['id']}/decide", json={"decision": "deny"})
+    page.wait_for_selector(f'#recent li[data-id="{later["id"]}"] .status.deny', timeout=15000)
+    assert page.locator(f'#pending li[data-id="{later["id"]}"]').count() == 0
+    assert page.evaluate("window.stillTheSamePage") is True and len(opened) == 1
+    context.close()
+    alice.close()
+
+
+def test_the_card_shows_a_decision_made_before_its_event_stream_opened(
+    browser: Any, live: LiveServer
+) -> None:
+    token = live.add_user("alice")
+    alice = httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {token}"})
+    approval = create(alice, "terraform apply")
+    context = signed_in(browser, live, token)
+    page = context.new_page()
+
+    def deny() -> None:
+        decided = alice.post(f"/v1/approvals/{approval['id']}/decide", json={"decision": "deny"})
+        assert decided.status_code == 200
+
+    before_the_stream_opens(page, live, deny)
+    page.goto(f"{live.url}/approvals/{approval['id']}")
+    page.wait_for_selector("#status.deny", timeout=15000)
+    assert page.get_by_role("button", name="Approve").count() == 0
+    context.close()
+    alice.close()
 
 
 def test_a_wrong_token_does_not_sign_in(browser: Any, live: LiveServer) -> None:

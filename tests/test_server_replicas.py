@@ -81,9 +81,10 @@ def test_the_event_stream_on_one_replica_carries_decisions_made_on_the_other(
                 "GET", f"{first.url}/v1/events", headers={"Authorization": f"Bearer {token}"}
             ) as response,
         ):
+            assert response.status_code == 200
+            opened.set()  # subscribed before the status line: the 200 is enough to go on
             event = ""
             for line in response.iter_lines():
-                opened.set()
                 if line.startswith("event:"):
                     event = line.split(":", 1)[1].strip()
                 elif line.startswith("data:") and event == "permissions:decision":

@@ -25,7 +25,9 @@ from litestar import Request, Response, get, post
 from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import ServerSentEvent
+from litestar.response.base import ASGIResponse
 from litestar.response.sse import ServerSentEventMessage
+from litestar.types import Receive, Scope, Send
 
 from askgate.approvals.wire import (
     ApprovalList,
@@ -40,7 +42,7 @@ from askgate.approvals.wire import (
 from askgate.server import keys
 from askgate.server.context import ServerContext, approval_view, user_view
 from askgate.server.store import Approval, User
-from askgate.server.wake import Wakeup
+from askgate.server.wake import END, Subscription, Wakeup
 
 TOKEN_COOKIE = "askgate_token"
 SSE_KEEPALIVE = 15.0
@@ -407,6 +409,59 @@ async def me(request: Request[Any, Any, Any]) -> Response[Me]:
     return Response(content=user_view(user, enrolled=enrolled is not None))
 
 
+class EventStream(ServerSentEvent):
+    """The SSE response of one subscription made before it: the subscription is released
+    when the response ends for any reason (its body done, the client gone, the task
+    cancelled at shutdown, the status line never sent), or if building it fails."""
+
+    def __init__(self, subscription: Subscription) -> None:
+        self.subscription = subscription
+        super().__init__(_event_messages(subscription))
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> ASGIResponse:
+        try:
+            inner = super().to_asgi_response(*args, **kwargs)
+        except BaseException:
+            self.subscription.close()
+            raise
+        return _ReleasingResponse(inner, self.subscription)
+
+
+class _ReleasingResponse(ASGIResponse):
+    """Runs the streaming response, then releases its subscription whatever happened. The
+    stream's own generator releases it too, but a generator never started (the client gone
+    before its first chunk, an error at the status line) runs no `finally`."""
+
+    def __init__(self, inner: ASGIResponse, subscription: Subscription) -> None:
+        super().__init__()
+        self._inner = inner
+        self._subscription = subscription
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._inner(scope, receive, send)
+        finally:
+            self._subscription.close()
+
+
+async def _event_messages(subscription: Subscription) -> AsyncIterator[ServerSentEventMessage]:
+    try:
+        yield ServerSentEventMessage(comment="askgate events", retry=2000)
+        while True:
+            item = await subscription.next(SSE_KEEPALIVE)
+            if item is None:
+                yield ServerSentEventMessage(comment="keepalive")
+                continue
+            if item is END:
+                return  # the server shuts down; the client reconnects to another or later
+            data = item.get("data", {"id": item.get("id")})
+            yield ServerSentEventMessage(
+                event=str(item.get("event")), id=str(item.get("id")), data=json.dumps(data)
+            )
+    finally:
+        subscription.close()
+
+
 @get(
     "/v1/events",
     summary="Server-Sent Events: permissions:decision and approval:requested for what the "
@@ -418,22 +473,14 @@ async def events(request: Request[Any, Any, Any]) -> Response[Any] | ServerSentE
     user = await caller(request, cookie=True)
     if user is None:
         return error(401, "unauthorized", "a bearer token or the sign-in cookie is required")
-
-    async def stream() -> AsyncIterator[ServerSentEventMessage]:
-        async with ctx.waker.subscription(user.tenants) as queue:
-            yield ServerSentEventMessage(comment="askgate events", retry=2000)
-            while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), SSE_KEEPALIVE)
-                except TimeoutError:
-                    yield ServerSentEventMessage(comment="keepalive")
-                    continue
-                data = item.get("data", {"id": item.get("id")})
-                yield ServerSentEventMessage(
-                    event=str(item.get("event")), id=str(item.get("id")), data=json.dumps(data)
-                )
-
-    return ServerSentEvent(stream())
+    # Subscribed here, before the status line: whatever is published once the client has
+    # the 200 reaches it (a subscription made as the body starts missed events in between).
+    subscription = ctx.waker.subscribe(user.tenants)
+    try:
+        return EventStream(subscription)
+    except BaseException:
+        subscription.close()
+        raise
 
 
 @get("/healthz", summary="Liveness and database reachability", responses=_errors(503))

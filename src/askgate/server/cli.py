@@ -115,7 +115,16 @@ async def _serve(config: Any, sock: socket.socket, announce: Callable[[str], Non
     ctx = await open_context(config)
     try:
         app = create_app(config, ctx=ctx)
-        server = uvicorn.Server(
+
+        class Server(uvicorn.Server):
+            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+                # uvicorn waits for open responses before it stops: end the event streams
+                # (their subscriptions are released as they finish), or one idle browser
+                # tab would hold a SIGTERM'd server until its user closed it.
+                ctx.waker.end_streams()
+                await super().shutdown(sockets)
+
+        server = Server(
             uvicorn.Config(
                 app,
                 log_level="warning",

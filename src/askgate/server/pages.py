@@ -169,10 +169,17 @@ async def card_decide(request: Request[Any, Any, Any], approval_id: FromPath[str
 
 
 @get("/", include_in_schema=False)
-async def list_page(request: Request[Any, Any, Any]) -> Response[Any]:
+async def list_page(
+    request: Request[Any, Any, Any], part: FromQuery[str | None] = None
+) -> Response[Any]:
+    """The list page; `?part=lists` is its two lists alone, which the page's script loads
+    once its event stream is open and again after each event (askgate.js)."""
     ctx = context(request)
     user, token = await _cookie_user(request)
+    lists_only = part == "lists"
     if user is None:
+        if lists_only:  # the script reloads the page, which then asks to sign in
+            return message("Signed out", "Sign in again.", 401)
         return Redirect("/login")
     rows = await ctx.store.list(user=user, limit=100)
     now = time.time()
@@ -192,6 +199,8 @@ async def list_page(request: Request[Any, Any, Any]) -> Response[Any]:
     items = [item(r) for r in rows]
     pending = [i for i in items if i["open"]]
     recent = [i for i in items if not i["open"]][:30]
+    if lists_only:
+        return render("list_sections.html", pending=pending, recent=recent)
     return render(
         "list.html",
         user=user,

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any
 
@@ -19,6 +20,20 @@ log = logging.getLogger("askgate.server.wake")
 
 CHANNEL = "askgate_decisions"
 SUBSCRIBER_QUEUE = 256
+
+
+# A payload, or END: the server is shutting down and the stream ends.
+END: dict[str, Any] = {"event": None}
+SubscriberQueue = asyncio.Queue[dict[str, Any]]
+
+
+def _put_end(queue: SubscriberQueue) -> None:
+    while True:  # a full queue (a stalled reader) drops its oldest event for the end mark
+        try:
+            queue.put_nowait(END)
+            return
+        except asyncio.QueueFull:
+            queue.get_nowait()
 
 
 class Wakeup(asyncio.Event):
@@ -35,7 +50,8 @@ class Waker:
 
     def __init__(self) -> None:
         self._waiters: dict[str, set[Wakeup]] = {}
-        self._subscribers: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
+        self._subscribers: dict[str, set[SubscriberQueue]] = {}
+        self._ending = False  # the server is shutting down: streams end, new ones at once
 
     @property
     def waiting(self) -> int:
@@ -73,24 +89,40 @@ class Waker:
             for event in events:
                 event.set()
 
+    @property
+    def subscribers(self) -> int:
+        """Live event-stream subscriptions (each counted once, whatever its tenants)."""
+        return len({id(q) for queues in self._subscribers.values() for q in queues})
+
+    def subscribe(self, tenants: tuple[str, ...]) -> Subscription:
+        """A queue hearing every tenant given, registered now: an event stream subscribes
+        before its response starts, so a client acting on the status line misses nothing.
+        The caller must close it on every path (`Subscription.close`, idempotent)."""
+        return Subscription(self, tenants)
+
     @contextlib.asynccontextmanager
-    async def subscription(
-        self, tenants: tuple[str, ...]
-    ) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
-        """One queue hearing every tenant given (each payload once per tenant it was sent
-        to; a sender names each tenant once)."""
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(SUBSCRIBER_QUEUE)
-        for tenant in tenants:
-            self._subscribers.setdefault(tenant, set()).add(queue)
+    async def subscription(self, tenants: tuple[str, ...]) -> AsyncIterator[Subscription]:
+        subscription = self.subscribe(tenants)
         try:
-            yield queue
+            yield subscription
         finally:
-            for tenant in tenants:
-                queues = self._subscribers.get(tenant)
-                if queues is not None:
-                    queues.discard(queue)
-                    if not queues:
-                        del self._subscribers[tenant]
+            subscription.close()
+
+    def end_streams(self) -> None:
+        """At server shutdown: every open event stream ends (uvicorn waits for open
+        responses before it stops; a stream would otherwise hold it until its client left)."""
+        self._ending = True
+        for queues in list(self._subscribers.values()):
+            for queue in list(queues):
+                _put_end(queue)
+
+    def _unsubscribe(self, tenants: tuple[str, ...], queue: SubscriberQueue) -> None:
+        for tenant in tenants:
+            queues = self._subscribers.get(tenant)
+            if queues is not None:
+                queues.discard(queue)
+                if not queues:
+                    del self._subscribers[tenant]
 
     def broadcast(self, tenant: str | set[str], payload: dict[str, Any]) -> None:
         """To every subscriber of the tenant(s), once each."""
@@ -99,6 +131,33 @@ class Waker:
         for queue in queues:
             with contextlib.suppress(asyncio.QueueFull):  # a stalled reader loses events
                 queue.put_nowait(payload)
+
+
+class Subscription:
+    """One event stream's registration with the waker: a bounded queue (a stalled reader
+    loses events rather than growing memory) hearing each payload once per tenant it was
+    sent to. `close` releases it; if a holder is dropped without closing (a response object
+    discarded on a path nobody foresaw), the garbage collector's finalizer releases it."""
+
+    def __init__(self, waker: Waker, tenants: tuple[str, ...]) -> None:
+        self.queue: SubscriberQueue = asyncio.Queue(SUBSCRIBER_QUEUE)
+        for tenant in tenants:
+            waker._subscribers.setdefault(tenant, set()).add(self.queue)
+        if waker._ending:
+            _put_end(self.queue)
+        # The finalizer holds the waker and the queue, never this object.
+        self._release = weakref.finalize(self, waker._unsubscribe, tenants, self.queue)
+
+    def close(self) -> None:
+        self._release()  # runs the release once; later calls do nothing
+
+    async def next(self, timeout: float) -> dict[str, Any] | None:
+        """The next payload, END when the server shuts down, None after `timeout` seconds
+        of silence (time for a keep-alive)."""
+        try:
+            return await asyncio.wait_for(self.queue.get(), timeout)
+        except TimeoutError:
+            return None
 
 
 def notify_payload(tenant: str, approval_id: str) -> str:
