@@ -269,6 +269,8 @@ def tmux_server(world: World) -> Iterator[str]:
         pytest.skip("tmux is not installed")
     name = f"askgate-escape3-{os.getpid()}"
     env = {k: v for k, v in world.env.items() if k != "TMUX"}
+    directory = f"{os.environ.get('TMUX_TMPDIR', '/tmp')}/tmux-{os.getuid()}"
+    existed = os.path.lexists(directory)
     subprocess.run(
         [tmux, "-L", name, "new-session", "-d", "-s", "user", "sleep 600"],
         env=env,
@@ -280,7 +282,10 @@ def tmux_server(world: World) -> Iterator[str]:
     finally:
         subprocess.run([tmux, "-L", name, "kill-server"], env=env, capture_output=True)
         with contextlib.suppress(OSError):
-            os.unlink(f"{os.environ.get('TMUX_TMPDIR', '/tmp')}/tmux-{os.getuid()}/{name}")
+            os.unlink(f"{directory}/{name}")
+        if not existed:  # a socket directory left in /tmp is hidden in every later plan
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
 
 
 @pytest.mark.parametrize("mode", ["cli", "hook"])
