@@ -240,6 +240,7 @@ class _Builder:
         self.deadline = time.monotonic() + MAX_SECONDS
         self.expanded: dict[str, Expansion] = {}
         self.listed: set[str] = set()  # the directories the anywhere-walk listed
+        self._hole_sources: list[_Source] | None = None
 
     def _rules(self, surface: Surface, actions: Sequence[Action]) -> list[Rule]:
         return [
@@ -311,6 +312,13 @@ class _Builder:
         return [p for p in dict.fromkeys(found) if p.startswith("/") and p != "/"]
 
     def hole_sources(self) -> list[_Source]:
+        """The write-protecting patterns (rules, floors, git's parts): made once per plan
+        (the walk, the holes and the watch read them; git configs are parsed here)."""
+        if self._hole_sources is None:
+            self._hole_sources = self._make_hole_sources()
+        return self._hole_sources
+
+    def _make_hole_sources(self) -> list[_Source]:
         from askgate.policy.protected import protected_paths, registration_paths
 
         sources = [

@@ -15,6 +15,26 @@ from askgate.policy.paths import fold_lexically
 
 # What a tripwire or the watch moves aside goes to NAME.askgate-blocked[-N].
 SUFFIX = ".askgate-blocked"
+# What counts as made while a run lasted: changed after it started, less this much (file
+# times are coarser than the clock on some filesystems).
+CLOCK_SLACK_S = 1.0
+
+
+def symlinks_on_the_way(path: str) -> list[str]:
+    """The symlinks among `path`'s components (itself included), outermost first."""
+    found: list[str] = []
+    current = ""
+    for part in path.split("/")[1:]:
+        current += "/" + part
+        if os.path.islink(current):
+            found.append(current)
+    return found
+
+
+def outside_env() -> dict[str, str]:
+    """What the tail's git parses get of this process's environment (git runs outside
+    the sandbox, and only the system git: gitconfig.py)."""
+    return {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
 
 
 def move_aside(path: str) -> tuple[str | None, str | None]:

@@ -243,8 +243,9 @@ def _record_watched(plan: SandboxPlan, run: PreparedRun) -> str | None:
     from askgate.sandbox.unchanged import snapshot as record
 
     index = [t.path for t in plan.tripwires if t.kind == "index"]
-    with open(run.index, "wb") as handle:
-        handle.write(record(index))
+    if index:
+        with open(run.index, "wb") as handle:
+            handle.write(record(index))
     if plan.watch is None and not any(t.kind == "glob" for t in plan.tripwires):
         return None
     globs = list(dict.fromkeys(t.named or t.path for t in plan.tripwires if t.kind == "glob"))

@@ -36,7 +36,15 @@ from collections.abc import Callable, Iterable, Sequence
 
 from askgate.policy.model import Surface
 from askgate.sandbox.expand import fixed_prefix
-from askgate.sandbox.planentry import PlanEntry, TreeWatch, _Source, move_aside
+from askgate.sandbox.planentry import (
+    CLOCK_SLACK_S,
+    PlanEntry,
+    TreeWatch,
+    _Source,
+    move_aside,
+    outside_env,
+    symlinks_on_the_way,
+)
 
 # Below a `.git`, ordinary work changes these all the time and nothing protected lives in
 # them (the objects, the refs and their logs).
@@ -45,8 +53,6 @@ GIT_BUSY = frozenset({"objects", "refs", "logs", "lfs"})
 # in one command is not searched to the end, and the tail says so).
 MAX_NEW_VISITED = 1_000_000
 MAX_NEW_SECONDS = 30.0
-# File times are coarser than the clock on some filesystems (tripwires.CLOCK_SLACK_S).
-CLOCK_SLACK_S = 1.0
 MODULE_CONFIGS = ("config", "config.worktree")
 
 
@@ -182,8 +188,7 @@ def disarm_watch(
         moved = paths_to_record(watch)
     if not moved:
         return []
-    env = {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
-    finder = _Finder(watch, since, env, until)
+    finder = _Finder(watch, since, outside_env(), until)
     for directory in moved:
         finder.look(directory)
     finder.walk_new()
@@ -296,8 +301,9 @@ class _Finder:
         if path in self.done or path in self.existing or not os.path.lexists(path):
             return
         self.done.add(path)
-        link = _first_link(os.path.dirname(path))
-        if link is not None:
+        links = symlinks_on_the_way(os.path.dirname(path))
+        if links:
+            link = links[0]
             # A symlink the run made on the way (`ln -s /tmp/x sub2`) leads to a
             # protected name elsewhere: the link is what goes (a user's own stays).
             if self.made(link) and link not in self.done:
@@ -330,16 +336,6 @@ class _Finder:
             self.lines.append(f"removed {path} the command made ({error}); {why}")
         else:
             self.lines.append(f"moved {path} the command made to {target}: {why}")
-
-
-def _first_link(directory: str) -> str | None:
-    """The first symlink on the way to `directory` (itself included), or None."""
-    current = ""
-    for part in directory.split("/")[1:]:
-        current += "/" + part
-        if os.path.islink(current):
-            return current
-    return None
 
 
 def entries_of(plan_entries: Iterable[PlanEntry]) -> list[str]:

@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from askgate.policy.model import Surface
-from askgate.sandbox.planentry import SUFFIX, PlanEntry, TreeWatch
+from askgate.sandbox.planentry import (
+    CLOCK_SLACK_S,
+    SUFFIX,
+    PlanEntry,
+    TreeWatch,
+    outside_env,
+    symlinks_on_the_way,
+)
 from askgate.sandbox.planentry import move_aside as _move_aside
 from askgate.sandbox.procstat import process_start
 
@@ -40,9 +47,6 @@ if TYPE_CHECKING:
     from askgate.sandbox.planentry import _Source
 
 ARMED = "armed"
-# What a sweep counts as made while the run lasted: changed after the record was written,
-# less this much (file times are coarser than the clock on some filesystems).
-CLOCK_SLACK_S = 1.0
 
 
 class Armed(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,12 +91,9 @@ def _new_matches(entry: PlanEntry) -> list[str]:
 
 
 def _link_made_on_the_way(path: str, since: float) -> bool:
-    current = ""
-    for part in path.split("/")[1:]:
-        current += "/" + part
+    for link in symlinks_on_the_way(path):
         with contextlib.suppress(OSError):
-            info = os.lstat(current)
-            if stat.S_ISLNK(info.st_mode) and info.st_ctime >= since:
+            if os.lstat(link).st_ctime >= since:
                 return True
     return False
 
@@ -433,8 +434,6 @@ def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
     inside the project but outside `.git/modules` (where a submodule's own lives). A
     file outside the project that did not change is never touched: the command could
     not have written it (a `gitdir:` may name any directory)."""
-    import stat
-
     from askgate.sandbox.gitconfig import gitlinks, runs_programs
 
     since = entry.since - CLOCK_SLACK_S
@@ -450,7 +449,7 @@ def _planted_gitlink_configs(entry: PlanEntry) -> list[str]:
     worktree = entry.named
     project = os.path.realpath(worktree)
     modules = os.path.realpath(os.path.join(os.path.dirname(entry.path), "modules"))
-    env = {"HOME": os.environ.get("HOME", "/"), "PATH": os.environ.get("PATH", "")}
+    env = outside_env()
     found: list[str] = []
     # A FIFO or a link in the index's place is not listed (it could hang git, or show
     # another index): every repository in the project counts, as when git fails.
