@@ -443,3 +443,29 @@ def test_a_mount_below_another_placeholder_does_not_break_bwrap(tmp_path: Path) 
     argv = bwrap_argv(plan, ["/bin/true"], bwrap="bwrap", empty_file=str(empty))
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_run_that_cannot_be_recorded_is_an_ask_and_leaves_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot of the watched directories cannot be written (a full disk): the
+    hook asks about the command instead of handing out a wrapper that could not check."""
+    from askgate.sandbox import prepared
+    from askgate.sandbox.wrap import sandbox_rewrite
+
+    def full_disk(*_args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    world.policy.write_text(world.policy.read_text() + '\n[sandbox]\nbash = "on"\n')
+    monkeypatch.setattr(prepared, "_record_watched", full_disk)
+    rewrite = sandbox_rewrite(
+        "Bash",
+        {"command": "touch ran.txt"},
+        cwd=str(world.project),
+        config_files=[str(world.policy)],
+        env=world.env,
+        launcher=[sys.executable, "-m", "askgate"],
+    )
+    assert rewrite is not None and rewrite.updated_input is None
+    assert rewrite.ask_reason is not None and "No space left" in rewrite.ask_reason
+    assert _runs(world) == []

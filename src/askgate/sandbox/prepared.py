@@ -227,6 +227,9 @@ def prepare_wrapper(
             scope=scope if isinstance(scope, str) else None,
         )
         wrapped = wrapper_command(script, argv)
+    except OSError as error:  # the run's plan or snapshot cannot be written: ask
+        registry.finish_run(run)
+        raise SandboxSetupError(f"cannot record the run in {run.directory}: {error}") from None
     except BaseException:
         registry.finish_run(run)
         raise
