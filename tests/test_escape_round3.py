@@ -300,6 +300,24 @@ def test_the_users_tmux_server_does_not_run_a_command_for_the_sandbox(
     assert not world.marker.exists(), "the user's tmux server ran the command's code outside"
 
 
+@pytest.mark.parametrize("mode", ["cli", "hook"])
+def test_a_flooded_tmp_does_not_push_the_tmux_server_out_of_sight(
+    world: World, tmux_server: str, mode: str
+) -> None:
+    """An earlier command fills /tmp with entries so that a bounded listing would stop
+    before `tmux-UID`; the next command asks the user's tmux server to run its code."""
+    flood = f"/tmp/askgate-flood-{os.getpid()}-{mode}"
+    world.run(mode, f"for i in $(seq 20000); do : > {flood}-$i; done; true")
+    try:
+        world.run(mode, f"tmux -L {tmux_server} run-shell 'touch {world.marker}'; true")
+    finally:
+        for name in os.listdir("/tmp"):
+            if name.startswith(os.path.basename(flood) + "-"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join("/tmp", name))
+    assert not world.marker.exists(), "the user's tmux server ran the command's code outside"
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="a read-only bind does not stop connect(): a Unix socket in a directory the "

@@ -704,3 +704,34 @@ def test_with_tmp_named_by_a_write_rule_a_command_runs_sandboxed(tmp_path) -> No
     assert run.returncode == 0, run
     assert out.read_text() == "sandboxed\n"
     assert "hunter2" not in run.stdout  # the project's .env is still hidden
+
+
+def test_a_flooded_scratch_directory_does_not_hide_a_servers_socket(tmp_path: Path) -> None:
+    """A command can fill /tmp with entries before the next plan: every one is looked at,
+    so the tmux server's directory, a socket at the top and a directory of this user
+    holding one are found wherever the directory listing puts them."""
+    import socket
+
+    from askgate.sandbox.plan import scratch_sockets
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    for index in range(20_000):
+        (scratch / f"flood-{index}").touch()
+    (scratch / f"tmux-{os.getuid()}").mkdir()
+    (scratch / "mine").mkdir()
+    servers = []
+    for path in (scratch / "top.sock", scratch / "mine" / "server.sock"):
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        servers.append(server)
+    try:
+        found = set(scratch_sockets(str(scratch)))
+    finally:
+        for server in servers:
+            server.close()
+    assert found == {
+        str(scratch / f"tmux-{os.getuid()}"),
+        str(scratch / "top.sock"),
+        str(scratch / "mine"),
+    }

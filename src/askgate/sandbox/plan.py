@@ -759,7 +759,8 @@ class _Builder:
 # Directories in a scratch directory that hold the sockets of servers that run what they
 # are sent (a tmux server's `run-shell`, an X server's keystrokes, an ssh agent's keys).
 SOCKET_DIRECTORIES = re.compile(r"(tmux-\d+|ssh-.+|\.X11-unix|\.ICE-unix|emacs\d+|nvim.*|screen.*)")
-MAX_SCRATCH_ENTRIES = 2_000
+# Directories of this user there, of other names, looked into for a socket (at most).
+MAX_OWNED_SCANS = 256
 MAX_SOCKET_DIR_ENTRIES = 64
 
 
@@ -767,23 +768,32 @@ def scratch_sockets(scratch: str) -> list[str]:
     """The Unix sockets of a scratch directory (shared with the sandbox, writable): each
     socket at its top, each directory named like a server's socket directory, and each
     directory of this user holding a socket. A read-only bind does not stop `connect()`,
-    and no network is needed: the user's tmux server would run a command outside."""
+    and no network is needed: the user's tmux server would run a command outside.
+
+    Every entry is looked at, however many a command put there (a count bound would let
+    it push `tmux-UID` out of sight); most cost only their directory record (the entry's
+    type), a stat only for what is neither a file, a directory nor a link. Only the look
+    into other directories of this user (the best-effort part) is bounded."""
     found: list[str] = []
     me = os.getuid()
+    scans = 0
     try:
         with os.scandir(scratch) as entries:
-            listed = list(itertools.islice(entries, MAX_SCRATCH_ENTRIES))
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.is_symlink() or entry.is_file(follow_symlinks=False):
+                        continue
+                    if not entry.is_dir(follow_symlinks=False):
+                        if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                            found.append(entry.path)
+                    elif SOCKET_DIRECTORIES.fullmatch(entry.name):
+                        found.append(entry.path)
+                    elif scans < MAX_OWNED_SCANS and entry.stat(follow_symlinks=False).st_uid == me:
+                        scans += 1
+                        if _holds_socket(entry.path):
+                            found.append(entry.path)
     except OSError:
-        return found
-    for entry in listed:
-        with contextlib.suppress(OSError):
-            info = entry.stat(follow_symlinks=False)
-            server_dir = stat.S_ISDIR(info.st_mode) and (
-                SOCKET_DIRECTORIES.fullmatch(entry.name) is not None
-                or (info.st_uid == me and _holds_socket(entry.path))
-            )
-            if stat.S_ISSOCK(info.st_mode) or server_dir:
-                found.append(entry.path)
+        pass
     return found
 
 
