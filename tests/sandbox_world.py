@@ -5,10 +5,15 @@ runner for the real `askgate sandbox` command in an environment isolated under i
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,3 +264,43 @@ class OutsideWorld:
             timeout=60,
         )
         assert done.returncode == 0, done.stderr
+
+
+@contextlib.contextmanager
+def unix_listener(address: str) -> Iterator[list[bool]]:
+    """A Unix socket listening at `address` (a path, or an abstract name starting with
+    NUL); the list gets True when anything connects."""
+    if not address.startswith("\0"):
+        Path(address).parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(address)
+    server.listen(4)
+    accepted: list[bool] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            connection, _ = server.accept()
+            accepted.append(True)
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield accepted
+    finally:
+        with contextlib.suppress(OSError):
+            server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        thread.join(timeout=10)
+        if not address.startswith("\0"):
+            Path(address).unlink(missing_ok=True)
+
+
+def connect_probe(address: str) -> str:
+    """A command that prints CONNECTED when it can connect to `address`, else `refused`."""
+    code = (
+        "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+        f"try:\n    s.connect({address!r}); print('CONNECTED')\n"
+        "except OSError as e: print('refused', e)\n"
+    )
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_world import require_bwrap
-from test_escape_round2 import World, _fsmonitor, user_site
+from test_escape_round2 import World, _fsmonitor, outside_world, user_site
 from unprivileged_rerun import outside_scratch_dir
 from waits import SAFETY_TIMEOUT
 
@@ -33,12 +33,7 @@ MODES = ["cli", "hook"]
 
 @pytest.fixture
 def world() -> Iterator[World]:
-    require_bwrap()
-    base = Path(outside_scratch_dir("askgate-nested-"))
-    try:
-        yield World(base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    yield from outside_world("askgate-nested-")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_world import OutsideWorld, require_bwrap
+from sandbox_world import OutsideWorld, connect_probe, require_bwrap, unix_listener
 from unprivileged_rerun import outside_scratch_dir
 from waits import SAFETY_TIMEOUT, wait_until
 
@@ -147,14 +147,20 @@ class World(OutsideWorld):
             ready.unlink(missing_ok=True)
 
 
-@pytest.fixture
-def world() -> Iterator[World]:
+def outside_world(prefix: str, make: type[World] = World) -> Iterator[World]:
+    """A world (of class `make`) in a fresh directory outside the scratch dirs, removed
+    after: the body of each escape file's `world` fixture."""
     require_bwrap()
-    base = Path(outside_scratch_dir("askgate-escape2-"))
+    base = Path(outside_scratch_dir(prefix))
     try:
-        yield World(base)
+        yield make(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    yield from outside_world("askgate-escape2-")
 
 
 def user_site(world: World) -> tuple[str, Path]:
@@ -730,33 +736,8 @@ def test_an_abstract_x11_like_socket_is_out_of_reach_when_secrets_are_hidden(
 ) -> None:
     """The policy hides ~/.ssh, so the agents' sockets are hidden; an X server or a
     session bus on an abstract address (`@/tmp/.X11-unix/X0`) is one of them."""
-    import socket
-    import threading
 
     name = f"\0/tmp/.X11-unix/askgate-escape-{os.getpid()}-{mode}"
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(name)
-    server.listen(4)
-    accepted: list[bool] = []
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            connection, _ = server.accept()
-            accepted.append(True)
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    probe = (
-        "import socket\ns = socket.socket(socket.AF_UNIX)\n"
-        f"try:\n    s.connect({name!r}); print('CONNECTED')\n"
-        "except OSError as e: print('refused', e)\n"
-    )
-    try:
-        done = world.run(mode, f"{sys.executable} -c {shlex.quote(probe)}")
-    finally:
-        with contextlib.suppress(OSError):
-            server.shutdown(socket.SHUT_RDWR)
-        server.close()
-        thread.join(timeout=10)
+    with unix_listener(name) as accepted:
+        done = world.run(mode, connect_probe(name))
     assert "CONNECTED" not in done.stdout and not accepted, done

@@ -22,20 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_world import require_bwrap
-from test_escape_round2 import World, _fsmonitor, _init_policy, user_site
-from unprivileged_rerun import outside_scratch_dir
+from sandbox_world import connect_probe, unix_listener
+from test_escape_round2 import World, _fsmonitor, _init_policy, outside_world, user_site
 from waits import SAFETY_TIMEOUT, wait_until
 
 
 @pytest.fixture
 def world() -> Iterator[World]:
-    require_bwrap()
-    base = Path(outside_scratch_dir("askgate-escape3-"))
-    try:
-        yield World(base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    yield from outside_world("askgate-escape3-")
 
 
 def _user_site(world: World) -> tuple[str, Path]:
@@ -326,33 +320,9 @@ def test_a_flooded_tmp_does_not_push_the_tmux_server_out_of_sight(
     "sockets are masked",
 )
 def test_a_unix_socket_outside_the_writable_roots_is_not_connectable(world: World) -> None:
-    import socket
-    import threading
-
-    directory = world.base / "run-sockets"
-    directory.mkdir()
-    path = str(directory / "bus")
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(path)
-    server.listen(1)
-    accepted: list[bool] = []
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            connection, _ = server.accept()
-            accepted.append(True)
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    probe = f"import socket; socket.socket(socket.AF_UNIX).connect({path!r}); print('CONNECTED')"
-    try:
-        done = world.run("hook", f"python3 -c {shlex.quote(probe)}; true")
-    finally:
-        with contextlib.suppress(OSError):
-            server.shutdown(socket.SHUT_RDWR)
-        server.close()
-        thread.join(timeout=10)
+    path = str(world.base / "run-sockets" / "bus")
+    with unix_listener(path) as accepted:
+        done = world.run("hook", f"{connect_probe(path)}; true")
     assert "CONNECTED" not in done.stdout and not accepted, done
 
 

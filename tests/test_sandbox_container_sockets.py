@@ -7,20 +7,14 @@ sandbox's scratch directories (test_escape_round2.World)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shlex
-import socket
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sandbox_world import require_bwrap
-from test_escape_round2 import World
-from unprivileged_rerun import outside_scratch_dir
+from sandbox_world import connect_probe, unix_listener
+from test_escape_round2 import World, outside_world
 
 
 class _World(World):
@@ -34,56 +28,13 @@ class _World(World):
 
 
 @pytest.fixture
-def world() -> Iterator[_World]:
-    require_bwrap()
-    import shutil
-
-    base = Path(outside_scratch_dir("askgate-containers-"))
-    try:
-        yield _World(base)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _listening(path: Path) -> Iterator[list[bool]]:
-    """A Unix socket listening at `path`; the list gets True when anything connects."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
-    server.listen(4)
-    accepted: list[bool] = []
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            connection, _ = server.accept()
-            accepted.append(True)
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield accepted
-    finally:
-        with contextlib.suppress(OSError):
-            server.shutdown(socket.SHUT_RDWR)
-        server.close()
-        thread.join(timeout=10)
-        path.unlink(missing_ok=True)
-
-
-def _probe(path: Path) -> str:
-    code = (
-        "import socket\ns = socket.socket(socket.AF_UNIX)\n"
-        f"try:\n    s.connect({str(path)!r}); print('CONNECTED')\n"
-        "except OSError as e: print('refused', e)\n"
-    )
-    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+def world() -> Iterator[World]:
+    yield from outside_world("askgate-containers-", _World)
 
 
 def _assert_out_of_reach(world: _World, mode: str, path: Path) -> None:
-    with _listening(path) as accepted:
-        done = world.run(mode, _probe(path))
+    with unix_listener(str(path)) as accepted:
+        done = world.run(mode, connect_probe(str(path)))
     assert "CONNECTED" not in done.stdout and not accepted, done
     assert "refused" in done.stdout, done  # the probe ran and its connect failed
 
