@@ -227,22 +227,12 @@ def _disarm_interrupted(run: PreparedRun) -> None:
         if (changed <= started) if finished else (changed >= started - 1.0):
             made.append(entry)
     disarm(made)
-    from askgate.sandbox.treewatch import disarm_watch, watch_of
+    from askgate.sandbox.treewatch import disarm_watch, read_snapshot, watch_of
 
     watch = watch_of(plan.get("watch"))
     if watch is not None:
-        recorded, since = _recorded(run.watched)
+        recorded, since = read_snapshot(run.watched)
         disarm_watch(watch, recorded, since, started if finished else None)
-
-
-def _recorded(path: str) -> tuple[bytes | None, float]:
-    """A run's snapshot of its watched directories and when it was taken (None and the
-    epoch when it is lost: every directory then counts as changed)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(), os.fstat(handle.fileno()).st_mtime
-    except OSError:
-        return None, 0.0
 
 
 def state_directory(env: Mapping[str, str]) -> str:

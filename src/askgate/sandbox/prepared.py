@@ -251,9 +251,9 @@ def _record_watched(plan: SandboxPlan, run: PreparedRun) -> str | None:
             handle.write(record(index))
     if plan.watch is None and not any(t.kind == "glob" for t in plan.tripwires):
         return None
-    globs = list(dict.fromkeys(t.named or t.path for t in plan.tripwires if t.kind == "glob"))
+    globs = dict.fromkeys(t.named or t.path for t in plan.tripwires if t.kind == "glob")
     with open(run.watched, "wb") as handle:
-        handle.write(snapshot(plan.watch) + record(globs))
+        handle.write(snapshot(plan.watch, *globs))
     return run.watched
 
 
@@ -328,13 +328,12 @@ def _plan(run: PreparedRun) -> SandboxPlan | None:
 
 
 def _disarm(plan: SandboxPlan | None, run: PreparedRun) -> list[str | None]:
-    from askgate.sandbox.placeholders import _recorded
-    from askgate.sandbox.treewatch import disarm_watch
+    from askgate.sandbox.treewatch import disarm_watch, read_snapshot
     from askgate.sandbox.tripwires import disarm
 
     if plan is None:
         return []
-    recorded, since = _recorded(run.watched)
+    recorded, since = read_snapshot(run.watched)
     return [*disarm(plan.tripwires), *disarm_watch(plan.watch, recorded, since)]
 
 

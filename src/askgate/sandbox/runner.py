@@ -405,7 +405,7 @@ class _Watching:
 
         self.plan = plan
         self.since = time.time()
-        self.recorded = snapshot(plan.watch) if plan.watch is not None else b""
+        self.recorded = snapshot(plan.watch)
 
     def disarm(self) -> None:
         from askgate.sandbox.treewatch import disarm_watch

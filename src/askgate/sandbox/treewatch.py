@@ -158,11 +158,22 @@ def paths_to_record(watch: TreeWatch | None) -> list[str]:
     return [] if watch is None else [*watch.directories, *watch.absent]
 
 
-def snapshot(watch: TreeWatch | None) -> bytes:
-    """The watched directories' change times, once the run's placeholders stand."""
+def snapshot(watch: TreeWatch | None, *also: str) -> bytes:
+    """The watched directories' change times (and those of `also`), once the run's
+    placeholders stand: one list, one wait for the clock."""
     from askgate.sandbox.unchanged import snapshot as record
 
-    return record(paths_to_record(watch))
+    return record([*paths_to_record(watch), *also])
+
+
+def read_snapshot(path: str) -> tuple[bytes | None, float]:
+    """A run's snapshot and when it was taken (None and the epoch when it is lost:
+    every directory then counts as changed)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(), os.fstat(handle.fileno()).st_mtime
+    except OSError:
+        return None, 0.0
 
 
 def disarm_watch(
